@@ -1,0 +1,5 @@
+import sys
+
+from paperlib.cli import main
+
+sys.exit(main())

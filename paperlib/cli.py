@@ -1,0 +1,157 @@
+"""The `paperlib` command line: data, parameters and notebooks (later: training, tuning, evaluation)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from paperlib.config import ParamsError
+
+
+def _data_root(args) -> Path:
+    if args.root:
+        return Path(args.root)
+    from paperlib.config import repo_root, section_params
+
+    try:
+        root = repo_root()
+    except ParamsError:
+        return Path("data/raw")
+    return root / section_params("data").root
+
+
+def cmd_data_list(args) -> int:
+    from paperlib.data.corpora import CORPORA, is_fetched
+
+    root = _data_root(args)
+    for corpus in CORPORA.values():
+        state = "fetched" if is_fetched(corpus, root) else "missing"
+        pinned = "" if all(f.sha256 for f in corpus.files) else " (no pinned sha256)"
+        print(f"{corpus.name:10s} {state:8s} {corpus.description}{pinned}")
+    return 0
+
+
+def cmd_data_fetch(args) -> int:
+    from paperlib.data.corpora import fetch_corpus
+
+    root = _data_root(args)
+    for name in args.names:
+        folder = fetch_corpus(name, root, mirror=args.mirror, allow_unpinned=args.allow_unpinned)
+        print(f"{name}: verified in {folder}")
+    return 0
+
+
+def cmd_data_summary(args) -> int:
+    from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.data.corpora import get_corpus, sha256_of
+    from paperlib.data.summary import dataset_summary
+    from paperlib.provenance import provenance, write_json_atomic
+
+    started = time.time()
+    params = load_params()
+    profile = active_profile(args.profile, params)
+    settings = experiment_params("dataset_summary", profile, params)
+    root = repo_root()
+    data_root = root / section_params("data", params).root
+    summary = dataset_summary(settings.corpora, data_root, settings.max_rank, settings.sentence_max_len)
+    out = root / args.out
+    write_json_atomic(out, summary)
+    checksums = {f"{c}/{f.name}": f.sha256 for c in settings.corpora for f in get_corpus(c).files}
+    for key, sha in checksums.items():
+        if sha is None:
+            checksums[key] = sha256_of(data_root / key)
+    write_json_atomic(out.with_suffix(".provenance.json"),
+                      provenance(root, profile, vars(settings), checksums, started))
+    print(f"wrote {out.relative_to(root)} ({', '.join(settings.corpora)}; profile {profile})")
+    return 0
+
+
+def cmd_params_show(args) -> int:
+    from paperlib.config import active_profile, experiment_params, load_params
+
+    params = load_params()
+    profile = active_profile(args.profile, params)
+    names = [args.experiment] if args.experiment else sorted(params.get("experiments", {}))
+    resolved = {name: vars(experiment_params(name, profile, params)) for name in names}
+    print(json.dumps({"profile": profile, "experiments": resolved}, indent=2))
+    return 0
+
+
+def cmd_run_notebook(args) -> int:
+    from paperlib.notebooks import run_notebook
+
+    parameters = {}
+    for key, value in args.param or []:
+        try:
+            parameters[key] = json.loads(value)
+        except json.JSONDecodeError:
+            parameters[key] = value
+    target = run_notebook(args.name, parameters, profile=args.profile, progress=not args.quiet)
+    print(f"executed {args.name} -> {target}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="paperlib", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    data = sub.add_parser("data", help="fetch, list and summarise corpora")
+    data_sub = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
+    p = data_sub.add_parser("list", help="list the registered corpora and whether they are fetched")
+    p.add_argument("--root", help="data folder (default: params.yaml data.root)")
+    p.set_defaults(func=cmd_data_list)
+    p = data_sub.add_parser("fetch", help="download (or copy from a mirror) and verify corpora")
+    p.add_argument("names", nargs="+", metavar="NAME", help="corpus names, see `paperlib data list`")
+    p.add_argument("--root", help="data folder (default: params.yaml data.root)")
+    p.add_argument("--mirror", help="local folder laid out like shared/data (default: $PAPERLIB_DATA_MIRROR)")
+    p.add_argument("--allow-unpinned", action="store_true",
+                   help="accept corpora without a pinned sha256 and record the checksum seen")
+    p.set_defaults(func=cmd_data_fetch)
+    p = data_sub.add_parser("summary", help="write the dataset summary the data notebook plots")
+    p.add_argument("--profile", help="smoke, cpu or paper (default: $PAPERLIB_PROFILE, then params.yaml)")
+    p.add_argument("--out", default="results/data_summary.json", help="output JSON, relative to the repo root")
+    p.set_defaults(func=cmd_data_summary)
+
+    prm = sub.add_parser("params", help="inspect params.yaml")
+    prm_sub = prm.add_subparsers(dest="params_command", required=True, metavar="ACTION")
+    p = prm_sub.add_parser("show", help="print the validated settings of the active profile")
+    p.add_argument("experiment", nargs="?", help="one experiment (default: all)")
+    p.add_argument("--profile", help="smoke, cpu or paper")
+    p.set_defaults(func=cmd_params_show)
+
+    p = sub.add_parser("run-notebook", help="execute a notebook with papermill into results/notebooks/")
+    p.add_argument("name", help="notebook name without .ipynb")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("KEY", "VALUE"),
+                   help="notebook parameter (VALUE parsed as JSON when possible); repeatable")
+    p.add_argument("--profile", help="smoke, cpu or paper")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_run_notebook)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from paperlib.data.corpora import DataError
+    from paperlib.notebooks import NotebookError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "run-notebook" and args.param:
+        # `-p profile X` (papermill's habit) is the same as `--profile X`
+        given = [value for key, value in args.param if key == "profile"]
+        if given:
+            if args.profile or len(given) > 1:
+                parser.error("give the profile once, either as --profile or as -p profile")
+            args.profile = given[0]
+            args.param = [kv for kv in args.param if kv[0] != "profile"]
+    try:
+        return args.func(args)
+    except (DataError, ParamsError, NotebookError) as err:
+        print(f"paperlib: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Provenance: what produced a result file (commit, params, data checksums, versions, wall time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+_PACKAGES = ("torch", "numpy", "scipy", "pandas", "matplotlib", "optuna", "dvc", "papermill")
+
+
+def git_commit(root: str | os.PathLike) -> str | None:
+    """The checked-out commit (with '+dirty' if tracked files changed), or None outside git."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root, capture_output=True, text=True, check=True, timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
+
+
+def library_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def provenance(root: str | os.PathLike, profile: str, params: Any, data_sha256: dict[str, str] | None = None,
+               started: float | None = None) -> dict[str, Any]:
+    """A JSON-able record of how a result was made; `started` is a `time.time()` stamp."""
+    record = {
+        "git_commit": git_commit(root),
+        "profile": profile,
+        "params": params,
+        "data_sha256": data_sha256 or {},
+        "versions": library_versions(),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+    }
+    if started is not None:
+        record["wall_time_s"] = round(time.time() - started, 3)
+    return record
+
+
+def write_json_atomic(path: str | os.PathLike, payload: Any) -> Path:
+    """Write JSON to a temp file beside `path`, then rename, so readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return path

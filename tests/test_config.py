@@ -1,0 +1,87 @@
+"""params.yaml: profiles, schemas and clear errors for bad configuration."""
+
+import shutil
+
+import pytest
+import yaml
+
+from paperlib.config import PROFILES, ParamsError, active_profile, experiment_params, load_params, repo_root, validate_params
+from tests.conftest import REPO
+
+
+def write(tmp_path, raw):
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+@pytest.fixture
+def raw():
+    return yaml.safe_load((REPO / "params.yaml").read_text())
+
+
+def test_repository_params_are_valid_for_every_profile(raw):
+    validate_params(raw)
+    for profile in PROFILES:
+        settings = experiment_params("dataset_summary", profile, raw)
+        assert settings.corpora and settings.sentence_max_len == 35
+
+
+def test_unknown_profile_names_the_valid_ones(raw, tmp_path):
+    raw["profile"] = "laptop"
+    with pytest.raises(ParamsError, match="unknown profile 'laptop'; valid profiles: smoke, cpu, paper"):
+        load_params(write(tmp_path, raw))
+    with pytest.raises(ParamsError, match="valid profiles"):
+        active_profile("gpu")
+
+
+def test_misspelled_key_names_the_valid_keys(raw):
+    raw["experiments"]["dataset_summary"]["cpu"]["max_rnak"] = 3
+    with pytest.raises(ParamsError, match=r"unknown key\(s\) \['max_rnak'\]; valid keys: corpora, max_rank"):
+        validate_params(raw)
+
+
+def test_wrong_type_missing_profile_and_unknown_experiment_are_clear(raw):
+    bad = yaml.safe_load(yaml.safe_dump(raw))
+    bad["experiments"]["dataset_summary"]["smoke"]["max_rank"] = "many"
+    with pytest.raises(ParamsError, match="max_rank: expected int"):
+        validate_params(bad)
+    bad = yaml.safe_load(yaml.safe_dump(raw))
+    del bad["experiments"]["dataset_summary"]["paper"]
+    with pytest.raises(ParamsError, match=r"lacks profile\(s\) \['paper'\]"):
+        validate_params(bad)
+    bad = yaml.safe_load(yaml.safe_dump(raw))
+    bad["experiments"]["dataset_sumary"] = bad["experiments"].pop("dataset_summary")
+    with pytest.raises(ParamsError, match="unknown experiment 'dataset_sumary'"):
+        validate_params(bad)
+    bad = yaml.safe_load(yaml.safe_dump(raw))
+    bad["experiments"]["dataset_summary"]["cpu"]["corpora"] = ["ptb", "enwik9"]
+    with pytest.raises(ParamsError, match="unknown corpora"):
+        validate_params(bad)
+    bad = yaml.safe_load(yaml.safe_dump(raw))
+    bad["dta"] = bad.pop("data")
+    with pytest.raises(ParamsError, match=r"unknown top-level key\(s\) \['dta'\]"):
+        validate_params(bad)
+
+
+def test_profile_resolution_order(raw, monkeypatch):
+    monkeypatch.delenv("PAPERLIB_PROFILE", raising=False)
+    assert active_profile(None, raw) == raw["profile"]
+    monkeypatch.setenv("PAPERLIB_PROFILE", "smoke")
+    assert active_profile(None, raw) == "smoke"
+    assert active_profile("paper", raw) == "paper"
+    assert experiment_params("dataset_summary", None, raw).corpora == raw["experiments"]["dataset_summary"]["smoke"]["corpora"]
+
+
+def test_repo_root_is_found_from_the_notebook_folder(monkeypatch):
+    monkeypatch.delenv("PAPERLIB_ROOT", raising=False)
+    assert repo_root(REPO / "notebooks") == REPO
+
+
+def test_outside_a_compendium_repo_root_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.delenv("PAPERLIB_ROOT", raising=False)
+    with pytest.raises(ParamsError, match="no paperlib compendium"):
+        repo_root(tmp_path)
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    assert repo_root(tmp_path) == tmp_path.resolve()
