@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from paperlib.cli import main as cli_main
-from paperlib.data.corpora import Corpus, CorpusFile, DataError, fetch_corpus, get_corpus, is_fetched, sha256_of
+from paperlib.data.corpora import MIRROR_ENV, Corpus, CorpusFile, DataError, fetch_corpus, get_corpus, is_fetched, sha256_of
 
 FILES = {"tiny.train.txt": b"a b c\nb c\n", "tiny.valid.txt": b"a c\n", "tiny.test.txt": b"c b\n"}
 
@@ -47,8 +47,9 @@ def make_zip(folder: Path, files=FILES, prefix="tiny/data/") -> Path:
 
 
 @pytest.fixture
-def http_server(tmp_path):
-    """A static file server on 127.0.0.1 serving tmp_path/www; yields its base URL."""
+def http_server(tmp_path, monkeypatch):
+    """A static file server on 127.0.0.1 serving tmp_path/www; yields its base URL (and hides any mirror)."""
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
     www = tmp_path / "www"
     www.mkdir()
     handler = functools.partial(_QuietHandler, directory=str(www))
