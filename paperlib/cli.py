@@ -94,6 +94,14 @@ def cmd_run_notebook(args) -> int:
     return 0
 
 
+def cmd_train(args) -> int:
+    from paperlib.lm_experiment import run_lm_experiment
+
+    out = run_lm_experiment(args.experiment, profile=args.profile, progress=not args.quiet)
+    print(f"wrote {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="paperlib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -122,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="smoke, cpu or paper")
     p.set_defaults(func=cmd_params_show)
 
+    p = sub.add_parser("train", help="train and evaluate the models of a language-model experiment")
+    p.add_argument("experiment", help="experiment in params.yaml, e.g. lm_ptb or lm_ptb_char")
+    p.add_argument("--profile", help="smoke, cpu or paper")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_train)
+
     p = sub.add_parser("run-notebook", help="execute a notebook with papermill into results/notebooks/")
     p.add_argument("name", help="notebook name without .ipynb")
     p.add_argument("-p", "--param", nargs=2, action="append", metavar=("KEY", "VALUE"),
@@ -135,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from paperlib.data.corpora import DataError
     from paperlib.notebooks import NotebookError
+    from paperlib.train import CheckpointMismatch, TrainingDiverged
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -148,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             args.param = [kv for kv in args.param if kv[0] != "profile"]
     try:
         return args.func(args)
-    except (DataError, ParamsError, NotebookError) as err:
+    except (DataError, ParamsError, NotebookError, TrainingDiverged, CheckpointMismatch) as err:
         print(f"paperlib: error: {err}", file=sys.stderr)
         return 2
 

@@ -226,6 +226,13 @@ def _type_name(hint: Any) -> str:
     return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
+# Modules whose import registers experiment schemas (each experiment keeps its schema beside its code).
+SCHEMA_MODULES: tuple[str, ...] = ("paperlib.experiments",)
+
+
 def _import_schema_modules() -> None:
-    """Import the modules that register experiment schemas (kept here so validation sees them all)."""
-    from paperlib import experiments  # noqa: F401
+    """Import the modules that register experiment schemas, so that validation sees them all."""
+    import importlib
+
+    for name in SCHEMA_MODULES:
+        importlib.import_module(name)

@@ -43,3 +43,49 @@ class DatasetSummaryParams:
         _check_corpora(self.corpora)
         if self.max_rank < 1 or self.sentence_max_len < 1:
             raise ValueError("max_rank and sentence_max_len must be >= 1")
+
+
+MODEL_SPEC_KEYS = ("cell", "hidden_size", "num_layers", "options")
+
+
+@register_experiment("lm_ptb")
+@register_experiment("lm_ptb_char")
+@dataclass(frozen=True)
+class LanguageModelParams:
+    """A comparison of language models trained alike on one corpus (Melis thesis Tables 2.1, 2.2, 4.1).
+
+    `models` maps a display name to `{cell, hidden_size, num_layers, options}` for `build_lm`;
+    `train` holds `paperlib.train.TrainConfig` fields shared by all models; every model is
+    trained once per seed. `mc_samples` dropout masks are averaged for the MC-dropout numbers.
+    """
+
+    corpus: str
+    models: dict
+    train: dict
+    seeds: list[int]
+    mc_samples: int
+    threads: int = 2
+    eval_tokens: int | None = None  # evaluate on the first N validation/test tokens only (None: all)
+
+    def __post_init__(self) -> None:
+        from paperlib.models import CELL_OPTIONS, VALID_CELLS
+        from paperlib.train import TrainConfig
+
+        _check_corpora([self.corpus])
+        try:
+            TrainConfig(**self.train)
+        except TypeError as err:
+            raise ValueError(f"train: {err}") from None
+        if not self.models:
+            raise ValueError("models must name at least one model")
+        for name, spec in self.models.items():
+            unknown = sorted(set(spec) - set(MODEL_SPEC_KEYS))
+            if unknown or "cell" not in spec:
+                raise ValueError(f"models.{name}: needs 'cell'; valid keys: {', '.join(MODEL_SPEC_KEYS)}; got {sorted(spec)}")
+            if spec["cell"] not in VALID_CELLS:
+                raise ValueError(f"models.{name}: unknown cell {spec['cell']!r}; valid cells: {', '.join(VALID_CELLS)}")
+            bad = sorted(set(spec.get("options", {})) - set(CELL_OPTIONS[spec["cell"]]))
+            if bad:
+                raise ValueError(f"models.{name}: unknown option(s) {bad}; valid: {', '.join(sorted(CELL_OPTIONS[spec['cell']]))}")
+        if not self.seeds or self.mc_samples < 1 or self.threads < 1:
+            raise ValueError("seeds must be non-empty and mc_samples, threads >= 1")

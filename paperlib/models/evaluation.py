@@ -6,8 +6,8 @@
   independently sampled dropout masks, optionally with scaled dropout rates.
 * Softmax temperature chosen to maximise validation likelihood. The NLL is
   convex in the inverse temperature β = 1/T (a linear term plus a log-sum-exp
-  of a linear function of β), so a bounded scalar minimisation over β finds the
-  global optimum.
+  of a linear function of β), so a Newton iteration over β finds the global
+  optimum.
 
 ``batches`` are iterables of (inputs [B, T], targets [B, T]) pairs of
 consecutive BPTT windows; the recurrent state is carried across them.
@@ -21,7 +21,6 @@ from typing import Any, Iterable, Iterator
 
 import torch
 import torch.nn.functional as F
-from scipy.optimize import minimize_scalar
 from torch import Tensor, nn
 
 from paperlib.models.objective import token_log_likelihood
@@ -47,30 +46,58 @@ def nll_at_temperature(logits: Tensor, targets: Tensor, temperature: float = 1.0
     targets = targets.reshape(-1)
     total = 0.0
     for start in range(0, logits.shape[0], chunk_size):
-        chunk = logits[start : start + chunk_size].double() / temperature
+        chunk = logits[start : start + chunk_size] / temperature  # float32: sums are accumulated in Python floats
         total += F.cross_entropy(chunk, targets[start : start + chunk_size], reduction="sum").item()
     return total / max(targets.numel(), 1)
 
 
+@torch.no_grad()
+def _nll_derivatives(logits: Tensor, targets: Tensor, beta: float, chunk_size: int) -> tuple[float, float, float]:
+    """NLL(β) of softmax(β z) and its first two derivatives in β: E_p[z] − z_y and Var_p[z] (means over tokens)."""
+    nll = d1 = d2 = 0.0
+    for start in range(0, logits.shape[0], chunk_size):
+        z = logits[start : start + chunk_size].double()
+        y = targets[start : start + chunk_size, None]
+        log_p = torch.log_softmax(beta * z, dim=-1)
+        p = log_p.exp()
+        mean_z = (p * z).sum(-1)
+        nll -= log_p.gather(1, y).sum().item()
+        d1 += (mean_z - z.gather(1, y).squeeze(1)).sum().item()
+        d2 += ((p * z * z).sum(-1) - mean_z**2).sum().item()
+    n = max(targets.numel(), 1)
+    return nll / n, d1 / n, d2 / n
+
+
 def optimal_temperature(
-    logits: Tensor, targets: Tensor, bounds: tuple[float, float] = (0.05, 20.0), xatol: float = 1e-5
+    logits: Tensor, targets: Tensor, bounds: tuple[float, float] = (0.05, 20.0), tol: float = 1e-7,
+    chunk_size: int = 4096,
 ) -> float:
     """Softmax temperature in ``bounds`` minimising the validation NLL of cached ``logits`` [N, V].
 
-    Minimises over β = 1/T, where the objective is convex; returns T = 1 if the
-    optimiser's answer is not at least as good as T = 1.
+    The NLL is convex in β = 1/T with derivative E_p[z] − z_y and second derivative Var_p[z], so a
+    Newton iteration on β (kept inside the bounds) converges in a handful of passes over the logits.
+    Returns T = 1 if the answer is not at least as good as T = 1.
     """
     low, high = bounds
     if not 0 < low <= 1.0 <= high:
         raise ValueError(f"bounds must satisfy 0 < low <= 1 <= high, got {bounds}")
-    result = minimize_scalar(
-        lambda beta: nll_at_temperature(logits, targets, 1.0 / beta),
-        bounds=(1.0 / high, 1.0 / low),
-        method="bounded",
-        options={"xatol": xatol},
-    )
-    temperature = 1.0 / float(result.x)
-    if nll_at_temperature(logits, targets, temperature) > nll_at_temperature(logits, targets, 1.0):
+    logits = logits.reshape(-1, logits.shape[-1])
+    targets = targets.reshape(-1)
+    beta_low, beta_high = 1.0 / high, 1.0 / low
+    beta = 1.0
+    nll_at_one = None
+    for _ in range(50):
+        nll, d1, d2 = _nll_derivatives(logits, targets, beta, chunk_size)
+        nll_at_one = nll if nll_at_one is None else nll_at_one
+        # Newton step, with bisection-like damping at the bounds (d2 > 0 by convexity unless p is one-hot)
+        step = d1 / d2 if d2 > 1e-12 else math.copysign(0.5 * beta, d1)
+        new_beta = min(max(beta - step, beta_low), beta_high)
+        if abs(new_beta - beta) < tol * max(1.0, beta):
+            beta = new_beta
+            break
+        beta = new_beta
+    temperature = 1.0 / beta
+    if _nll_derivatives(logits, targets, beta, chunk_size)[0] > nll_at_one:
         return 1.0
     return temperature
 

@@ -1,0 +1,195 @@
+"""Comparing language models trained alike (Melis thesis Tables 2.1, 2.2, 4.1 at our scale).
+
+`run_lm_experiment` trains every model of an experiment once per seed (each run resumable from
+its own checkpoint folder), then evaluates its best weights on validation and test with
+deterministic dropout, with the validation-optimal softmax temperature, and with Monte Carlo
+dropout, and writes one JSON of results (plus provenance) for the notebook.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+from paperlib.data import batchify, bptt_windows, get_corpus, load_corpus
+from paperlib.models import build_lm, collect_logits, evaluate_nll, mc_dropout_nll, optimal_temperature
+from paperlib.provenance import provenance, write_json_atomic
+from paperlib.train import Trainer, TrainConfig
+
+LN2 = math.log(2.0)
+
+
+def seed_everything(seed: int) -> None:
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+    import random
+
+    random.seed(seed)
+
+
+def num_parameters(model: torch.nn.Module) -> int:
+    """Distinct parameters (tied embeddings counted once)."""
+    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+def _forget_stale_run(run_dir: Path, spec: dict[str, Any]) -> None:
+    """Runs persist across `dvc repro` so that an interrupted stage resumes; a run folder made with
+    other settings is removed so that it is redone rather than reused."""
+    marker = run_dir / "spec.json"
+    if marker.exists() and json.loads(marker.read_text()) != json.loads(json.dumps(spec)):
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(marker, spec)
+
+
+def evaluate_run(model: torch.nn.Module, valid: torch.Tensor, test: torch.Tensor, config: TrainConfig,
+                 mc_samples: int, seed: int, temperature_tokens: int = 20_000) -> dict[str, float]:
+    """Validation/test NLL (nats/token): deterministic, at the validation-optimal temperature, and MC dropout."""
+    def windows(stream):
+        return bptt_windows(stream, config.bptt)
+
+    valid_stream = batchify(valid, config.eval_batch_size)
+    test_stream = batchify(test, config.eval_batch_size)
+    # The temperature is fitted on cached logits of the first `temperature_tokens` validation tokens:
+    # caching all of them would take V * 4 bytes per token (40 kB at V = 10k).
+    logits, targets = collect_logits(model, windows(batchify(valid[:temperature_tokens], config.eval_batch_size)))
+    temperature = optimal_temperature(logits, targets)
+    del logits, targets
+    gen = torch.Generator(device=valid.device).manual_seed(seed)
+    return {
+        "valid_nll": evaluate_nll(model, windows(valid_stream)),
+        "test_nll": evaluate_nll(model, windows(test_stream)),
+        "temperature": temperature,
+        "valid_nll_temp": evaluate_nll(model, windows(valid_stream), temperature),
+        "test_nll_temp": evaluate_nll(model, windows(test_stream), temperature),
+        "valid_nll_mc": mc_dropout_nll(model, windows(valid_stream), mc_samples, generator=gen),
+        "test_nll_mc": mc_dropout_nll(model, windows(test_stream), mc_samples, generator=gen),
+    }
+
+
+def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.PathLike | None = None,
+                      out: str | os.PathLike | None = None, progress: bool = True) -> Path:
+    """Train and evaluate every model × seed of experiment `name`; returns the results JSON path."""
+    started = time.time()
+    root = repo_root()
+    params = load_params()
+    profile = active_profile(profile, params)
+    settings = experiment_params(name, profile, params)
+    torch.set_num_threads(settings.threads)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
+    valid_ids, test_ids = (s[: settings.eval_tokens] for s in (corpus.valid, corpus.test))
+    train_ids, valid_ids, test_ids = (s.to(device) for s in (corpus.train, valid_ids, test_ids))
+    config = TrainConfig(**settings.train)
+    runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / name
+    runs = []
+    for model_name, spec in settings.models.items():
+        for seed in settings.seeds:
+            run_dir = runs_dir / f"{model_name}-seed{seed}"
+            done = run_dir / "done.json"
+            _forget_stale_run(run_dir, {"model": spec, "train": settings.train, "seed": seed,
+                                        "eval_tokens": settings.eval_tokens, "mc_samples": settings.mc_samples})
+            if done.exists():
+                runs.append(json.loads(done.read_text()))
+                continue
+            seed_everything(seed)
+            model = build_lm(spec["cell"], len(corpus.vocab), spec["hidden_size"], spec["num_layers"],
+                             **spec.get("options", {}))
+            run_config = TrainConfig(**{**settings.train, "seed": seed})
+            if progress:
+                print(f"{name}: training {model_name} (seed {seed}, {num_parameters(model):,} parameters)", flush=True)
+            trainer = Trainer(model, train_ids, valid_ids, run_config, run_dir, device=device, progress=progress)
+            result = trainer.fit(resume=True)
+            trainer.write_metrics()
+            trainer.load(trainer.best_path, restore_position=False)
+            record = {
+                "model": model_name, "seed": seed, "cell": spec["cell"], "parameters": num_parameters(model),
+                "steps": result.steps, "train_tokens": result.tokens, "rollbacks": result.rollbacks,
+                "train_seconds": round(trainer.train_seconds, 1),
+                "history": [h for h in result.history if "valid_nll" in h],
+                **evaluate_run(trainer.model, valid_ids, test_ids, config, settings.mc_samples, seed),
+            }
+            write_json_atomic(done, record)
+            runs.append(record)
+    level = get_corpus(settings.corpus).level
+    results = {"experiment": name, "corpus": settings.corpus, "level": level, "profile": profile,
+               "vocab_size": len(corpus.vocab), "train": settings.train, "mc_samples": settings.mc_samples,
+               "models": settings.models, "eval_tokens": {"valid": int(valid_ids.numel()), "test": int(test_ids.numel())},
+               "runs": [{k: v for k, v in r.items() if k != "train_seconds"} for r in runs],
+               "summary": summarise(runs, level)}
+    out = Path(out) if out is not None else root / "results" / f"{name}.json"
+    write_json_atomic(out, results)
+    timing = {r["model"] + f"-seed{r['seed']}": r["train_seconds"] for r in runs}
+    write_json_atomic(out.with_suffix(".provenance.json"),
+                      {**provenance(root, profile, vars(settings), None, started), "train_seconds": timing})
+    return out
+
+
+def summarise(runs: list[dict[str, Any]], level: str) -> dict[str, dict[str, float]]:
+    """Per model: mean and standard deviation over seeds of perplexity (word) or bits per char (char)."""
+    convert = (lambda nll: nll / LN2) if level == "char" else math.exp
+    summary: dict[str, dict[str, float]] = {}
+    for model in dict.fromkeys(r["model"] for r in runs):
+        mine = [r for r in runs if r["model"] == model]
+        entry: dict[str, float] = {"seeds": len(mine), "parameters": mine[0]["parameters"]}
+        for key in ("valid_nll", "test_nll", "valid_nll_temp", "test_nll_temp", "valid_nll_mc", "test_nll_mc"):
+            values = np.array([convert(r[key]) for r in mine])
+            metric = key.replace("_nll", "_bpc" if level == "char" else "_ppl")
+            entry[metric] = float(values.mean())
+            entry[metric + "_std"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+        summary[model] = entry
+    return summary
+
+
+def comparison_table(results: dict[str, Any]):
+    """Ours (mean ± std over seeds) beside the paper's rows, one row per (model, source), as a DataFrame."""
+    import pandas as pd
+
+    from paperlib.reference import paper_rows
+
+    unit = "bpc" if results["level"] == "char" else "ppl"
+    rows = []
+    for model, s in results["summary"].items():
+        def fmt(key):
+            name = key.replace("valid", f"valid_{unit}").replace("test", f"test_{unit}")
+            mean, std = s[name], s[name + "_std"]
+            return f"{mean:.3f} ± {std:.3f}" if unit == "bpc" else f"{mean:.1f} ± {std:.1f}"
+
+        rows.append({"model": model, "source": f"ours ({results['profile']}, {s['parameters'] / 1e6:.2f}M params, "
+                                                f"{s['seeds']} seed(s))",
+                     "valid": fmt("valid"), "test": fmt("test"), "valid (T*)": fmt("valid_temp"),
+                     "test (T*)": fmt("test_temp"), "valid MC": fmt("valid_mc"), "test MC": fmt("test_mc")})
+    for ref in paper_rows(results["experiment"]):
+        rows.append({"model": ref["model"], "source": f"paper ({ref['source']}, 24M params)",
+                     "valid": ref["valid"], "test": ref["test"], "valid (T*)": "", "test (T*)": "",
+                     "valid MC": ref["valid_mc"] or "", "test MC": ref["test_mc"] or ""})
+    return pd.DataFrame(rows).sort_values(["model", "source"], kind="stable").set_index(["model", "source"])
+
+
+def ordering_verdict(results: dict[str, Any], metric: str = "test") -> dict[str, Any]:
+    """Does our ranking of the models by mean test score match the paper's (lower is better)?
+
+    The paper ranks LSTM > Mogrifier LSTM > Mogrifier RLSTM (worst to best) on PTB words and
+    characters. A gap counts as resolved when it exceeds twice the larger seed standard deviation.
+    """
+    unit = "bpc" if results["level"] == "char" else "ppl"
+    summary = results["summary"]
+    paper_order = ["lstm", "mogrifier_lstm", "mogrifier_rlstm"]
+    ours = [m for m in paper_order if m in summary]
+    key = f"{metric}_{unit}"
+    pairs = []
+    for worse, better in zip(ours, ours[1:]):
+        gap = summary[worse][key] - summary[better][key]
+        noise = 2 * max(summary[worse][key + "_std"], summary[better][key + "_std"])
+        pairs.append({"paper: better": better, "than": worse, "our gap": gap,
+                      "agrees": gap > 0, "resolved": abs(gap) > noise and summary[worse]["seeds"] > 1})
+    return {"pairs": pairs, "same_order": all(p["agrees"] for p in pairs)}

@@ -1,0 +1,34 @@
+"""The seeds' published numbers, to print beside ours (never used as results).
+
+Each row names its source table and the setting it was measured in. Perplexities are word
+level; bpc is bits per character. MC: Monte Carlo dropout evaluation.
+"""
+
+from __future__ import annotations
+
+# Melis thesis Table 2.1 (Melis et al. 2020) and Table 4.1 (Circling Back Table 1): PTB, 2 layers,
+# 24M parameters, no dynamic evaluation.
+LM_PTB = [
+    {"model": "lstm", "source": "Melis T2.1", "valid": 55.8, "test": 54.6, "valid_mc": 55.5, "test_mc": 54.1},
+    {"model": "mogrifier_lstm", "source": "Melis T2.1", "valid": 52.1, "test": 51.0, "valid_mc": 51.4, "test_mc": 50.1},
+    {"model": "mogrifier_lstm", "source": "Melis T4.1", "valid": 49.9, "test": 48.5, "valid_mc": None, "test_mc": None},
+    {"model": "mogrifier_rlstm", "source": "Melis T4.1", "valid": 48.9, "test": 47.9, "valid_mc": None, "test_mc": None},
+]
+
+# Melis thesis Table 2.2 and Table 4.2 (Circling Back Table 2): PTB characters, 24M parameters.
+LM_PTB_CHAR = [
+    {"model": "lstm", "source": "Melis T2.2", "valid": 1.163, "test": 1.143, "valid_mc": 1.159, "test_mc": 1.139},
+    {"model": "mogrifier_lstm", "source": "Melis T2.2", "valid": 1.149, "test": 1.131, "valid_mc": 1.137, "test_mc": 1.120},
+    {"model": "mogrifier_lstm", "source": "Melis T4.2", "valid": 1.127, "test": 1.109, "valid_mc": None, "test_mc": None},
+    {"model": "mogrifier_rlstm", "source": "Melis T4.2", "valid": 1.115, "test": 1.096, "valid_mc": None, "test_mc": None},
+]
+
+REFERENCE = {"lm_ptb": LM_PTB, "lm_ptb_char": LM_PTB_CHAR}
+
+
+def paper_rows(experiment: str) -> list[dict]:
+    """The published rows for an experiment's table."""
+    try:
+        return REFERENCE[experiment]
+    except KeyError:
+        raise ValueError(f"no reference numbers for {experiment!r}; known: {', '.join(REFERENCE)}") from None

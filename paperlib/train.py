@@ -1,0 +1,323 @@
+"""Training recurrent (and Transformer) language models with truncated BPTT.
+
+What the seeds add to a plain loop (Melis thesis §4.3–§4.4, Circling Back §5):
+
+- the multi-dropout-sample objective (eq. 4.3) with `num_samples` masks in one batched pass;
+- RAdam, or Adam with β1 = 0; gradient-norm clipping; an L2 penalty (`weight_decay`);
+- rollback on divergence: when the loss is not finite or the validation loss is far above the
+  best seen, the best weights and optimizer state are restored and the learning rate is
+  multiplied by 0.9; after `max_rollbacks` the run stops with :class:`TrainingDiverged`.
+
+Beyond the seeds: checkpoints are atomic (temp file + rename) and hold everything needed to
+continue bit-for-bit (model, optimizer, RNG states, data position and the hidden state carried
+across windows), so `resume=True` after a kill reaches the same final numbers as an
+uninterrupted run. Metrics are JSON for DVC; wall time and tokens/s go to the provenance file,
+so that the metrics themselves are identical between identical runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from paperlib.data.batching import batchify, bptt_windows, num_windows
+from paperlib.models.evaluation import evaluate_nll
+from paperlib.models.objective import multi_sample_loss
+from paperlib.models.state import detach_state
+
+OPTIMIZERS = ("radam", "adam")
+
+
+class TrainingDiverged(RuntimeError):
+    """Training kept diverging after the allowed number of rollbacks."""
+
+
+class CheckpointMismatch(ValueError):
+    """A checkpoint was written by a run with different settings."""
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings of one run (the model is built separately with `build_lm`)."""
+
+    batch_size: int = 32
+    bptt: int = 70
+    optimizer: str = "radam"
+    lr: float = 2e-3
+    beta1: float = 0.0  # Melis §4.4: Adam with β1 = 0
+    beta2: float = 0.999
+    weight_decay: float = 0.0  # L2 penalty
+    clip_norm: float = 10.0  # <= 0: no clipping
+    num_samples: int = 1  # dropout samples D of the multi-sample objective (eq. 4.3)
+    max_steps: int = 1000
+    eval_every: int = 100
+    eval_batch_size: int = 10
+    eval_max_windows: int | None = None  # cap validation cost in small profiles; None: whole split
+    divergence_threshold: float = 1.0  # nats above the best validation loss that count as divergence
+    lr_decay_on_rollback: float = 0.9
+    max_rollbacks: int = 5
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; valid optimizers: {', '.join(OPTIMIZERS)}")
+        for name in ("batch_size", "bptt", "num_samples", "max_steps", "eval_every", "eval_batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got {self.lr}")
+        if not 0 < self.lr_decay_on_rollback <= 1:
+            raise ValueError(f"lr_decay_on_rollback must lie in (0, 1], got {self.lr_decay_on_rollback}")
+        if not 0 <= self.beta1 < 1 or not 0 <= self.beta2 < 1:
+            raise ValueError(f"betas must lie in [0, 1), got {self.beta1}, {self.beta2}")
+
+
+@dataclass
+class TrainResult:
+    best_valid_nll: float
+    steps: int
+    tokens: int
+    rollbacks: int
+    final_lr: float
+    history: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def best_valid_ppl(self) -> float:
+        return math.exp(self.best_valid_nll)
+
+    def metrics(self) -> dict[str, Any]:
+        return {
+            "best_valid_nll": self.best_valid_nll,
+            "best_valid_ppl": self.best_valid_ppl,
+            "steps": self.steps,
+            "tokens": self.tokens,
+            "rollbacks": self.rollbacks,
+            "final_lr": self.final_lr,
+        }
+
+
+def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """RAdam or Adam (β1 = 0 by default, Melis §4.4), with L2 as `weight_decay`."""
+    kwargs = dict(lr=config.lr, betas=(config.beta1, config.beta2), weight_decay=config.weight_decay)
+    if config.optimizer == "radam":
+        return torch.optim.RAdam(model.parameters(), **kwargs)
+    return torch.optim.Adam(model.parameters(), **kwargs)
+
+
+def _rng_state() -> dict[str, Any]:
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_atomic(payload: Any, path: str | os.PathLike) -> None:
+    """torch.save to a temp file beside `path`, then rename: a kill never leaves half a checkpoint."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def _to_device(state: Any, device: torch.device) -> Any:
+    if isinstance(state, torch.Tensor):
+        return state.to(device)
+    if isinstance(state, (list, tuple)):
+        return type(state)(_to_device(s, device) for s in state)
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return dataclasses.replace(state, **{f.name: _to_device(getattr(state, f.name), device)
+                                             for f in dataclasses.fields(state)})
+    return state
+
+
+class Trainer:
+    """Runs `TrainConfig` on a model and a train/valid id stream, checkpointing into `out_dir`."""
+
+    def __init__(self, model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor, config: TrainConfig,
+                 out_dir: str | os.PathLike, device: str | torch.device | None = None, progress: bool = True):
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.model = model.to(self.device)
+        self.config = config
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.progress = progress
+        self.train_stream = batchify(train_ids, config.batch_size).to(self.device)  # [B, N]
+        self.valid_stream = batchify(valid_ids, config.eval_batch_size).to(self.device)
+        self.optimizer = build_optimizer(self.model, config)
+        self.windows_per_epoch = num_windows(self.train_stream, config.bptt)
+        # position and bookkeeping, all saved in checkpoints
+        self.step = 0
+        self.epoch = 0
+        self.window = 0
+        self.state: Any = None
+        self.best_valid = math.inf
+        self.rollbacks = 0
+        self.history: list[dict[str, float]] = []
+        self.train_seconds = 0.0
+
+    # -- checkpoints -------------------------------------------------------------------------
+    @property
+    def last_path(self) -> Path:
+        return self.out_dir / "last.pt"
+
+    @property
+    def best_path(self) -> Path:
+        return self.out_dir / "best.pt"
+
+    def _lr(self) -> float:
+        return self.optimizer.param_groups[0]["lr"]
+
+    def _checkpoint(self) -> dict[str, Any]:
+        return {
+            "config": dataclasses.asdict(self.config),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "rng": _rng_state(),
+            "position": {"step": self.step, "epoch": self.epoch, "window": self.window},
+            "hidden_state": detach_state(self.state),
+            "best_valid": self.best_valid,
+            "rollbacks": self.rollbacks,
+            "history": list(self.history),
+            "train_seconds": self.train_seconds,
+        }
+
+    def save(self, path: Path) -> None:
+        save_atomic(self._checkpoint(), path)
+
+    def load(self, path: Path, restore_position: bool = True) -> None:
+        ckpt = torch.load(path, map_location=self.device, weights_only=False)
+        saved = ckpt["config"]
+        ours = dataclasses.asdict(self.config)
+        differ = sorted(k for k in ours if saved.get(k) != ours[k] and k != "max_steps")
+        if differ:
+            raise CheckpointMismatch(
+                f"checkpoint {path} was written with different settings ({', '.join(differ)}); "
+                "use another output folder or start without --resume"
+            )
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        if restore_position:
+            _set_rng_state(ckpt["rng"])
+            pos = ckpt["position"]
+            self.step, self.epoch, self.window = pos["step"], pos["epoch"], pos["window"]
+            self.state = _to_device(ckpt["hidden_state"], self.device)
+            self.best_valid = ckpt["best_valid"]
+            self.rollbacks = ckpt["rollbacks"]
+            self.history = ckpt["history"]
+            self.train_seconds = ckpt["train_seconds"]
+
+    # -- evaluation and divergence -----------------------------------------------------------
+    def validate(self) -> float:
+        windows = bptt_windows(self.valid_stream, self.config.bptt)
+        if self.config.eval_max_windows is not None:
+            windows = (w for i, w in zip(range(self.config.eval_max_windows), windows))
+        return evaluate_nll(self.model, windows)
+
+    def _rollback(self, reason: str) -> None:
+        """Restore the best weights and optimizer state, lower the learning rate (Melis §4.4)."""
+        self.rollbacks += 1
+        if self.rollbacks > self.config.max_rollbacks:
+            raise TrainingDiverged(
+                f"training diverged {self.rollbacks} times (last: {reason}) at step {self.step} with lr "
+                f"{self._lr():.3g}; lower `lr` or raise `clip_norm` for this experiment in params.yaml"
+            )
+        lr = self._lr() * self.config.lr_decay_on_rollback
+        self.load(self.best_path, restore_position=False)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.state = None
+        self.history.append({"step": self.step, "event": "rollback", "lr": lr, "reason": reason})
+
+    # -- the loop ----------------------------------------------------------------------------
+    def fit(self, resume: bool = False) -> TrainResult:
+        config = self.config
+        if resume and self.last_path.exists():
+            self.load(self.last_path)
+        else:
+            torch.manual_seed(config.seed)
+            random.seed(config.seed)
+            np.random.seed(config.seed % 2**32)
+            self.save(self.best_path)  # the initial weights: something to roll back to from step 1
+        bar = _progress(config.max_steps, self.step, self.progress)
+        tokens_per_step = config.batch_size * config.bptt
+        try:
+            while self.step < config.max_steps:
+                if self.window >= self.windows_per_epoch:
+                    self.epoch, self.window, self.state = self.epoch + 1, 0, None
+                inputs, targets = next(bptt_windows(self.train_stream, config.bptt, start=self.window))
+                started = time.perf_counter()
+                loss = self._train_step(inputs, targets)
+                self.train_seconds += time.perf_counter() - started
+                self.step += 1
+                self.window += 1
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{self.step * tokens_per_step / max(self.train_seconds, 1e-9):.0f}")
+                if self.step % config.eval_every == 0 or self.step == config.max_steps:
+                    self._evaluate_and_checkpoint()
+        except KeyboardInterrupt:
+            self.save(self.last_path)
+            raise
+        finally:
+            bar.close()
+        return self.result()
+
+    def _train_step(self, inputs: torch.Tensor, targets: torch.Tensor) -> float:
+        self.model.train()
+        loss, state = multi_sample_loss(self.model, inputs, targets, self.config.num_samples, self.state)
+        self.state = detach_state(state)
+        if not torch.isfinite(loss):
+            self._rollback(f"non-finite training loss {loss.item()}")
+            return float("nan")
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.config.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+        self.optimizer.step()
+        return loss.item()
+
+    def _evaluate_and_checkpoint(self) -> None:
+        valid = self.validate()
+        diverged = not math.isfinite(valid) or valid > self.best_valid + self.config.divergence_threshold
+        self.history.append({"step": self.step, "valid_nll": valid, "lr": self._lr()})
+        if diverged:
+            self._rollback(f"validation loss {valid:.4g} vs best {self.best_valid:.4g}")
+        elif valid < self.best_valid:
+            self.best_valid = valid
+            self.save(self.best_path)
+        self.save(self.last_path)
+
+    def result(self) -> TrainResult:
+        return TrainResult(self.best_valid, self.step, self.step * self.config.batch_size * self.config.bptt,
+                           self.rollbacks, self._lr(), list(self.history))
+
+    def write_metrics(self, path: str | os.PathLike | None = None) -> Path:
+        path = Path(path) if path is not None else self.out_dir / "metrics.json"
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps({**self.result().metrics(), "history": self.history}, indent=1) + "\n")
+        os.replace(tmp, path)
+        return path
+
+
+def _progress(total: int, initial: int, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, disable=not enabled, desc="train", unit="step", dynamic_ncols=True)

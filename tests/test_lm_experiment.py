@@ -1,0 +1,67 @@
+"""The LM comparison: summaries over seeds, the table beside the paper, the ordering verdict, stale runs."""
+
+import json
+import math
+
+import pytest
+
+from paperlib.config import ParamsError, experiment_params, validate_params
+from paperlib.lm_experiment import _forget_stale_run, comparison_table, ordering_verdict, summarise
+from tests.conftest import REPO
+
+
+def run(model, seed, nll, params=1000):
+    keys = ("valid_nll", "test_nll", "valid_nll_temp", "test_nll_temp", "valid_nll_mc", "test_nll_mc")
+    return {"model": model, "seed": seed, "parameters": params, **{k: nll for k in keys}}
+
+
+def test_summary_reports_perplexity_or_bpc_with_seed_spread():
+    runs = [run("lstm", 1, 4.0), run("lstm", 2, 4.2), run("mogrifier_lstm", 1, 3.9)]
+    word = summarise(runs, "word")
+    assert word["lstm"]["test_ppl"] == pytest.approx((math.exp(4.0) + math.exp(4.2)) / 2)
+    assert word["lstm"]["test_ppl_std"] == pytest.approx(abs(math.exp(4.0) - math.exp(4.2)) / math.sqrt(2))
+    assert word["mogrifier_lstm"]["seeds"] == 1 and word["mogrifier_lstm"]["test_ppl_std"] == 0.0
+    char = summarise([run("lstm", 1, math.log(2))], "char")
+    assert char["lstm"]["valid_bpc"] == pytest.approx(1.0)
+
+
+def test_ordering_verdict_compares_with_the_papers_ranking():
+    runs = [run("lstm", s, 4.5 + 0.01 * s) for s in (1, 2)] + [run("mogrifier_lstm", s, 4.4) for s in (1, 2)] \
+        + [run("mogrifier_rlstm", s, 4.45) for s in (1, 2)]
+    results = {"experiment": "lm_ptb", "level": "word", "profile": "cpu", "summary": summarise(runs, "word")}
+    verdict = ordering_verdict(results)
+    assert [p["agrees"] for p in verdict["pairs"]] == [True, False]
+    assert not verdict["same_order"]
+    table = comparison_table(results)
+    assert ("mogrifier_rlstm", "paper (Melis T4.1, 24M params)") in table.index
+    assert table.loc[("mogrifier_lstm", "paper (Melis T2.1, 24M params)"), "test"] == 51.0
+
+
+def test_a_run_folder_made_with_other_settings_is_redone(tmp_path):
+    run_dir = tmp_path / "lstm-seed1"
+    _forget_stale_run(run_dir, {"lr": 1})
+    (run_dir / "done.json").write_text("{}")
+    _forget_stale_run(run_dir, {"lr": 1})
+    assert (run_dir / "done.json").exists()
+    _forget_stale_run(run_dir, {"lr": 2})
+    assert not (run_dir / "done.json").exists()
+    assert json.loads((run_dir / "spec.json").read_text()) == {"lr": 2}
+
+
+def test_lm_experiment_params_reject_unknown_cells_options_and_train_keys():
+    import yaml
+
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    assert experiment_params("lm_ptb", "cpu", raw).train["bptt"] == 70
+    for path, value, message in (
+        (("models", "lstm", "cell"), "lstmm", "unknown cell 'lstmm'"),
+        (("models", "lstm", "options"), {"dropuot": 0.1}, r"unknown option\(s\) \['dropuot'\]"),
+        (("train",), {"bptt": 70, "learning_rate": 1.0}, "learning_rate"),
+    ):
+        bad = yaml.safe_load(yaml.safe_dump(raw))
+        block = bad["experiments"]["lm_ptb"]["smoke"]
+        for key in path[:-1]:
+            block = block[key]
+        block[path[-1]] = value
+        with pytest.raises(ParamsError, match=message):
+            validate_params(bad)

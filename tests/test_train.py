@@ -1,0 +1,164 @@
+"""The trainer: it learns, rolls back on divergence, and resumes exactly after a kill."""
+
+import json
+import math
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+
+from paperlib.data import bptt_windows
+from paperlib.models import build_lm
+from paperlib.train import Trainer, TrainConfig, TrainingDiverged, CheckpointMismatch
+from tests.conftest import REPO
+
+VOCAB = 17
+
+
+def markov_stream(n: int, seed: int) -> torch.Tensor:
+    """A first-order chain where each token has two likely successors: learnable, not trivial."""
+    gen = torch.Generator().manual_seed(seed)
+    ids = [0]
+    for _ in range(n - 1):
+        jump = 1 if torch.rand(1, generator=gen).item() < 0.7 else 5
+        ids.append((ids[-1] * 3 + jump) % VOCAB)
+    return torch.tensor(ids)
+
+
+def tiny_model(seed=0, cell="lstm"):
+    torch.manual_seed(seed)
+    return build_lm(cell, VOCAB, 24, 1, input_dropout=0.1, state_dropout=0.1)
+
+
+def test_training_lowers_validation_loss_and_writes_metrics(tmp_path):
+    config = TrainConfig(batch_size=8, bptt=12, lr=1e-2, max_steps=60, eval_every=20, eval_batch_size=4,
+                         num_samples=2, seed=1)
+    trainer = Trainer(tiny_model(), markov_stream(4000, 0), markov_stream(800, 1), config, tmp_path, progress=False)
+    before = trainer.validate()
+    result = trainer.fit()
+    assert before > math.log(VOCAB) - 0.3  # an untrained model is near uniform
+    assert result.best_valid_nll < before - 0.5
+    assert result.steps == 60 and result.tokens == 60 * 8 * 12
+    metrics = json.loads(trainer.write_metrics().read_text())
+    assert metrics["best_valid_nll"] == result.best_valid_nll
+    assert [h["step"] for h in metrics["history"]] == [20, 40, 60]
+
+
+def test_divergence_rolls_back_to_the_best_weights_and_lowers_the_learning_rate(tmp_path, monkeypatch):
+    config = TrainConfig(batch_size=4, bptt=8, lr=1e-2, max_steps=4, eval_every=1, eval_batch_size=2,
+                         divergence_threshold=0.5)
+    trainer = Trainer(tiny_model(), markov_stream(1000, 0), markov_stream(200, 1), config, tmp_path, progress=False)
+    losses = iter([2.0, 1.8, 9.0, 1.7])
+    snapshots = {}
+    real_evaluate = trainer._evaluate_and_checkpoint
+
+    def scripted_evaluate():
+        snapshots[trainer.step] = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+        real_evaluate()
+
+    restored = {}
+    real_rollback = trainer._rollback
+
+    def spy_rollback(reason):
+        real_rollback(reason)
+        restored.update({k: v.clone() for k, v in trainer.model.state_dict().items()})
+
+    monkeypatch.setattr(trainer, "validate", lambda: next(losses))
+    monkeypatch.setattr(trainer, "_evaluate_and_checkpoint", scripted_evaluate)
+    monkeypatch.setattr(trainer, "_rollback", spy_rollback)
+    result = trainer.fit()
+    assert result.rollbacks == 1
+    assert result.final_lr == pytest.approx(1e-2 * 0.9)
+    assert result.best_valid_nll == 1.7
+    rollback = [h for h in result.history if h.get("event") == "rollback"]
+    assert len(rollback) == 1 and rollback[0]["step"] == 3
+    # the rollback at step 3 restored the weights evaluated at step 2, the best until then
+    assert all(torch.equal(restored[k], snapshots[2][k]) for k in snapshots[2])
+    assert not all(torch.equal(snapshots[3][k], snapshots[2][k]) for k in snapshots[2])
+
+
+def test_persistent_divergence_stops_with_a_clear_message(tmp_path, monkeypatch):
+    config = TrainConfig(batch_size=4, bptt=8, max_steps=50, eval_every=1, eval_batch_size=2, max_rollbacks=3)
+    trainer = Trainer(tiny_model(), markov_stream(1000, 0), markov_stream(200, 1), config, tmp_path, progress=False)
+    monkeypatch.setattr(trainer, "validate", lambda: float("nan"))
+    with pytest.raises(TrainingDiverged, match=r"diverged 4 times .* lower `lr`"):
+        trainer.fit()
+
+
+def test_non_finite_training_loss_rolls_back_to_the_saved_best(tmp_path):
+    config = TrainConfig(batch_size=4, bptt=8, lr=1e-2, max_steps=1, eval_every=10, eval_batch_size=2)
+    trainer = Trainer(tiny_model(), markov_stream(1000, 0), markov_stream(200, 1), config, tmp_path, progress=False)
+    trainer.save(trainer.best_path)  # healthy weights to roll back to
+    with torch.no_grad():
+        trainer.model.embedding.weight.fill_(float("nan"))
+    inputs, targets = next(bptt_windows(trainer.train_stream, 8))
+    loss = trainer._train_step(inputs, targets)
+    assert math.isnan(loss) and trainer.rollbacks == 1
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(0.9e-2)
+
+
+def test_bad_settings_are_value_errors():
+    with pytest.raises(ValueError, match="valid optimizers: radam, adam"):
+        TrainConfig(optimizer="sgd")
+    with pytest.raises(ValueError, match="bptt"):
+        TrainConfig(bptt=0)
+
+
+RUN = textwrap.dedent(
+    """
+    import json, sys, torch
+    sys.path.insert(0, {repo!r})
+    torch.set_num_threads(1)
+    from tests.test_train import markov_stream, tiny_model
+    from paperlib.train import Trainer, TrainConfig
+    config = TrainConfig(batch_size=8, bptt=10, lr=5e-3, max_steps={steps}, eval_every=15, eval_batch_size=4,
+                         num_samples=2, seed=3)
+    trainer = Trainer(tiny_model(7), markov_stream(6000, 0), markov_stream(600, 1), config, sys.argv[1], progress=False)
+    result = trainer.fit(resume=len(sys.argv) > 2)
+    print(json.dumps({{"best": result.best_valid_nll, "history": trainer.history,
+                      "weights": sum(float(p.double().sum()) for p in trainer.model.parameters())}}))
+    """
+)
+
+
+def _run(script, out_dir, *extra):
+    return subprocess.run([sys.executable, "-c", script, str(out_dir), *extra], capture_output=True, text=True,
+                          check=True, timeout=600, cwd=REPO)
+
+
+def test_resume_after_kill_reaches_the_same_numbers(tmp_path):
+    steps = 300
+    script = RUN.format(repo=str(REPO), steps=steps)
+    reference = json.loads(_run(script, tmp_path / "ref").stdout)
+
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-c", script, str(out)], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    last = out / "last.pt"
+    deadline = time.time() + 300
+    while not last.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed; make it longer"
+    killed_at = torch.load(last, weights_only=False)["position"]["step"]
+    assert 0 < killed_at < steps
+
+    resumed = json.loads(_run(script, out, "--resume").stdout)
+    assert resumed["history"] == reference["history"]
+    assert resumed["best"] == reference["best"]
+    assert resumed["weights"] == reference["weights"]
+
+
+def test_resume_refuses_a_checkpoint_with_other_settings(tmp_path):
+    config = TrainConfig(batch_size=4, bptt=8, max_steps=2, eval_every=2, eval_batch_size=2)
+    Trainer(tiny_model(), markov_stream(500, 0), markov_stream(100, 1), config, tmp_path, progress=False).fit()
+    other = TrainConfig(batch_size=4, bptt=8, max_steps=4, eval_every=2, eval_batch_size=2, lr=1e-4)
+    trainer = Trainer(tiny_model(), markov_stream(500, 0), markov_stream(100, 1), other, tmp_path, progress=False)
+    with pytest.raises(CheckpointMismatch, match="lr"):
+        trainer.fit(resume=True)
