@@ -111,12 +111,14 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
             result = trainer.fit(resume=True)
             trainer.write_metrics()
             trainer.load(trainer.best_path, restore_position=False)
+            with trainer.recommended_weights():
+                scores = evaluate_run(trainer.model, valid_ids, test_ids, config, settings.mc_samples, seed)
             record = {
                 "model": model_name, "seed": seed, "cell": spec["cell"], "parameters": num_parameters(model),
                 "steps": result.steps, "train_tokens": result.tokens, "rollbacks": result.rollbacks,
                 "train_seconds": round(trainer.train_seconds, 1),
                 "history": [h for h in result.history if "valid_nll" in h],
-                **evaluate_run(trainer.model, valid_ids, test_ids, config, settings.mc_samples, seed),
+                **scores,
             }
             write_json_atomic(done, record)
             runs.append(record)

@@ -6,7 +6,12 @@ What the seeds add to a plain loop (Melis thesis §4.3–§4.4, Circling Back §
 - RAdam, or Adam with β1 = 0; gradient-norm clipping; an L2 penalty (`weight_decay`);
 - rollback on divergence: when the loss is not finite or the validation loss is far above the
   best seen, the best weights and optimizer state are restored and the learning rate is
-  multiplied by 0.9; after `max_rollbacks` the run stops with :class:`TrainingDiverged`.
+  multiplied by 0.9; after `max_rollbacks` the run stops with :class:`TrainingDiverged`;
+- weight averaging (Melis ch. 3): with `averaging` set, every evaluation reports the loss of the
+  averaged weights (for 2TA the better of its two averages), which then drives best-checkpoint
+  selection, divergence detection and early stopping. More averagers can watch the same
+  trajectory (`monitors`), each evaluated at its own period, so that 2TA, tail averaging and EMA
+  are compared on identical iterates.
 
 Beyond the seeds: checkpoints are atomic (temp file + rename) and hold everything needed to
 continue bit-for-bit (model, optimizer, RNG states, data position and the hidden state carried
@@ -31,6 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from paperlib.averaging import AVERAGER_KINDS, WeightAverager, build_averager
 from paperlib.data.batching import batchify, bptt_windows, num_windows
 from paperlib.models.evaluation import evaluate_nll
 from paperlib.models.objective import multi_sample_loss
@@ -68,6 +74,9 @@ class TrainConfig:
     lr_decay_on_rollback: float = 0.9
     max_rollbacks: int = 5
     seed: int = 0
+    averaging: str = "none"  # none, 2ta, ta, ema, swa, polyak (paperlib.averaging.build_averager)
+    averaging_options: dict = field(default_factory=dict)
+    early_stopping: int | None = None  # stop after this many evaluations without a new best; None: never
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -81,6 +90,10 @@ class TrainConfig:
             raise ValueError(f"lr_decay_on_rollback must lie in (0, 1], got {self.lr_decay_on_rollback}")
         if not 0 <= self.beta1 < 1 or not 0 <= self.beta2 < 1:
             raise ValueError(f"betas must lie in [0, 1), got {self.beta1}, {self.beta2}")
+        if self.averaging not in AVERAGER_KINDS:
+            raise ValueError(f"unknown averaging {self.averaging!r}; valid choices: {', '.join(AVERAGER_KINDS)}")
+        if self.early_stopping is not None and self.early_stopping < 1:
+            raise ValueError(f"early_stopping must be >= 1 evaluations or None, got {self.early_stopping}")
 
 
 @dataclass
@@ -153,7 +166,8 @@ class Trainer:
     """Runs `TrainConfig` on a model and a train/valid id stream, checkpointing into `out_dir`."""
 
     def __init__(self, model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor, config: TrainConfig,
-                 out_dir: str | os.PathLike, device: str | torch.device | None = None, progress: bool = True):
+                 out_dir: str | os.PathLike, device: str | torch.device | None = None, progress: bool = True,
+                 monitors: dict[str, WeightAverager] | None = None, eval_raw: bool = False):
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model = model.to(self.device)
         self.config = config
@@ -163,6 +177,10 @@ class Trainer:
         self.train_stream = batchify(train_ids, config.batch_size).to(self.device)  # [B, N]
         self.valid_stream = batchify(valid_ids, config.eval_batch_size).to(self.device)
         self.optimizer = build_optimizer(self.model, config)
+        self.averager = build_averager(config.averaging, self.model, config.eval_every, **config.averaging_options)
+        self.monitors = dict(monitors or {})  # name -> averager over the same module, evaluated at its own period
+        self.eval_raw = eval_raw  # also record the raw weights' loss when averaging
+        self.evals_since_best = 0
         self.windows_per_epoch = num_windows(self.train_stream, config.bptt)
         # position and bookkeeping, all saved in checkpoints
         self.step = 0
@@ -195,6 +213,9 @@ class Trainer:
             "position": {"step": self.step, "epoch": self.epoch, "window": self.window},
             "hidden_state": detach_state(self.state),
             "best_valid": self.best_valid,
+            "evals_since_best": self.evals_since_best,
+            "averager": self.averager.state_dict(),
+            "monitors": {name: m.state_dict() for name, m in self.monitors.items()},
             "rollbacks": self.rollbacks,
             "history": list(self.history),
             "train_seconds": self.train_seconds,
@@ -207,7 +228,9 @@ class Trainer:
         ckpt = torch.load(path, map_location=self.device, weights_only=False)
         saved = ckpt["config"]
         ours = dataclasses.asdict(self.config)
-        differ = sorted(k for k in ours if saved.get(k) != ours[k] and k != "max_steps")
+        defaults = dataclasses.asdict(TrainConfig())
+        # max_steps may grow to continue a run; keys newer than the checkpoint count at their default
+        differ = sorted(k for k in ours if k != "max_steps" and saved.get(k, defaults[k]) != ours[k])
         if differ:
             raise CheckpointMismatch(
                 f"checkpoint {path} was written with different settings ({', '.join(differ)}); "
@@ -215,7 +238,12 @@ class Trainer:
             )
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
+        if "averager" in ckpt:
+            self.averager.load_state_dict(ckpt["averager"])
         if restore_position:
+            for name, state in ckpt.get("monitors", {}).items():
+                self.monitors[name].load_state_dict(state)
+            self.evals_since_best = ckpt.get("evals_since_best", 0)
             _set_rng_state(ckpt["rng"])
             pos = ckpt["position"]
             self.step, self.epoch, self.window = pos["step"], pos["epoch"], pos["window"]
@@ -269,10 +297,13 @@ class Trainer:
                 self.train_seconds += time.perf_counter() - started
                 self.step += 1
                 self.window += 1
+                self._observe_step()
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{self.step * tokens_per_step / max(self.train_seconds, 1e-9):.0f}")
                 if self.step % config.eval_every == 0 or self.step == config.max_steps:
                     self._evaluate_and_checkpoint()
+                    if config.early_stopping is not None and self.evals_since_best >= config.early_stopping:
+                        break
         except KeyboardInterrupt:
             self.save(self.last_path)
             raise
@@ -294,16 +325,41 @@ class Trainer:
         self.optimizer.step()
         return loss.item()
 
+    def _observe_step(self) -> None:
+        """Feed the new iterate to the averagers; evaluate the monitors that are due."""
+        self.averager.update()
+        for name, monitor in self.monitors.items():
+            monitor.update()
+            if monitor.steps % monitor.evaluate_every == 0:
+                report = monitor.evaluate(lambda module: self.validate())
+                entry = {"step": self.step, "monitor": name, "valid_nll": report.loss, "length": report.length}
+                average = getattr(monitor, "average", None)  # 2TA: its two tails
+                if average is not None:
+                    entry.update(short_len=average.short_len, long_len=average.long_len)
+                self.history.append(entry)
+
     def _evaluate_and_checkpoint(self) -> None:
-        valid = self.validate()
+        report = self.averager.evaluate(lambda module: self.validate())
+        valid = report.loss
         diverged = not math.isfinite(valid) or valid > self.best_valid + self.config.divergence_threshold
-        self.history.append({"step": self.step, "valid_nll": valid, "lr": self._lr()})
+        entry = {"step": self.step, "valid_nll": valid, "lr": self._lr()}
+        if self.config.averaging != "none":
+            entry["averaged_length"] = report.length
+            if self.eval_raw:
+                entry["raw_valid_nll"] = self.validate()
+        self.history.append(entry)
         if diverged:
             self._rollback(f"validation loss {valid:.4g} vs best {self.best_valid:.4g}")
         elif valid < self.best_valid:
-            self.best_valid = valid
+            self.best_valid, self.evals_since_best = valid, 0
             self.save(self.best_path)
+        else:
+            self.evals_since_best += 1
         self.save(self.last_path)
+
+    def recommended_weights(self):
+        """Context manager: the averaged weights (if averaging) are in the model inside it."""
+        return self.averager.averaged_weights()
 
     def result(self) -> TrainResult:
         return TrainResult(self.best_valid, self.step, self.step * self.config.batch_size * self.config.bptt,

@@ -115,10 +115,14 @@ RUN = textwrap.dedent(
     sys.path.insert(0, {repo!r})
     torch.set_num_threads(1)
     from tests.test_train import markov_stream, tiny_model
+    from paperlib.averaging import build_averager
     from paperlib.train import Trainer, TrainConfig
     config = TrainConfig(batch_size=8, bptt=10, lr=5e-3, max_steps={steps}, eval_every=15, eval_batch_size=4,
-                         num_samples=2, seed=3)
-    trainer = Trainer(tiny_model(7), markov_stream(6000, 0), markov_stream(600, 1), config, sys.argv[1], progress=False)
+                         num_samples=2, seed=3, averaging="2ta")
+    model = tiny_model(7)
+    monitors = {{"ema": build_averager("ema", model, 10, decay=0.9)}}
+    trainer = Trainer(model, markov_stream(6000, 0), markov_stream(600, 1), config, sys.argv[1], progress=False,
+                      monitors=monitors)
     result = trainer.fit(resume=len(sys.argv) > 2)
     print(json.dumps({{"best": result.best_valid_nll, "history": trainer.history,
                       "weights": sum(float(p.double().sum()) for p in trainer.model.parameters())}}))
@@ -162,3 +166,41 @@ def test_resume_refuses_a_checkpoint_with_other_settings(tmp_path):
     trainer = Trainer(tiny_model(), markov_stream(500, 0), markov_stream(100, 1), other, tmp_path, progress=False)
     with pytest.raises(CheckpointMismatch, match="lr"):
         trainer.fit(resume=True)
+
+
+def test_two_tailed_averaging_drives_evaluation_and_monitors_run_at_their_own_period(tmp_path):
+    from paperlib.averaging import build_averager
+
+    # Algorithm 1 alone (no fallback to the raw weights), so that the averages are what gets evaluated
+    config = TrainConfig(batch_size=8, bptt=12, lr=1e-2, max_steps=40, eval_every=10, eval_batch_size=4,
+                         averaging="2ta", averaging_options={"extensions": False})
+    model = tiny_model()
+    monitors = {"ta": build_averager("ta", model, 5, start=10), "2ta_fast": build_averager("2ta", model, 4)}
+    trainer = Trainer(model, markov_stream(4000, 0), markov_stream(800, 1), config, tmp_path, progress=False,
+                      monitors=monitors, eval_raw=True)
+    trainer.fit()
+    main = [h for h in trainer.history if "monitor" not in h]
+    assert [h["step"] for h in main] == [10, 20, 30, 40]
+    assert all(h["averaged_length"] >= 1 and "raw_valid_nll" in h for h in main)
+    assert any(h["averaged_length"] > 1 for h in main)  # the average, not the raw weights, was evaluated
+    assert [h["step"] for h in trainer.history if h.get("monitor") == "ta"] == [5, 10, 15, 20, 25, 30, 35, 40]
+    fast = [h for h in trainer.history if h.get("monitor") == "2ta_fast"]
+    assert [h["step"] for h in fast] == list(range(4, 41, 4))
+    assert all(h["short_len"] <= h["long_len"] for h in fast)
+    # the reported loss is the loss of the weights the averager recommends after that evaluation
+    with trainer.recommended_weights():
+        swapped = trainer.validate()
+    assert swapped == pytest.approx(main[-1]["valid_nll"], abs=1e-6)
+    assert trainer.validate() == pytest.approx(main[-1]["raw_valid_nll"], abs=1e-6)
+    assert trainer.validate() != pytest.approx(swapped, abs=1e-6)
+
+
+def test_early_stopping_ends_training_after_evaluations_without_improvement(tmp_path, monkeypatch):
+    config = TrainConfig(batch_size=4, bptt=8, max_steps=100, eval_every=2, eval_batch_size=2, early_stopping=3)
+    trainer = Trainer(tiny_model(), markov_stream(1000, 0), markov_stream(200, 1), config, tmp_path, progress=False)
+    losses = iter([3.0, 2.0, 2.5, 2.4, 2.1, 1.0])
+    monkeypatch.setattr(trainer, "validate", lambda: next(losses))
+    result = trainer.fit()
+    assert result.steps == 10 and result.best_valid_nll == 2.0
+    with pytest.raises(ValueError, match="valid choices: none, 2ta"):
+        TrainConfig(averaging="swag")
