@@ -94,6 +94,24 @@ def cmd_run_notebook(args) -> int:
     return 0
 
 
+# Experiments other than the LM comparisons: name -> "module:function(profile, progress) -> results path".
+RUNNERS = {
+    "averaging_ptb": "paperlib.averaging_experiment:run_averaging_experiment",
+}
+
+
+def cmd_run(args) -> int:
+    import importlib
+
+    if args.experiment not in RUNNERS:
+        raise ParamsError(f"unknown experiment {args.experiment!r}; runnable experiments: {', '.join(sorted(RUNNERS))} "
+                          "(language-model comparisons: `paperlib train`)")
+    module, function = RUNNERS[args.experiment].split(":")
+    out = getattr(importlib.import_module(module), function)(args.profile, not args.quiet)
+    print(f"wrote {out}")
+    return 0
+
+
 def cmd_train(args) -> int:
     from paperlib.lm_experiment import run_lm_experiment
 
@@ -135,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="smoke, cpu or paper")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("run", help="run an experiment (averaging_ptb, ...) and write results/<name>.json")
+    p.add_argument("experiment", help=f"one of: {', '.join(sorted(RUNNERS))}")
+    p.add_argument("--profile", help="smoke, cpu or paper")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("run-notebook", help="execute a notebook with papermill into results/notebooks/")
     p.add_argument("name", help="notebook name without .ipynb")

@@ -332,11 +332,8 @@ class Trainer:
             monitor.update()
             if monitor.steps % monitor.evaluate_every == 0:
                 report = monitor.evaluate(lambda module: self.validate())
-                entry = {"step": self.step, "monitor": name, "valid_nll": report.loss, "length": report.length}
-                average = getattr(monitor, "average", None)  # 2TA: its two tails
-                if average is not None:
-                    entry.update(short_len=average.short_len, long_len=average.long_len)
-                self.history.append(entry)
+                self.history.append({"step": self.step, "monitor": name, "valid_nll": report.loss,
+                                     "length": report.length, **_two_tail_details(monitor)})
 
     def _evaluate_and_checkpoint(self) -> None:
         report = self.averager.evaluate(lambda module: self.validate())
@@ -344,7 +341,7 @@ class Trainer:
         diverged = not math.isfinite(valid) or valid > self.best_valid + self.config.divergence_threshold
         entry = {"step": self.step, "valid_nll": valid, "lr": self._lr()}
         if self.config.averaging != "none":
-            entry["averaged_length"] = report.length
+            entry.update(averaged_length=report.length, **_two_tail_details(self.averager))
             if self.eval_raw:
                 entry["raw_valid_nll"] = self.validate()
         self.history.append(entry)
@@ -371,6 +368,14 @@ class Trainer:
         tmp.write_text(json.dumps({**self.result().metrics(), "history": self.history}, indent=1) + "\n")
         os.replace(tmp, path)
         return path
+
+
+def _two_tail_details(averager: WeightAverager) -> dict[str, Any]:
+    """For a 2TA averager: the lengths of its two averages and what its last evaluation did."""
+    average = getattr(averager, "average", None)
+    if average is None:
+        return {}
+    return {"short_len": average.short_len, "long_len": average.long_len, "action": average.last_action}
 
 
 def _progress(total: int, initial: int, enabled: bool):
