@@ -50,6 +50,7 @@ MODEL_SPEC_KEYS = ("cell", "hidden_size", "num_layers", "options")
 
 @register_experiment("lm_ptb")
 @register_experiment("lm_ptb_char")
+@register_experiment("lm_ptb_ablation")
 @dataclass(frozen=True)
 class LanguageModelParams:
     """A comparison of language models trained alike on one corpus (Melis thesis Tables 2.1, 2.2, 4.1).

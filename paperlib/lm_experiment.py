@@ -195,3 +195,34 @@ def ordering_verdict(results: dict[str, Any], metric: str = "test") -> dict[str,
         pairs.append({"paper: better": better, "than": worse, "our gap": gap,
                       "agrees": gap > 0, "resolved": abs(gap) > noise and summary[worse]["seeds"] > 1})
     return {"pairs": pairs, "same_order": all(p["agrees"] for p in pairs)}
+
+
+def rounds_of(spec: dict[str, Any]) -> int:
+    """Mogrifier rounds r of a model spec (0 for cells without a Mogrifier)."""
+    if not spec["cell"].startswith("mogrifier_"):
+        return 0
+    return spec.get("options", {}).get("mogrifier_rounds", 5)
+
+
+def ablation_findings(results: dict[str, Any], metric: str = "valid_ppl") -> dict[str, bool | None]:
+    """The thesis' ablation findings (§2.3.1, Table 2.3) checked on our numbers; None where a model is missing."""
+    summary, models = results["summary"], results["models"]
+    score = {name: summary[name][metric] for name in summary}
+    sweep = sorted((rounds_of(models[n]), score[n]) for n in score
+                   if n == "lstm" or (n.startswith("mogrifier_r") and models[n]["cell"] == "mogrifier_lstm"))
+    best_low_rank = min((score[n] for n in score if n.startswith("mogrifier_r")), default=None)
+    same_r = [n for n in score if n.startswith("mogrifier_r") and "no_zigzag" in score
+              and rounds_of(models[n]) == rounds_of(models["no_zigzag"])]
+
+    def have(*names):
+        return all(n in score for n in names)
+
+    return {
+        "perplexity improves with the number of rounds r": all(b[1] < a[1] for a, b in zip(sweep, sweep[1:]))
+        if len(sweep) > 1 else None,
+        "full rank is close behind low rank (within 2%)": abs(score["full_rank"] / best_low_rank - 1) < 0.02
+        if have("full_rank") and best_low_rank else None,
+        "no-zigzag underperforms the Mogrifier with the same r": score["no_zigzag"] > score[same_r[0]]
+        if same_r else None,
+        "the mLSTM does not improve on the LSTM": score["mlstm"] >= score["lstm"] if have("mlstm", "lstm") else None,
+    }

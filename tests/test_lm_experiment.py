@@ -65,3 +65,25 @@ def test_lm_experiment_params_reject_unknown_cells_options_and_train_keys():
         block[path[-1]] = value
         with pytest.raises(ParamsError, match=message):
             validate_params(bad)
+
+
+def test_ablation_findings_are_read_off_the_numbers():
+    from paperlib.lm_experiment import ablation_findings
+
+    models = {"lstm": {"cell": "lstm"},
+              "mogrifier_r2": {"cell": "mogrifier_lstm", "options": {"mogrifier_rounds": 2}},
+              "mogrifier_r4": {"cell": "mogrifier_lstm", "options": {"mogrifier_rounds": 4}},
+              "full_rank": {"cell": "mogrifier_lstm", "options": {"mogrifier_rounds": 4, "mogrifier_rank": 0}},
+              "no_zigzag": {"cell": "mogrifier_lstm", "options": {"mogrifier_rounds": 4, "mogrifier_zigzag": False}},
+              "mlstm": {"cell": "mlstm"}}
+    ppl = {"lstm": 100, "mogrifier_r2": 95, "mogrifier_r4": 90, "full_rank": 91, "no_zigzag": 89, "mlstm": 99}
+    findings = ablation_findings({"models": models, "summary": {k: {"valid_ppl": v} for k, v in ppl.items()}})
+    assert findings == {
+        "perplexity improves with the number of rounds r": True,
+        "full rank is close behind low rank (within 2%)": True,
+        "no-zigzag underperforms the Mogrifier with the same r": False,
+        "the mLSTM does not improve on the LSTM": False,
+    }
+    del models["mlstm"], ppl["mlstm"]
+    findings = ablation_findings({"models": models, "summary": {k: {"valid_ppl": v} for k, v in ppl.items()}})
+    assert findings["the mLSTM does not improve on the LSTM"] is None
