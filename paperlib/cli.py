@@ -97,6 +97,7 @@ def cmd_run_notebook(args) -> int:
 # Experiments other than the LM comparisons: name -> "module:function(profile, progress) -> results path".
 RUNNERS = {
     "averaging_ptb": "paperlib.averaging_experiment:run_averaging_experiment",
+    "micmco_synthetic": "paperlib.micmco:run_micmco_synthetic",
 }
 
 

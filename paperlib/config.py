@@ -227,7 +227,7 @@ def _type_name(hint: Any) -> str:
 
 
 # Modules whose import registers experiment schemas (each experiment keeps its schema beside its code).
-SCHEMA_MODULES: tuple[str, ...] = ("paperlib.experiments", "paperlib.averaging_experiment")
+SCHEMA_MODULES: tuple[str, ...] = ("paperlib.experiments", "paperlib.averaging_experiment", "paperlib.micmco")
 
 
 def _import_schema_modules() -> None:
