@@ -98,6 +98,7 @@ def cmd_run_notebook(args) -> int:
 RUNNERS = {
     "averaging_ptb": "paperlib.averaging_experiment:run_averaging_experiment",
     "micmco_synthetic": "paperlib.micmco:run_micmco_synthetic",
+    "word_generation": "paperlib.word_generation:run_word_generation",
 }
 
 
