@@ -27,7 +27,8 @@ import torch
 from paperlib.averaging import build_averager
 from paperlib.config import active_profile, experiment_params, load_params, register_experiment, repo_root, section_params
 from paperlib.data import load_corpus
-from paperlib.lm_experiment import _forget_stale_run, seed_everything
+from paperlib.lm_experiment import seed_everything
+from paperlib.train import forget_stale_run
 from paperlib.models import CELL_OPTIONS, VALID_CELLS, build_lm
 from paperlib.provenance import provenance, write_json_atomic
 from paperlib.train import Trainer, TrainConfig
@@ -172,8 +173,8 @@ def run_averaging_experiment(profile: str | None = None, progress: bool = True) 
     corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
     runs = root / "runs" / "averaging_ptb"
     spec = {k: getattr(settings, k) for k in settings.__dataclass_fields__}
-    _forget_stale_run(runs / "main", {"part": "main", **spec})
-    _forget_stale_run(runs / "overfit", {"part": "overfit", **spec})
+    forget_stale_run(runs / "main", {"part": "main", **spec})
+    forget_stale_run(runs / "overfit", {"part": "overfit", **spec})
     main = run_main(settings, corpus, runs / "main", progress)
     overfit = run_overfit(settings, corpus, runs / "overfit", progress)
     results = {"profile": profile, "settings": spec,

@@ -99,6 +99,7 @@ RUNNERS = {
     "averaging_ptb": "paperlib.averaging_experiment:run_averaging_experiment",
     "micmco_synthetic": "paperlib.micmco:run_micmco_synthetic",
     "word_generation": "paperlib.word_generation:run_word_generation",
+    "dyneval": "paperlib.dyneval:run_dyneval",
 }
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from paperlib.config import active_profile, experiment_params, load_params, repo
 from paperlib.data import batchify, bptt_windows, get_corpus, load_corpus
 from paperlib.models import build_lm, collect_logits, evaluate_nll, mc_dropout_nll, optimal_temperature
 from paperlib.provenance import provenance, write_json_atomic
-from paperlib.train import Trainer, TrainConfig
+from paperlib.train import Trainer, TrainConfig, forget_stale_run
 
 LN2 = math.log(2.0)
 
@@ -39,16 +38,6 @@ def seed_everything(seed: int) -> None:
 def num_parameters(model: torch.nn.Module) -> int:
     """Distinct parameters (tied embeddings counted once)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
-
-
-def _forget_stale_run(run_dir: Path, spec: dict[str, Any]) -> None:
-    """Runs persist across `dvc repro` so that an interrupted stage resumes; a run folder made with
-    other settings is removed so that it is redone rather than reused."""
-    marker = run_dir / "spec.json"
-    if marker.exists() and json.loads(marker.read_text()) != json.loads(json.dumps(spec)):
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(marker, spec)
 
 
 def evaluate_run(model: torch.nn.Module, valid: torch.Tensor, test: torch.Tensor, config: TrainConfig,
@@ -96,7 +85,7 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
         for seed in settings.seeds:
             run_dir = runs_dir / f"{model_name}-seed{seed}"
             done = run_dir / "done.json"
-            _forget_stale_run(run_dir, {"model": spec, "train": settings.train, "seed": seed,
+            forget_stale_run(run_dir, {"model": spec, "train": settings.train, "seed": seed,
                                         "eval_tokens": settings.eval_tokens, "mc_samples": settings.mc_samples})
             if done.exists():
                 runs.append(json.loads(done.read_text()))

@@ -27,6 +27,7 @@ import json
 import math
 import os
 import random
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ from paperlib.data.batching import batchify, bptt_windows, num_windows
 from paperlib.models.evaluation import evaluate_nll
 from paperlib.models.objective import multi_sample_loss
 from paperlib.models.state import detach_state
+from paperlib.provenance import write_json_atomic
 
 OPTIMIZERS = ("radam", "adam")
 
@@ -376,6 +378,16 @@ def _two_tail_details(averager: WeightAverager) -> dict[str, Any]:
     if average is None:
         return {}
     return {"short_len": average.short_len, "long_len": average.long_len, "action": average.last_action}
+
+
+def forget_stale_run(run_dir: Path, spec: dict[str, Any]) -> None:
+    """Runs persist across `dvc repro` so that an interrupted stage resumes; a run folder made with
+    other settings is removed so that it is redone rather than reused."""
+    marker = run_dir / "spec.json"
+    if marker.exists() and json.loads(marker.read_text()) != json.loads(json.dumps(spec)):
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(marker, spec)
 
 
 def _progress(total: int, initial: int, enabled: bool):

@@ -6,7 +6,8 @@ import math
 import pytest
 
 from paperlib.config import ParamsError, experiment_params, validate_params
-from paperlib.lm_experiment import _forget_stale_run, comparison_table, ordering_verdict, summarise
+from paperlib.lm_experiment import comparison_table, ordering_verdict, summarise
+from paperlib.train import forget_stale_run
 from tests.conftest import REPO
 
 
@@ -39,11 +40,11 @@ def test_ordering_verdict_compares_with_the_papers_ranking():
 
 def test_a_run_folder_made_with_other_settings_is_redone(tmp_path):
     run_dir = tmp_path / "lstm-seed1"
-    _forget_stale_run(run_dir, {"lr": 1})
+    forget_stale_run(run_dir, {"lr": 1})
     (run_dir / "done.json").write_text("{}")
-    _forget_stale_run(run_dir, {"lr": 1})
+    forget_stale_run(run_dir, {"lr": 1})
     assert (run_dir / "done.json").exists()
-    _forget_stale_run(run_dir, {"lr": 2})
+    forget_stale_run(run_dir, {"lr": 2})
     assert not (run_dir / "done.json").exists()
     assert json.loads((run_dir / "spec.json").read_text()) == {"lr": 2}
 

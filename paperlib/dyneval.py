@@ -1,0 +1,1188 @@
+"""Dynamic evaluation: adapting a language model to the test sequence by gradient descent (Krause thesis ch. 4-6).
+
+The test sequence x_{1:T} is cut into segments s_1, ..., s_M of ``segment_len`` tokens (eq. 4.2).
+Segment s_i is scored with the current local weights θ_l^{i-1} (θ_l^0 = θ_g, the trained weights)
+*before* the model is updated on it; the gradient ∇L(s_i) is backpropagated to the start of s_i only
+(truncated BPTT with the hidden state carried across segments, Algorithm 1) and then one update rule
+maps θ_l^{i-1} to θ_l^i (Figure 4.1). Every token is therefore predicted by weights that have only seen
+the tokens before it, and the per-token losses form a valid log-probability of the sequence (§4.3).
+
+Update rules (``rule``):
+
+* ``sgd``: θ ← θ - η ∇L(s_i) + λ(θ_g - θ) (eq. 4.3; eq. 2.48, Mikolov's "traditional" dynamic
+  evaluation, with ``segment_len=1`` and ``decay=0``); with ``momentum`` > 0 the gradient step is SGD
+  with classical momentum (eqs. 5.10-5.11), the §5.4.1 baseline.
+* ``global_rms``: θ ← θ - η ∇L(s_i) / (√MS_g + ε) + λ(θ_g - θ) ⊙ r, where MS_g are mean squared
+  gradients over training batches (eq. 4.4, :func:`mean_squared_gradients`) and r = 1 (eq. 4.5) or,
+  with ``rms_decay=True`` (the default), r = RMS_norm = √MS_g / avg(√MS_g) clipped at 1/λ
+  (eqs. 4.6-4.7).
+* ``rmsprop`` and ``adam``: ``torch.optim.RMSprop`` / ``torch.optim.Adam`` on the local weights, the
+  §5.4.2-5.4.3 baselines (Krause used PyTorch's implementations, whose ε sits outside the square root
+  as in eq. 5.12 rather than inside as in eqs. 2.52/2.57). ``alpha`` is the averaging constant α of the
+  squared gradients (β2) and ``momentum`` is μ (β1 for Adam). A decay prior λ may be added to any rule.
+
+Sparse dynamic evaluation (§4.6, ``sparse_units=H``) adapts only an H×H matrix M, initialised to zero,
+acting on H of the hidden units as h' = h + M h (eq. 4.8). Departure: the thesis applies M to the hidden
+state inside the recurrence, so that h' also feeds the next time step; paperlib's recurrent layers run
+the whole time loop inside fused autograd Functions, so here M acts on the final features (the input of
+the output embedding, taken with a forward pre-hook on ``model.decoder``) and changes the predictions but
+not the recurrent dynamics. This works for every LM with a ``decoder`` (recurrent and Transformer).
+
+Loss scale: L(s_i) is the *mean* cross-entropy over the tokens of s_i (the public implementation of the
+thesis does the same); the scale only reparameterises η, and MS_g is computed with the same reduction
+over each training batch, so a larger batch gives smaller MS_g, as §4.5 notes.
+
+Beyond the seeds, many independent streams are dynamically evaluated at once, each with its own fast
+weights: ``tokens`` of shape [S, T] are evaluated with ``torch.func.vmap`` over ``torch.func.grad`` of a
+``functional_call`` of the model, with per-stream stacked weights, so one forward/backward serves all
+streams. paperlib's LSTM and RLSTM layers use custom autograd Functions that functorch cannot transform;
+during batched evaluation (only) a plain/capped LSTM layer runs a vmappable LSTM scan (``_LSTMScan``,
+an autograd Function with ``setup_context`` whose backward takes the recurrent weight gradient in one
+matmul) and other layers their per-step autograd references (``lstm_step``, ``rlstm_step``,
+``Mogrifier``); all compute the same function. ``torch.nn.GRU`` has no batching rule, so GRU models are
+correct but fall back to a per-stream loop inside vmap. Sparse dynamic evaluation batches natively (the
+base weights are shared, only M is per stream). On a CPU, full-parameter batching is limited by the
+memory traffic of S weight copies (``benchmarks/dyneval.py``); sparse batching scales.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.func import functional_call, grad, vmap
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from paperlib.config import register_experiment
+from paperlib.data.batching import batchify, bptt_windows
+from paperlib.models.layers import LSTMLayer, RLSTMLayer
+from paperlib.models.lstm import lstm_step
+from paperlib.models.rlstm import rlstm_step
+from paperlib.models.state import detach_state
+
+RULES = ("sgd", "global_rms", "rmsprop", "adam")
+LN2 = math.log(2.0)
+
+Params = dict[str, Tensor]
+AdaptSpec = Sequence[str] | Callable[[str], bool] | None
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DynamicEvalResult:
+    """Per-token losses (nats) of one evaluation, ``losses`` [T-1] or [S, T-1], and the final weights/state.
+
+    ``params`` are the local weights θ_l after the last update (for sparse evaluation: M) and ``state``
+    the final recurrent state, so evaluation can be inspected or continued.
+    """
+
+    losses: Tensor
+    params: Params = field(default_factory=dict)
+    state: Any = None
+
+    def mean_nll(self) -> float:
+        return float(self.losses.double().mean())
+
+    def perplexity(self) -> float:
+        return math.exp(self.mean_nll())
+
+    def bits_per_token(self) -> float:
+        return self.mean_nll() / LN2
+
+    def curve(self, bin_size: int = 1) -> Tensor:
+        """Loss against position: averaged over streams, then over bins of ``bin_size`` positions."""
+        losses = self.losses.double().reshape(-1, self.losses.shape[-1]).mean(0)  # [N]
+        usable = losses.shape[0] // bin_size * bin_size
+        return losses[:usable].view(-1, bin_size).mean(1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Update rules
+# ---------------------------------------------------------------------------------------------
+
+
+def rms_norm(ms_g: Mapping[str, Tensor], decay: float) -> dict[str, Tensor]:
+    """RMS_norm of eq. (4.6): √MS_g divided by its mean over all adapted elements, clipped at 1/λ."""
+    if not 0.0 < decay <= 1.0:
+        raise ValueError(f"decay must lie in (0, 1] for an RMS decay prior, got {decay}")
+    roots = {k: v.sqrt() for k, v in ms_g.items()}
+    count = sum(v.numel() for v in roots.values())
+    mean = sum(float(v.double().sum()) for v in roots.values()) / count
+    return {k: (v / mean).clamp(max=1.0 / decay) for k, v in roots.items()}
+
+
+class UpdateRule:
+    """One dynamic-evaluation update θ_l^{i-1} → θ_l^i applied in place to the local weights.
+
+    The decay prior pulls towards θ_g from the weights *before* the gradient step, as in eq. (4.3):
+    θ^i = θ^{i-1} - (gradient step) + r ⊙ (θ_g - θ^{i-1}), computed as θ^{i-1} ⊙ (1 - r) + r ⊙ θ_g -
+    (gradient step) with (1 - r) and r ⊙ θ_g precomputed, so an update is three in-place passes over the
+    weights. The gradient steps of all rules depend on the gradient and the rule's state only, never on
+    θ, so applying the pull first is exact.
+    """
+
+    def __init__(self, theta_g: Params, decay_rate: Mapping[str, Tensor | float] | None):
+        self.theta_g = theta_g
+        self.keep: dict[str, Tensor | float] | None = None
+        self.anchor: Params | None = None
+        if decay_rate is not None:
+            self.keep = {k: 1.0 - r for k, r in decay_rate.items()}
+            self.anchor = {k: theta_g[k] * r for k, r in decay_rate.items()}
+
+    def step(self, params: Params, grads: Params) -> None:
+        with torch.no_grad():
+            if self.keep is not None:
+                for k, p in params.items():
+                    p.mul_(self.keep[k]).add_(self.anchor[k])
+            self._gradient_step(params, grads)
+
+    def _gradient_step(self, params: Params, grads: Params) -> None:
+        raise NotImplementedError
+
+
+class SGDRule(UpdateRule):
+    """θ ← θ - η g (+ decay prior): eqs. (2.48) and (4.3)."""
+
+    def __init__(self, theta_g: Params, lr: float, decay_rate):
+        super().__init__(theta_g, decay_rate)
+        self.lr = lr
+
+    def _gradient_step(self, params: Params, grads: Params) -> None:
+        for k, p in params.items():
+            p.add_(grads[k], alpha=-self.lr)
+
+
+class GlobalRMSRule(UpdateRule):
+    """θ ← θ - η g / (√MS_g + ε) (+ decay prior, plain or RMS-scaled): eqs. (4.5) and (4.7)."""
+
+    def __init__(self, theta_g: Params, lr: float, ms_g: Params, eps: float, decay_rate):
+        super().__init__(theta_g, decay_rate)
+        self.step_size = {k: lr / (v.sqrt() + eps) for k, v in ms_g.items()}  # η / (√MS_g + ε), fixed
+
+    def _gradient_step(self, params: Params, grads: Params) -> None:
+        for k, p in params.items():
+            p.addcmul_(grads[k], self.step_size[k], value=-1.0)
+
+
+class TorchOptimizerRule(UpdateRule):
+    """A ``torch.optim`` optimizer on the local weights (SGD with momentum, RMSprop, Adam; §5.4)."""
+
+    def __init__(self, theta_g: Params, optimizer: torch.optim.Optimizer, decay_rate):
+        super().__init__(theta_g, decay_rate)
+        self.optimizer = optimizer
+
+    def _gradient_step(self, params: Params, grads: Params) -> None:
+        for k, p in params.items():
+            p.grad = grads[k]
+        self.optimizer.step()
+        for p in params.values():
+            p.grad = None
+
+
+def make_update_rule(
+    rule: str,
+    params: Params,
+    theta_g: Params,
+    *,
+    lr: float,
+    decay: float = 0.0,
+    eps: float | None = None,
+    momentum: float | None = None,
+    alpha: float | None = None,
+    ms_g: Mapping[str, Tensor] | None = None,
+    rms_decay: bool = True,
+) -> UpdateRule:
+    """Build the update rule ``rule`` (one of :data:`RULES`) for the local weights ``params``.
+
+    ``params`` may carry a leading stream dimension (batched evaluation); θ_g and MS_g broadcast.
+    ``eps``, ``momentum`` and ``alpha`` default per rule: ε = 1e-5 for global RMS and PyTorch's 1e-8
+    otherwise; μ = 0 for SGD and 0.9 (β1) for Adam; α = 0.99 for RMSprop and 0.999 (β2) for Adam.
+    """
+    _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay)
+    keys = list(params)
+    if rule == "global_rms":
+        if ms_g is None:
+            raise ValueError("rule 'global_rms' needs ms_g, the mean squared training gradients (eq. 4.4)")
+        missing = sorted(set(keys) - set(ms_g))
+        if missing:
+            raise ValueError(f"ms_g lacks the adapted parameter(s) {missing}")
+        ms_g = {k: ms_g[k].to(params[k].device, params[k].dtype) for k in keys}
+        decay_rate = None
+        if decay > 0:
+            decay_rate = {k: decay * r for k, r in rms_norm(ms_g, decay).items()} if rms_decay else dict.fromkeys(keys, decay)
+        return GlobalRMSRule(theta_g, lr, ms_g, 1e-5 if eps is None else eps, decay_rate)
+    decay_rate = dict.fromkeys(keys, decay) if decay > 0 else None
+    leaves = list(params.values())
+    if rule == "sgd":
+        if not momentum:
+            return SGDRule(theta_g, lr, decay_rate)
+        return TorchOptimizerRule(theta_g, torch.optim.SGD(leaves, lr=lr, momentum=momentum), decay_rate)
+    if rule == "rmsprop":
+        optimizer = torch.optim.RMSprop(leaves, lr=lr, alpha=0.99 if alpha is None else alpha,
+                                        eps=1e-8 if eps is None else eps, momentum=momentum or 0.0)
+        return TorchOptimizerRule(theta_g, optimizer, decay_rate)
+    optimizer = torch.optim.Adam(leaves, lr=lr, betas=(0.9 if momentum is None else momentum,
+                                                       0.999 if alpha is None else alpha),
+                                 eps=1e-8 if eps is None else eps)
+    return TorchOptimizerRule(theta_g, optimizer, decay_rate)
+
+
+def _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay) -> None:
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; valid rules: {', '.join(RULES)}")
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr >= 0):
+        raise ValueError(f"lr must be a finite number >= 0, got {lr!r}")
+    if not 0.0 <= decay <= 1.0:
+        raise ValueError(f"decay (λ) must lie in [0, 1], got {decay}")
+    if eps is not None and not eps > 0:
+        raise ValueError(f"eps must be positive, got {eps}")
+    if momentum is not None and not 0.0 <= momentum < 1.0:
+        raise ValueError(f"momentum (μ) must lie in [0, 1), got {momentum}")
+    if momentum and rule == "global_rms":
+        raise ValueError("momentum applies to rules 'sgd', 'rmsprop' and 'adam', not 'global_rms'")
+    if alpha is not None and (rule not in ("rmsprop", "adam") or not 0.0 < alpha < 1.0):
+        raise ValueError(f"alpha (α) applies to rules 'rmsprop' and 'adam' and must lie in (0, 1), got {alpha}")
+    if not rms_decay and rule != "global_rms":
+        raise ValueError("rms_decay=False only applies to rule 'global_rms'")
+
+
+# ---------------------------------------------------------------------------------------------
+# Sparse dynamic evaluation (§4.6)
+# ---------------------------------------------------------------------------------------------
+
+
+class SparseAdaptation(nn.Module):
+    """h' = h + M h on ``units`` of the LM's final features (eq. 4.8, applied before the output embedding).
+
+    ``forward(tokens [B, T], state, adaptation [B or 1, H, H])``: every batch row may have its own M.
+    Without ``adaptation`` (or with M = 0) the wrapped model is unchanged.
+    """
+
+    def __init__(self, model: nn.Module, units: int | Sequence[int]):
+        super().__init__()
+        decoder = getattr(model, "decoder", None)
+        if not isinstance(decoder, nn.Module) or not hasattr(decoder, "in_features"):
+            raise ValueError("sparse dynamic evaluation needs an LM whose `decoder` is a Linear layer")
+        width = decoder.in_features
+        index = list(range(units)) if isinstance(units, int) else list(units)
+        if not index or len(set(index)) != len(index) or min(index) < 0 or max(index) >= width:
+            raise ValueError(f"units must name 1..{width} distinct feature indices below {width}, got {units!r}")
+        self.model = model
+        self.register_buffer("index", torch.tensor(index, dtype=torch.long), persistent=False)
+
+    @property
+    def units(self) -> int:
+        return self.index.numel()
+
+    def zeros(self, streams: int = 1) -> Tensor:
+        """The initial adaptation matrix M = 0 for ``streams`` streams, [S, H, H]."""
+        like = self.model.decoder.weight
+        return like.new_zeros(streams, self.units, self.units)
+
+    def forward(self, tokens: Tensor, state: Any = None, adaptation: Tensor | None = None) -> tuple[Tensor, Any]:
+        if adaptation is None:
+            return self.model(tokens, state)
+
+        def adapt(module: nn.Module, args: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+            y = args[0]  # [B, T, D]
+            h = y.index_select(-1, self.index)  # [B, T, H]
+            return (y.index_add(-1, self.index, h @ adaptation.transpose(-1, -2)),)  # h + M h on the subset
+
+        handle = self.model.decoder.register_forward_pre_hook(adapt)
+        try:
+            return self.model(tokens, state)
+        finally:
+            handle.remove()
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradients of one segment: direct (one stream, or sparse M per stream) and vmapped (fast weights per stream)
+# ---------------------------------------------------------------------------------------------
+
+GradientOracle = Callable[[Params, Tensor, Tensor, Any], tuple[Params, Tensor, Any]]
+
+
+def _token_losses(logits: Tensor, targets: Tensor) -> Tensor:
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none").view(targets.shape)
+
+
+def _direct_oracle(call: Callable[[Params, Tensor, Any], tuple[Tensor, Any]], per_stream: bool) -> GradientOracle:
+    """Gradients of Σ_s mean_t L[s, t] (``per_stream``, each row its own weights) or of mean L (shared weights)."""
+
+    def oracle(params: Params, inputs: Tensor, targets: Tensor, state: Any) -> tuple[Params, Tensor, Any]:
+        leaves = {k: v.detach().requires_grad_() for k, v in params.items()}
+        with torch.enable_grad():
+            logits, new_state = call(leaves, inputs, state)
+            losses = _token_losses(logits, targets)  # [S, n]
+            loss = losses.mean(1).sum() if per_stream else losses.mean()
+            grads = torch.autograd.grad(loss, list(leaves.values()))
+        return dict(zip(leaves, grads)), losses.detach(), detach_state(new_state)
+
+    return oracle
+
+
+class _StateCodec:
+    """Splits a model state into tensor leaves (batched by vmap) and static leaves (ints, None)."""
+
+    def __init__(self, state: Any):
+        self.leaves, self.spec = tree_flatten(state)
+        self.tensor_at = [i for i, leaf in enumerate(self.leaves) if isinstance(leaf, Tensor)]
+
+    def pack(self, state: Any) -> list[Tensor]:
+        self.leaves, self.spec = tree_flatten(state)  # static leaves (e.g. a position offset) may change
+        self.tensor_at = [i for i, leaf in enumerate(self.leaves) if isinstance(leaf, Tensor)]
+        return [self.leaves[i] for i in self.tensor_at]
+
+    def unpack(self, tensors: Sequence[Tensor]) -> Any:
+        leaves = list(self.leaves)
+        for i, t in zip(self.tensor_at, tensors):
+            leaves[i] = t
+        return tree_unflatten(leaves, self.spec)
+
+
+class _LSTMScan(torch.autograd.Function):
+    """The LSTM time loop of eq. (2.1) (optionally capped) with a one-matmul recurrent weight gradient.
+
+    Written without in-place updates and with ``setup_context``, so functorch can vmap it (the fused
+    :class:`~paperlib.models.lstm.LSTMRecurrence` cannot be transformed). Inputs: ``gx`` [T, B, 4n] =
+    x W^x + b, ``weight_hh`` [4n, n], ``h0``/``c0`` [B, n]. Outputs h_0..h_T and c_0..c_T ([T+1, B, n])
+    and the gate activations [T, B, 4n] (kept for the backward pass).
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(gx: Tensor, weight_hh: Tensor, h0: Tensor, c0: Tensor, capped: bool):  # type: ignore[override]
+        n = h0.shape[-1]
+        hs, cs, acts = [h0], [c0], []
+        for g_t in gx:
+            pre = g_t + hs[-1] @ weight_hh.transpose(0, 1)  # [B, 4n]
+            i, f = torch.sigmoid(pre[..., :n]), torch.sigmoid(pre[..., n : 2 * n])
+            j, o = torch.tanh(pre[..., 2 * n : 3 * n]), torch.sigmoid(pre[..., 3 * n :])
+            i_eff = torch.minimum(i, 1.0 - f) if capped else i
+            cs.append(f * cs[-1] + i_eff * j)
+            hs.append(o * torch.tanh(cs[-1]))
+            acts.append(torch.cat([i, f, j, o], dim=-1))
+        return torch.stack(hs), torch.stack(cs), torch.stack(acts)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        _, weight_hh, _, _, capped = inputs
+        hs, cs, acts = output
+        ctx.capped = capped
+        ctx.save_for_backward(weight_hh, hs, cs, acts)
+        ctx.mark_non_differentiable(acts)
+
+    @staticmethod
+    def backward(ctx, d_hs: Tensor, d_cs: Tensor, _d_acts: Tensor):  # type: ignore[override]
+        weight_hh, hs, cs, acts = ctx.saved_tensors
+        n = hs.shape[-1]
+        dh, dc = torch.zeros_like(hs[0]), torch.zeros_like(cs[0])
+        d_pre = []
+        for t in reversed(range(acts.shape[0])):
+            i, f, j, o = acts[t, ..., :n], acts[t, ..., n : 2 * n], acts[t, ..., 2 * n : 3 * n], acts[t, ..., 3 * n :]
+            dh = dh + d_hs[t + 1]
+            tanh_c = torch.tanh(cs[t + 1])
+            dc = dc + d_cs[t + 1] + dh * o * (1.0 - tanh_c * tanh_c)
+            d_update = dc * j  # gradient w.r.t. the (possibly capped) input gate
+            df = dc * cs[t]
+            if ctx.capped:
+                routed = i <= 1.0 - f  # the min passes its gradient to i or to 1 - f
+                di = torch.where(routed, d_update, torch.zeros_like(d_update))
+                df = df - (d_update - di)
+                i_eff = torch.minimum(i, 1.0 - f)
+            else:
+                di, i_eff = d_update, i
+            step = torch.cat([di * i * (1 - i), df * f * (1 - f), dc * i_eff * (1 - j * j), dh * tanh_c * o * (1 - o)], -1)
+            d_pre.append(step)
+            dh = step @ weight_hh  # [B, n]
+            dc = dc * f
+        d_gx = torch.stack(d_pre[::-1])  # [T, B, 4n]
+        d_weight = d_gx.flatten(0, -2).transpose(0, 1) @ hs[:-1].flatten(0, -2)  # one matmul over all steps
+        return d_gx, d_weight, dh + d_hs[0], dc + d_cs[0], None
+
+
+def _reference_recurrent_forward(layer: nn.Module, x: Tensor, state, state_mask: Tensor | None = None):
+    """Functorch-transformable form of an LSTM/RLSTM layer (same function as its fused recurrence).
+
+    A plain or capped LSTM without state mask or Mogrifier runs :class:`_LSTMScan`; otherwise the layer
+    runs per step: mask h_prev, mogrify (eq. 2.2), cell (eq. 2.1 or Melis §4.1).
+    """
+    h, c = state
+    mogrified = layer.mogrifier is not None and layer.mogrifier.rounds > 0
+    if isinstance(layer, LSTMLayer) and not mogrified and state_mask is None:
+        rnn = layer.rnn
+        gx = F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0 + rnn.bias_hh_l0)  # [T, B, 4n]
+        hs, cs, _ = _LSTMScan.apply(gx, rnn.weight_hh_l0, h, c, layer.capped_input_gate)
+        return hs[1:], (hs[-1], cs[-1])
+    outputs = []
+    for x_t in x:
+        h_prev = h if state_mask is None else h * state_mask
+        if mogrified:
+            h_prev, x_t = layer.mogrifier(h_prev, x_t)
+        if isinstance(layer, LSTMLayer):
+            rnn = layer.rnn
+            bias = rnn.bias_ih_l0 + rnn.bias_hh_l0
+            h, c = lstm_step(x_t, h_prev, c, rnn.weight_ih_l0, rnn.weight_hh_l0, bias, layer.capped_input_gate)
+        else:
+            h, c = rlstm_step(x_t, h_prev, c, *layer.cell_weights(), state_mask)
+        outputs.append(h)
+    out = torch.stack(outputs)  # [T, B, n]
+    return out, (out[-1], c)
+
+
+@contextlib.contextmanager
+def functorch_compatible(model: nn.Module) -> Iterator[nn.Module]:
+    """Temporarily run LSTM/RLSTM layers through functorch-transformable code computing the same function.
+
+    The fused recurrences are ``torch.autograd.Function`` s with hand-written backward passes and in-place
+    kernels, which ``torch.func`` transforms cannot see through. Under this context a plain or capped LSTM
+    layer runs :class:`_LSTMScan` and any other LSTM/RLSTM layer its per-step autograd reference.
+    """
+    patched = []
+    try:
+        for module in model.modules():
+            if isinstance(module, (LSTMLayer, RLSTMLayer)) and "forward" not in vars(module):
+                module.forward = types.MethodType(_reference_recurrent_forward, module)
+                patched.append(module)
+        yield model
+    finally:
+        for module in patched:
+            del module.forward
+
+
+def _vmap_oracle(model: nn.Module, frozen: Params, codec: _StateCodec) -> GradientOracle:
+    """Per-stream gradients with per-stream fast weights: vmap over grad of one stream's mean segment loss."""
+
+    def one_stream(params: Params, inputs: Tensor, targets: Tensor, state_tensors: list[Tensor]):
+        state = codec.unpack(state_tensors)  # leaves [1, ...]: one stream is a batch of one
+        logits, new_state = functional_call(model, {**frozen, **params}, (inputs.unsqueeze(0), state))
+        losses = _token_losses(logits[0], targets)  # [n]
+        return losses.mean(), (losses.detach(), codec.pack(detach_state(new_state)))
+
+    batched = vmap(grad(one_stream, has_aux=True))
+
+    def oracle(params: Params, inputs: Tensor, targets: Tensor, state: list[Tensor]):
+        with functorch_compatible(model):
+            grads, (losses, new_state) = batched(params, inputs, targets, state)
+        return grads, losses, new_state
+
+    return oracle
+
+
+# ---------------------------------------------------------------------------------------------
+# Dynamic and static evaluation
+# ---------------------------------------------------------------------------------------------
+
+
+def adapted_parameters(model: nn.Module, adapt: AdaptSpec = None) -> list[str]:
+    """Names of the parameters dynamic evaluation adapts: all trainable ones, a list, or a predicate's choice.
+
+    Tied weights appear once (under their first name), as in ``model.named_parameters()``.
+    """
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
+    if adapt is None:
+        return names
+    if callable(adapt):
+        chosen = [n for n in names if adapt(n)]
+    else:
+        unknown = sorted(set(adapt) - set(names))
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {unknown}; valid names: {', '.join(names)}")
+        chosen = [n for n in names if n in set(adapt)]
+    if not chosen:
+        raise ValueError("adapt selects no parameter")
+    return chosen
+
+
+@contextlib.contextmanager
+def _eval_mode(model: nn.Module) -> Iterator[None]:
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+def _as_streams(tokens: Tensor) -> Tensor:
+    if tokens.dim() not in (1, 2) or tokens.shape[-1] < 2:
+        raise ValueError(f"tokens must be [T] or [S, T] with T >= 2, got shape {tuple(tokens.shape)}")
+    return tokens.unsqueeze(0) if tokens.dim() == 1 else tokens
+
+
+def dynamic_evaluate(
+    model: nn.Module,
+    tokens: Tensor,
+    *,
+    lr: float,
+    rule: str = "global_rms",
+    decay: float = 0.0,
+    eps: float | None = None,
+    segment_len: int = 5,
+    rms_decay: bool = True,
+    momentum: float | None = None,
+    alpha: float | None = None,
+    ms_g: Mapping[str, Tensor] | None = None,
+    adapt: AdaptSpec = None,
+    sparse_units: int | Sequence[int] | None = None,
+    state: Any = None,
+    batched: bool = True,
+    callback: Callable[[int, Params, Params], None] | None = None,
+) -> DynamicEvalResult:
+    """Dynamically evaluate ``model`` on ``tokens`` [T] (one stream) or [S, T] (independent streams).
+
+    Returns the per-token losses of predicting tokens[..., 1:], each scored before the update on its
+    segment (§4.3). The rule's hyperparameters are described in :func:`make_update_rule`; ``ms_g`` comes
+    from :func:`mean_squared_gradients` with the same ``adapt`` / ``sparse_units``. ``adapt`` restricts the
+    adapted parameters (Krause ch. 6 adapts only part of GPT-2). ``state`` is the initial recurrent
+    state (batch S), None for the model's zero state. With S > 1 every stream has its own fast weights and
+    hidden state; ``batched=True`` evaluates them together (vmap), ``batched=False`` one after the other.
+    ``callback(i, params, grads)`` is called after the i-th update (for inspection).
+    """
+    streams = _as_streams(tokens)
+    if not isinstance(segment_len, int) or segment_len < 1:
+        raise ValueError(f"segment_len must be a positive integer, got {segment_len!r}")
+    _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay)
+    count = streams.shape[0]
+    hyper = dict(rule=rule, lr=lr, decay=decay, eps=eps, momentum=momentum, alpha=alpha, ms_g=ms_g, rms_decay=rms_decay)
+
+    with _eval_mode(model):
+        if count > 1 and not batched:
+            kwargs = dict(hyper, segment_len=segment_len, sparse_units=sparse_units, adapt=adapt)
+            return _one_by_one(model, streams, state, kwargs, callback)
+        if sparse_units is not None:
+            if adapt is not None:
+                raise ValueError("sparse dynamic evaluation adapts only M; do not combine it with adapt")
+            wrapper = SparseAdaptation(model, sparse_units).to(model.decoder.weight.device)
+            params = {"adaptation": wrapper.zeros(count)}  # [S, H, H], every stream its own M
+            theta_g = {"adaptation": wrapper.zeros(1)}
+            oracle = _direct_oracle(lambda p, x, s: wrapper(x, s, p["adaptation"]), per_stream=True)
+            result = _run(oracle, params, theta_g, hyper, streams, segment_len, state, callback)
+        else:
+            names = adapted_parameters(model, adapt)
+            named = dict(model.named_parameters())
+            theta_g = {n: named[n].detach() for n in names}
+            frozen = {n: p.detach() for n, p in named.items() if n not in theta_g}
+            if count == 1:
+                params = {n: p.clone() for n, p in theta_g.items()}
+                call = lambda p, x, s: functional_call(model, {**frozen, **p}, (x, s))  # noqa: E731
+                result = _run(_direct_oracle(call, per_stream=True), params, theta_g, hyper, streams, segment_len,
+                              state, callback)
+            else:
+                params = {n: p.unsqueeze(0).repeat(count, *([1] * p.dim())) for n, p in theta_g.items()}  # [S, ...]
+                start = state if state is not None else model.init_state(count)
+                codec = _StateCodec(start)
+                packed = [t.unsqueeze(1) for t in codec.pack(start)]  # [S, 1, ...]: one batch row per stream
+                result = _run(_vmap_oracle(model, frozen, codec), params, theta_g, hyper, streams, segment_len,
+                              packed, callback)
+                result.state = codec.unpack([t.squeeze(1) for t in result.state])
+    if tokens.dim() == 1:
+        result.losses = result.losses[0]
+    return result
+
+
+def _run(oracle: GradientOracle, params: Params, theta_g: Params, hyper: dict, streams: Tensor, segment_len: int,
+         state: Any, callback) -> DynamicEvalResult:
+    """Algorithm 1 with an update rule: score a segment, take its gradient, update, carry the state on."""
+    rule = make_update_rule(hyper.pop("rule"), params, theta_g, **hyper)
+    losses = []
+    for index, (inputs, targets) in enumerate(bptt_windows(streams, segment_len)):
+        grads, segment_losses, state = oracle(params, inputs, targets, state)
+        losses.append(segment_losses)
+        rule.step(params, grads)
+        if callback is not None:
+            callback(index, params, grads)
+    return DynamicEvalResult(torch.cat(losses, 1), params, state)
+
+
+def _one_by_one(model: nn.Module, streams: Tensor, state: Any, kwargs: dict, callback) -> DynamicEvalResult:
+    """Evaluate S streams sequentially, each from θ_g with its own state; results stacked as if batched."""
+    results = []
+    for s in range(streams.shape[0]):
+        row_state = None if state is None else _select_row(state, s)
+        results.append(dynamic_evaluate(model, streams[s], state=row_state, callback=callback, **kwargs))
+    params = {k: torch.cat([r.params[k] if k == "adaptation" else r.params[k].unsqueeze(0) for r in results])
+              for k in results[0].params}
+    return DynamicEvalResult(torch.stack([r.losses for r in results]), params, [r.state for r in results])
+
+
+def _select_row(state: Any, row: int) -> Any:
+    leaves, spec = tree_flatten(state)
+    return tree_unflatten([leaf[row : row + 1] if isinstance(leaf, Tensor) else leaf for leaf in leaves], spec)
+
+
+@torch.no_grad()
+def static_evaluate(model: nn.Module, tokens: Tensor, *, segment_len: int = 70, state: Any = None) -> DynamicEvalResult:
+    """Per-token losses of the fixed model (deterministic dropout), state carried across segments."""
+    streams = _as_streams(tokens)
+    losses = []
+    with _eval_mode(model):
+        for inputs, targets in bptt_windows(streams, segment_len):
+            logits, state = model(inputs, state)
+            losses.append(_token_losses(logits, targets))
+    out = torch.cat(losses, 1)
+    return DynamicEvalResult(out[0] if tokens.dim() == 1 else out, {}, state)
+
+
+def mean_squared_gradients(
+    model: nn.Module,
+    train_tokens: Tensor,
+    *,
+    batch_size: int,
+    bptt: int,
+    max_batches: int | None = None,
+    adapt: AdaptSpec = None,
+    sparse_units: int | Sequence[int] | None = None,
+) -> Params:
+    """MS_g = (1/N_b) Σ_k (∇L_k)², eq. (4.4), over N_b training batches of ``batch_size`` × ``bptt`` tokens.
+
+    The gradient of each batch is that of its mean cross-entropy, in eval mode (no dropout), with the
+    hidden state carried across batches as in training; ``max_batches`` limits N_b (§5.4.4.1 finds 1%
+    of PTB enough).
+    """
+    if train_tokens.dim() != 1:
+        raise ValueError(f"train_tokens must be a 1-d id stream, got shape {tuple(train_tokens.shape)}")
+    if max_batches is not None and max_batches < 1:
+        raise ValueError(f"max_batches must be >= 1 or None, got {max_batches}")
+    stream = batchify(train_tokens, batch_size)  # [B, N]
+    with _eval_mode(model):
+        if sparse_units is not None:
+            wrapper = SparseAdaptation(model, sparse_units).to(model.decoder.weight.device)
+            params = {"adaptation": wrapper.zeros(1)}
+            oracle = _direct_oracle(lambda p, x, s: wrapper(x, s, p["adaptation"]), per_stream=False)
+        else:
+            names = adapted_parameters(model, adapt)
+            named = dict(model.named_parameters())
+            params = {n: named[n].detach() for n in names}
+            frozen = {n: p.detach() for n, p in named.items() if n not in params}
+            oracle = _direct_oracle(lambda p, x, s: functional_call(model, {**frozen, **p}, (x, s)), per_stream=False)
+        total = {k: torch.zeros_like(v) for k, v in params.items()}
+        state, batches = None, 0
+        for inputs, targets in bptt_windows(stream, bptt):
+            if max_batches is not None and batches >= max_batches:
+                break
+            grads, _, state = oracle(params, inputs, targets, state)
+            for k, g in grads.items():
+                total[k].addcmul_(g, g)
+            batches += 1
+    return {k: v / batches for k, v in total.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Hyperparameter tuning on validation data (Krause §4.5, Melis Table 2.6)
+# ---------------------------------------------------------------------------------------------
+
+TUNABLE = ("lr", "decay", "eps", "segment_len", "momentum", "alpha")
+
+
+@dataclass
+class TuningResult:
+    """Best setting, its mean validation NLL (nats/token) and every trial."""
+
+    best: dict[str, Any]
+    nll: float
+    trials: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _safe_nll(result: DynamicEvalResult) -> float:
+    nll = result.mean_nll()
+    return nll if math.isfinite(nll) else math.inf
+
+
+def tune_dynamic_evaluation(
+    model: nn.Module,
+    tokens: Tensor,
+    *,
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+    search: str = "grid",
+    n_trials: int = 20,
+    seed: int = 0,
+    **fixed: Any,
+) -> TuningResult:
+    """Tune dynamic evaluation by mean NLL on validation ``tokens``; ``fixed`` goes to :func:`dynamic_evaluate`.
+
+    ``search``:
+
+    * ``grid``: every combination of ``grid`` (e.g. ``{"lr": [...], "decay": [...]}``);
+    * ``coordinate``: one pass over the keys of ``grid`` in order, trying each value of one key with the
+      others at their best so far (starting from each list's first value); the thesis found the learning
+      rate by far the most important, so it should come first;
+    * ``optuna``: ``n_trials`` TPE trials over ``ranges`` ``{name: (low, high)}``, log-uniform for floats as
+      in Melis Table 2.6 and uniform for ``segment_len``.
+    """
+    searches = ("grid", "coordinate", "optuna")
+    if search not in searches:
+        raise ValueError(f"unknown search {search!r}; valid searches: {', '.join(searches)}")
+    space = ranges if search == "optuna" else grid
+    if not space:
+        raise ValueError(f"search {search!r} needs {'ranges' if search == 'optuna' else 'grid'}")
+    unknown = sorted(set(space) - set(TUNABLE))
+    if unknown:
+        raise ValueError(f"cannot tune {unknown}; tunable: {', '.join(TUNABLE)}")
+    trials: list[dict[str, Any]] = []
+
+    def evaluate(point: dict[str, Any]) -> float:
+        nll = _safe_nll(dynamic_evaluate(model, tokens, **{**fixed, **point}))
+        trials.append({**point, "nll": nll})
+        return nll
+
+    if search == "grid":
+        keys = list(space)
+        for values in itertools.product(*(space[k] for k in keys)):
+            evaluate(dict(zip(keys, values)))
+    elif search == "coordinate":
+        current = {k: v[0] for k, v in space.items()}
+        best_nll = math.inf
+        for key, values in space.items():
+            for value in values:
+                point = {**current, key: value}
+                if any(point == {k: t[k] for k in point} for t in trials):
+                    continue
+                nll = evaluate(point)
+                if nll < best_nll:
+                    best_nll, current = nll, point
+    else:
+        import optuna
+
+        def objective(trial: optuna.Trial) -> float:
+            point = {}
+            for key, (low, high) in space.items():
+                if key == "segment_len":
+                    point[key] = trial.suggest_int(key, int(low), int(high))
+                else:
+                    point[key] = trial.suggest_float(key, low, high, log=low > 0)
+            return evaluate(point)
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed))
+        study.optimize(objective, n_trials=n_trials)
+    best = min(trials, key=lambda t: t["nll"])
+    return TuningResult({k: v for k, v in best.items() if k != "nll"}, best["nll"], trials)
+
+
+def learning_rate_sweep(
+    evaluate: Callable[[float], float], start: float, factor: float = 1.2, max_evals: int = 30
+) -> tuple[float, float, list[dict[str, float]]]:
+    """Krause §5.4.1-5.4.2: raise η from ``start`` by ``factor`` until the validation loss stops improving.
+
+    If the first raise is already worse than ``start`` (a start above the optimum), the sweep goes down
+    by the same factor instead. Returns (best η, its loss, all trials in evaluation order).
+    """
+    if not start > 0 or not factor > 1 or max_evals < 2:
+        raise ValueError(f"need start > 0, factor > 1 and max_evals >= 2, got {start}, {factor}, {max_evals}")
+    trials: list[dict[str, float]] = []
+
+    def run(lr: float) -> float:
+        loss = evaluate(lr)
+        loss = loss if math.isfinite(loss) else math.inf
+        trials.append({"lr": lr, "nll": loss})
+        return loss
+
+    best_lr, best_loss = start, run(start)
+    for direction in (factor, 1.0 / factor):
+        lr, moved = best_lr * direction, False
+        while len(trials) < max_evals:
+            loss = run(lr)
+            if loss >= best_loss:
+                break
+            best_lr, best_loss, moved = lr, loss, True
+            lr *= direction
+        if moved or len(trials) >= max_evals:
+            break
+    return best_lr, best_loss, trials
+
+
+# ---------------------------------------------------------------------------------------------
+# Experiment: Krause Tables 4.1/4.2, 5.1, 5.3-5.5 and Figure 5.1 at small scale
+# ---------------------------------------------------------------------------------------------
+
+# Perplexities (valid, test) of the AWD-LSTM rows of Krause Table 4.1 (PTB, 24M) and Table 4.2
+# (WikiText-2, 33M); the neural cache row is AWD-LSTM + neural cache (Merity et al., 2018b) from the
+# same tables. Sparse dynamic evaluation has no word-level result in the thesis (Table 4.4: enwik8 test
+# bits/char 1.24 static, 1.13 sparse with 250k adaptation parameters, 1.08 full).
+PAPER_TABLES: dict[str, dict[str, tuple[float, float] | None]] = {
+    "ptb": {
+        "static": (59.8, 57.7),
+        "traditional_sgd": (54.9, 53.5),
+        "sgd": (54.7, 53.3),
+        "sgd_decay": (54.0, 52.4),
+        "global_rms_decay": (52.7, 52.0),
+        "global_rms_rms_decay": (51.6, 51.1),
+        "sparse": None,
+        "neural_cache": (53.9, 52.8),
+    },
+    "wikitext2": {
+        "static": (68.9, 66.1),
+        "traditional_sgd": (51.6, 49.0),
+        "sgd": (51.5, 48.8),
+        "sgd_decay": (49.8, 47.4),
+        "global_rms_decay": (46.9, 44.7),
+        "global_rms_rms_decay": (46.4, 44.3),
+        "sparse": None,
+        "neural_cache": (53.8, 52.0),
+    },
+}
+PAPER_ENWIK8_SPARSE = {"static": 1.24, "sparse": 1.13, "dynamic": 1.08}
+# PTB validation perplexities of Krause §5.4 (static 59.7).
+PAPER_STATIC_VALID_PTB = 59.7
+PAPER_MOMENTUM = {0.0: 54.7, 0.5: 54.8, 0.75: 55.0, 0.875: 55.3, 0.9375: 55.7, 0.96875: 56.2, 0.984375: 56.7}  # Table 5.3
+PAPER_ADAPTIVE = {  # Table 5.4
+    "rmsprop_alpha_0.9": 59.1, "rmsprop_alpha_0.99": 58.6, "rmsprop_alpha_0.999": 58.1,
+    "adam_mu_0.9": 58.1, "adam_mu_0.0": 58.0, "sgd": 54.7,
+}
+PAPER_EPSILON = {1e-6: 57.5, 1e-5: 56.3, 1e-4: 55.2, 1e-3: 54.6, 1e-2: 54.4, 1e-1: 54.6, 1.0: 54.7, 10.0: 54.7}  # Table 5.5
+PAPER_EPSILON_BASELINES = {"sgd": 54.7, "global_rms": 52.7}
+PAPER_SEEN_UNSEEN = {"static": (3.24, 6.92), "dynamic": (2.78, 6.99), "neural_cache": (2.91, 7.06)}  # Table 5.1, nats
+
+# The rows of Tables 4.1/4.2 in order: (key, label, fixed settings, grid name).
+TABLE_ROWS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
+    ("static", "static evaluation", {}, None),
+    ("traditional_sgd", "traditional dynamic eval (sgd, bptt=1)", {"rule": "sgd", "segment_len": 1}, "sgd"),
+    ("sgd", "dynamic eval (sgd, bptt=n)", {"rule": "sgd"}, "sgd"),
+    ("sgd_decay", "dynamic eval (sgd, bptt=n, decay)", {"rule": "sgd"}, "sgd_decay"),
+    ("global_rms_decay", "dynamic eval (global RMS, bptt=n, decay)", {"rule": "global_rms", "rms_decay": False}, "global_rms"),
+    ("global_rms_rms_decay", "dynamic eval (global RMS, bptt=n, RMS decay)", {"rule": "global_rms"}, "global_rms"),
+    ("sparse", "sparse dynamic eval (global RMS, RMS decay)", {"rule": "global_rms"}, "sparse"),
+    ("neural_cache", "neural cache", {}, None),
+)
+GRID_NAMES = ("sgd", "sgd_decay", "global_rms", "sparse")
+
+
+def _require_keys(where: str, block: Mapping[str, Any], required: Sequence[str], optional: Sequence[str] = ()) -> None:
+    missing = [k for k in required if k not in block]
+    unknown = sorted(set(block) - set(required) - set(optional))
+    if missing or unknown:
+        raise ValueError(f"{where}: needs keys {list(required)} (optional {list(optional)}); "
+                         f"missing {missing}, unknown {unknown}")
+
+
+@register_experiment("dyneval")
+@dataclass(frozen=True)
+class DynEvalParams:
+    """Dynamic evaluation vs static evaluation and the neural cache (Krause ch. 4-5) at small scale.
+
+    ``model``/``train``: the LSTM trained per corpus with ``paperlib.train.Trainer`` (``checkpoints``
+    maps a corpus to an existing Trainer checkpoint of the same architecture to skip training).
+    ``valid_tokens``/``test_tokens``: prefixes of the splits used for tuning/reporting (None: all).
+    ``grids``: per row family (``sgd``, ``sgd_decay``, ``global_rms``, ``sparse``) the values of
+    lr/decay/eps searched by ``search`` ("grid" or "coordinate"). ``cache``: lists of cache_length,
+    theta, lam. ``optimizers``: the §5.4 study (Tables 5.3-5.5) on ``corpus``. ``timescale``: Fig. 5.1
+    and Table 5.1 on ``sequences`` test sequences of ``length`` tokens.
+    """
+
+    corpora: list[str]
+    model: dict
+    train: dict
+    valid_tokens: int | None
+    test_tokens: int | None
+    segment_len: int
+    gradient_stats: dict
+    grids: dict
+    cache: dict
+    sparse_units: int
+    optimizers: dict
+    timescale: dict
+    search: str = "coordinate"
+    checkpoints: dict = field(default_factory=dict)
+    seed: int = 0
+    threads: int = 2
+
+    def __post_init__(self) -> None:
+        from paperlib.data.corpora import CORPORA
+        from paperlib.models import CELL_OPTIONS, VALID_CELLS
+        from paperlib.train import TrainConfig
+
+        bad = [c for c in self.corpora if c not in PAPER_TABLES]
+        if not self.corpora or bad:
+            raise ValueError(f"corpora must be among {', '.join(PAPER_TABLES)} (word level); got {self.corpora}")
+        _require_keys("model", self.model, ("cell", "hidden_size", "num_layers"), ("options",))
+        if self.model["cell"] not in VALID_CELLS:
+            raise ValueError(f"model.cell must be one of {', '.join(VALID_CELLS)}, got {self.model['cell']!r}")
+        unknown = sorted(set(self.model.get("options", {})) - set(CELL_OPTIONS[self.model["cell"]]))
+        if unknown:
+            raise ValueError(f"model.options: unknown {unknown}; valid: {', '.join(sorted(CELL_OPTIONS[self.model['cell']]))}")
+        try:
+            TrainConfig(**self.train)
+        except TypeError as err:
+            raise ValueError(f"train: {err}") from None
+        for name in ("valid_tokens", "test_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 2:
+                raise ValueError(f"{name} must be >= 2 or null, got {value}")
+        if self.segment_len < 1 or self.sparse_units < 1 or self.threads < 1:
+            raise ValueError("segment_len, sparse_units and threads must be >= 1")
+        _require_keys("gradient_stats", self.gradient_stats, ("batch_size", "bptt", "max_batches"))
+        _require_keys("grids", self.grids, GRID_NAMES)
+        for family, grid in self.grids.items():
+            unknown = sorted(set(grid) - {"lr", "decay", "eps"})
+            if unknown or "lr" not in grid or not all(isinstance(v, list) and v for v in grid.values()):
+                raise ValueError(f"grids.{family}: needs non-empty lists for 'lr' (and optionally 'decay', 'eps'); got {grid}")
+        if self.search not in ("grid", "coordinate"):
+            raise ValueError(f"search must be 'grid' or 'coordinate', got {self.search!r}")
+        _require_keys("cache", self.cache, ("cache_length", "theta", "lam"))
+        _require_keys("optimizers", self.optimizers,
+                      ("corpus", "valid_tokens", "momentum", "rmsprop_alpha", "adam_momentum", "rmsprop_eps",
+                       "lr_start", "lr_factor", "max_evals"))
+        if self.optimizers["corpus"] not in self.corpora:
+            raise ValueError(f"optimizers.corpus must be one of corpora {self.corpora}")
+        _require_keys("optimizers.lr_start", self.optimizers["lr_start"], ("sgd", "rmsprop", "adam", "global_rms"))
+        _require_keys("timescale", self.timescale, ("corpus", "sequences", "length", "bin", "stream_batch"))
+        if self.timescale["corpus"] not in self.corpora:
+            raise ValueError(f"timescale.corpus must be one of corpora {self.corpora}")
+        bad = sorted(set(self.checkpoints) - set(self.corpora))
+        if bad or any(c not in CORPORA for c in self.checkpoints):
+            raise ValueError(f"checkpoints may only name corpora of this experiment {self.corpora}; got {bad}")
+
+
+
+
+def _load_or_train(settings, corpus_name: str, corpus, root, device, progress: bool) -> tuple[nn.Module, dict[str, Any]]:
+    """The LM for one corpus: an existing checkpoint from params, else trained here (resumably) under runs/dyneval."""
+    from paperlib.models import build_lm
+    from paperlib.train import Trainer, TrainConfig
+
+    torch.manual_seed(settings.seed)
+    spec = settings.model
+    model = build_lm(spec["cell"], len(corpus.vocab), spec["hidden_size"], spec["num_layers"], **spec.get("options", {}))
+    info: dict[str, Any] = {"parameters": sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())}
+    if corpus_name in settings.checkpoints:
+        path = root / settings.checkpoints[corpus_name]
+        if not path.is_file():
+            raise FileNotFoundError(f"checkpoint {path} (params: experiments.dyneval.checkpoints.{corpus_name}) does not exist")
+        model.load_state_dict(torch.load(path, map_location=device, weights_only=False)["model"])
+        info["checkpoint"] = str(settings.checkpoints[corpus_name])
+        return model.to(device).eval(), info
+    from paperlib.train import forget_stale_run
+
+    run_dir = root / "runs" / "dyneval" / corpus_name
+    # a folder trained with other settings is retrained rather than reused
+    forget_stale_run(run_dir, {"model": _jsonable(spec), "train": _jsonable(settings.train),
+                                "vocab_size": len(corpus.vocab), "seed": settings.seed})
+    trainer = Trainer(model, corpus.train, corpus.valid, TrainConfig(**{**settings.train, "seed": settings.seed}),
+                      run_dir, device=device, progress=progress)
+    result = trainer.fit(resume=True)
+    trainer.load(trainer.best_path, restore_position=False)
+    info.update({"train_steps": result.steps, "train_tokens": result.tokens, "train_valid_nll": result.best_valid_nll,
+                 "train_seconds": round(trainer.train_seconds, 1)})
+    return trainer.model.eval(), info
+
+
+def _row_settings(key: str, fixed: dict[str, Any], settings) -> dict[str, Any]:
+    out = {"segment_len": settings.segment_len, **fixed}
+    if key == "sparse":
+        out["sparse_units"] = settings.sparse_units
+    return out
+
+
+def _corpus_table(settings, model: nn.Module, valid: Tensor, test: Tensor, ms: dict[str, Params], log) -> dict[str, Any]:
+    """Tables 4.1/4.2: every row tuned on the validation prefix, then evaluated on the test prefix."""
+    rows = []
+    for key, label, fixed, grid_name in TABLE_ROWS:
+        if key == "static":
+            best: dict[str, Any] = {}
+            valid_nll = static_evaluate(model, valid).mean_nll()
+            test_nll = static_evaluate(model, test).mean_nll()
+            trials: list[dict[str, Any]] = []
+        elif key == "neural_cache":
+            from paperlib.cache import neural_cache_losses, tune_neural_cache
+
+            tuned = tune_neural_cache(model, valid, cache_lengths=settings.cache["cache_length"],
+                                      thetas=settings.cache["theta"], lams=settings.cache["lam"])
+            best = {"cache_length": tuned.cache_length, "theta": tuned.theta, "lam": tuned.lam}
+            valid_nll, trials = tuned.nll, tuned.trials
+            test_nll = float(neural_cache_losses(model, test, **best).mean())
+        else:
+            base = _row_settings(key, fixed, settings)
+            needs_ms = base["rule"] == "global_rms"
+            if needs_ms:
+                base["ms_g"] = ms["sparse" if key == "sparse" else "full"]
+            tuned = tune_dynamic_evaluation(model, valid, grid=settings.grids[grid_name], search=settings.search, **base)
+            best, valid_nll, trials = tuned.best, tuned.nll, tuned.trials
+            test_nll = dynamic_evaluate(model, test, **{**base, **best}).mean_nll()
+            base.pop("ms_g", None)
+            best = {**base, **best}
+        rows.append({"key": key, "label": label, "settings": best, "valid_nll": valid_nll, "test_nll": test_nll,
+                     "valid_ppl": _ppl(valid_nll), "test_ppl": _ppl(test_nll), "trials": trials})
+        log(f"  {label:48s} valid ppl {_ppl(valid_nll):8.2f}  test ppl {_ppl(test_nll):8.2f}")
+    return {"rows": rows}
+
+
+def _optimizer_study(settings, model: nn.Module, valid: Tensor, ms_full: Params, log) -> dict[str, Any]:
+    """Krause §5.4 at small scale: each optimizer setting with its own learning-rate sweep (Tables 5.3-5.5)."""
+    opt = settings.optimizers
+    n = settings.segment_len
+
+    def sweep(label: str, start: float, **kwargs: Any) -> dict[str, Any]:
+        def evaluate(lr: float) -> float:
+            return _safe_nll(dynamic_evaluate(model, valid, lr=lr, segment_len=n, **kwargs))
+
+        lr, nll, trials = learning_rate_sweep(evaluate, start, opt["lr_factor"], opt["max_evals"])
+        log(f"  {label:40s} lr {lr:9.3g}  valid ppl {_ppl(nll):8.2f}  ({len(trials)} evaluations)")
+        settings_out = {k: v for k, v in kwargs.items() if k != "ms_g"}
+        return {"label": label, "settings": settings_out, "lr": lr, "valid_nll": nll, "valid_ppl": _ppl(nll),
+                "sweep": trials}
+
+    starts = opt["lr_start"]
+    static = static_evaluate(model, valid).mean_nll()
+    momentum = [sweep(f"SGD, momentum {mu}", starts["sgd"], rule="sgd", momentum=mu) for mu in opt["momentum"]]
+    sgd = next((r for r, mu in zip(momentum, opt["momentum"]) if mu == 0.0), None) or sweep("SGD", starts["sgd"], rule="sgd")
+    adaptive = [sweep(f"RMSprop, alpha {a}", starts["rmsprop"], rule="rmsprop", alpha=a) for a in opt["rmsprop_alpha"]]
+    adaptive += [sweep(f"Adam, alpha 0.999, mu {mu}", starts["adam"], rule="adam", alpha=0.999, momentum=mu)
+                 for mu in opt["adam_momentum"]]
+    # For ε well above √MS, RMSprop is SGD with learning rate η/ε (§5.4.3): start the sweep proportionally higher.
+    epsilon = [sweep(f"RMSprop, eps {eps:g}", starts["rmsprop"] * max(1.0, eps / 1e-3), rule="rmsprop", eps=eps)
+               for eps in opt["rmsprop_eps"]]
+    global_rms = sweep("global RMS (no decay)", starts["global_rms"], rule="global_rms", ms_g=ms_full)
+    return {"corpus": opt["corpus"], "valid_tokens": valid.numel() - 1, "static_valid_nll": static,
+            "static_valid_ppl": _ppl(static), "momentum": momentum, "adaptive": adaptive, "sgd": sgd,
+            "epsilon": epsilon, "global_rms": global_rms}
+
+
+def _timescale(settings, model: nn.Module, test: Tensor, table: dict[str, Any], ms: dict[str, Params], log) -> dict[str, Any]:
+    """Figure 5.1 and Table 5.1: loss against position on independent test sequences, and seen/unseen words."""
+    from paperlib.cache import neural_cache_losses
+
+    ts = settings.timescale
+    count, length = ts["sequences"], ts["length"]
+    if count * length > test.numel():
+        raise ValueError(f"timescale needs {count} x {length} test tokens, the split has {test.numel()}")
+    sequences = test[: count * length].view(count, length)  # [K, L], consecutive non-overlapping pieces
+    rows = {r["key"]: r for r in table["rows"]}
+    dyn_settings = {k: v for k, v in rows["global_rms_rms_decay"]["settings"].items()}
+    cache_settings = rows["neural_cache"]["settings"]
+    static = static_evaluate(model, sequences).losses
+    parts = []
+    for begin in range(0, count, ts["stream_batch"]):
+        chunk = sequences[begin : begin + ts["stream_batch"]]
+        parts.append(dynamic_evaluate(model, chunk, ms_g=ms["full"], batched=True, **dyn_settings).losses)
+    dynamic = torch.cat(parts)
+    cache = neural_cache_losses(model, sequences, **cache_settings).float()
+    curves = {name: DynamicEvalResult(losses).curve(ts["bin"]).tolist()
+              for name, losses in (("static", static), ("dynamic", dynamic), ("neural_cache", cache))}
+    # Table 5.1: second half of each sequence, words seen before in the sequence vs first occurrences
+    targets = sequences[:, 1:]
+    seen = torch.zeros_like(targets, dtype=torch.bool)
+    for k in range(count):
+        first: dict[int, int] = {}
+        for t, w in enumerate(targets[k].tolist()):
+            seen[k, t] = w in first or w == int(sequences[k, 0])
+            first.setdefault(w, t)
+    half = torch.zeros_like(seen)
+    half[:, (length - 1) // 2 :] = True
+    split = {}
+    for name, losses in (("static", static), ("dynamic", dynamic), ("neural_cache", cache)):
+        losses = losses.double()
+        split[name] = {"seen": float(losses[half & seen].mean()), "unseen": float(losses[half & ~seen].mean())}
+    unseen = half & ~seen
+    split["dynamic_better_than_static_on_unseen"] = float((dynamic.double()[unseen] < static.double()[unseen]).double().mean())
+    split["cache_better_than_static_on_unseen"] = float((cache.double()[unseen] < static.double()[unseen]).double().mean())
+    log(f"  time scales on {count} sequences of {length}: final-bin loss static {curves['static'][-1]:.3f}, "
+        f"dynamic {curves['dynamic'][-1]:.3f}, cache {curves['neural_cache'][-1]:.3f}")
+    return {"corpus": ts["corpus"], "sequences": count, "length": length, "bin": ts["bin"], "curves": curves,
+            "seen_unseen": split, "seen_share": float(seen[half].double().mean())}
+
+
+def run_dyneval(profile: str | None = None, progress: bool = True, out: str | None = None) -> Any:
+    """Run the dynamic-evaluation experiment of ``params.yaml`` (profile ``profile``); returns the results path.
+
+    Writes ``results/dyneval.json`` (numbers only) and ``results/dyneval.provenance.json`` (settings,
+    versions, wall time per part). Trained models go to ``runs/dyneval/<corpus>/`` (resumable).
+    """
+    import time
+    from pathlib import Path
+
+    from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.data import load_corpus
+    from paperlib.provenance import provenance, write_json_atomic
+
+    started = time.time()
+    root = repo_root()
+    params = load_params()
+    profile = active_profile(profile, params)
+    settings = experiment_params("dyneval", profile, params)
+    torch.set_num_threads(settings.threads)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    data_root = root / section_params("data", params).root
+    seconds: dict[str, float] = {}
+
+    def log(message: str) -> None:
+        if progress:
+            print(message, flush=True)
+
+    def prefix(split: Tensor, tokens: int | None) -> Tensor:
+        return split if tokens is None else split[: tokens + 1]
+
+    results: dict[str, Any] = {"profile": profile, "model": settings.model, "segment_len": settings.segment_len,
+                               "search": settings.search, "corpora": {}}
+    models, stats = {}, {}
+    for name in settings.corpora:
+        tick = time.time()
+        corpus = load_corpus(name, data_root)
+        log(f"dyneval: {name} ({len(corpus.vocab)} words)")
+        model, info = _load_or_train(settings, name, corpus, root, device, progress)
+        seconds[f"{name}_train"] = info.pop("train_seconds", 0.0)
+        gs = settings.gradient_stats
+        ms = {"full": mean_squared_gradients(model, corpus.train.to(device), batch_size=gs["batch_size"], bptt=gs["bptt"],
+                                             max_batches=gs["max_batches"]),
+              "sparse": mean_squared_gradients(model, corpus.train.to(device), batch_size=gs["batch_size"], bptt=gs["bptt"],
+                                               max_batches=gs["max_batches"], sparse_units=settings.sparse_units)}
+        valid = prefix(corpus.valid, settings.valid_tokens).to(device)
+        test = prefix(corpus.test, settings.test_tokens).to(device)
+        tick_eval = time.time()
+        table = _corpus_table(settings, model, valid, test, ms, log)
+        seconds[f"{name}_table"] = round(time.time() - tick_eval, 1)
+        results["corpora"][name] = {"vocab_size": len(corpus.vocab), **info, "valid_tokens": valid.numel() - 1,
+                                    "test_tokens": test.numel() - 1, **table}
+        models[name], stats[name] = (model, corpus), ms
+        seconds[name] = round(time.time() - tick, 1)
+
+    tick = time.time()
+    opt_name = settings.optimizers["corpus"]
+    model, corpus = models[opt_name]
+    log(f"dyneval: optimizer study on {opt_name}")
+    valid = prefix(corpus.valid, settings.optimizers["valid_tokens"]).to(device)
+    results["optimizers"] = _optimizer_study(settings, model, valid, stats[opt_name]["full"], log)
+    seconds["optimizers"] = round(time.time() - tick, 1)
+
+    tick = time.time()
+    ts_name = settings.timescale["corpus"]
+    model, corpus = models[ts_name]
+    log(f"dyneval: time scales on {ts_name}")
+    results["timescale"] = _timescale(settings, model, corpus.test.to(device), results["corpora"][ts_name],
+                                      stats[ts_name], log)
+    seconds["timescale"] = round(time.time() - tick, 1)
+
+    path = Path(out) if out is not None else root / "results" / "dyneval.json"
+    write_json_atomic(path, _jsonable(results))
+    record = provenance(root, profile, _jsonable(vars(settings)), None, started)
+    write_json_atomic(path.with_name(path.stem + ".provenance.json"), {**record, "seconds": seconds})
+    return path
+
+
+def _ppl(nll: float) -> float:
+    """exp(nll), inf for a diverged (or overflowing) run."""
+    return math.exp(nll) if nll < 700 else math.inf
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON: tuples to lists, non-finite floats (diverged runs) to null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,449 @@
+"""Dynamic evaluation (Krause thesis ch. 4-5) and the neural cache (§2.2.1): properties and equations."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from paperlib.cache import (
+    cache_distribution,
+    collect_cache_inputs,
+    neural_cache_losses,
+    tune_neural_cache,
+)
+from paperlib.dyneval import (
+    SparseAdaptation,
+    dynamic_evaluate,
+    functorch_compatible,
+    learning_rate_sweep,
+    make_update_rule,
+    mean_squared_gradients,
+    rms_norm,
+    static_evaluate,
+    tune_dynamic_evaluation,
+)
+from paperlib.models import build_lm
+from paperlib.models.layers import LSTMLayer
+
+VOCAB = 12
+
+
+def tiny_lm(cell: str = "lstm", seed: int = 0, vocab: int = VOCAB, hidden: int = 8, layers: int = 1, **options):
+    torch.manual_seed(seed)
+    return build_lm(cell, vocab, hidden, layers, **options).double().eval()
+
+
+def random_tokens(shape, seed: int = 1, vocab: int = VOCAB) -> torch.Tensor:
+    return torch.randint(0, vocab, shape, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return tiny_lm(layers=2)
+
+
+@pytest.fixture(scope="module")
+def ms_g(lm):
+    return mean_squared_gradients(lm, random_tokens((400,), seed=7), batch_size=4, bptt=10)
+
+
+# ------------------------------------------------------------------ static equivalence and no leakage
+
+
+def test_zero_learning_rate_reproduces_static_evaluation_exactly(lm, ms_g):
+    tokens = random_tokens((23,))
+    static = static_evaluate(lm, tokens, segment_len=5).losses
+    for rule, extra in (("sgd", {}), ("global_rms", {"ms_g": ms_g}), ("adam", {})):
+        dynamic = dynamic_evaluate(lm, tokens, rule=rule, lr=0.0, segment_len=5, **extra).losses
+        assert torch.equal(dynamic, static), rule
+    with torch.no_grad():
+        logits, _ = lm(tokens[:-1].unsqueeze(0))
+    whole = F.cross_entropy(logits[0], tokens[1:], reduction="none")
+    torch.testing.assert_close(static, whole, rtol=0, atol=1e-12)
+
+
+def test_tokens_are_scored_before_the_update_on_their_segment(lm):
+    """Per-token losses equal a hand-written Algorithm 1 loop with SGD on a copy of the model."""
+    tokens, n, lr = random_tokens((20,)), 4, 0.5
+    reference = copy.deepcopy(lm)
+    state, expected = None, []
+    for start in range(0, len(tokens) - 1, n):
+        inputs = tokens[start : start + n].unsqueeze(0)
+        targets = tokens[start + 1 : start + n + 1]
+        inputs = inputs[:, : len(targets)]
+        logits, state = reference(inputs, state)
+        losses = F.cross_entropy(logits[0], targets, reduction="none")
+        expected.append(losses.detach())
+        grads = torch.autograd.grad(losses.mean(), list(reference.parameters()))
+        with torch.no_grad():
+            for p, g in zip(reference.parameters(), grads):
+                p.sub_(lr * g)
+        state = [tuple(t.detach() for t in layer) for layer in state]
+    expected = torch.cat(expected)
+    result = dynamic_evaluate(lm, tokens, rule="sgd", lr=lr, segment_len=n)
+    torch.testing.assert_close(result.losses, expected, rtol=0, atol=1e-12)
+    static = static_evaluate(lm, tokens, segment_len=n).losses
+    assert torch.equal(result.losses[:n], static[:n])  # the first segment sees θ_g only
+    assert (result.losses[n:] - static[n:]).abs().max() > 1e-3  # later ones see updated weights
+
+
+def _sum_of_probabilities_over_the_vocabulary(score, tokens: torch.Tensor, position: int) -> float:
+    """Σ_v p(x_position = v | x_<position) from a scorer of whole sequences (per-token losses [T-1])."""
+    total = 0.0
+    for v in range(VOCAB):
+        variant = tokens.clone()
+        variant[position] = v
+        total += math.exp(-float(score(variant)[position - 1]))
+    return total
+
+
+@pytest.mark.parametrize("rule", ["sgd", "global_rms"])
+def test_probabilities_stay_normalised_at_every_step(lm, ms_g, rule):
+    """For every position, the dynamic model's probabilities of all possible tokens sum to one."""
+    tokens = random_tokens((9,))
+    extra = {"ms_g": ms_g, "decay": 0.1} if rule == "global_rms" else {}
+
+    def score(seq):
+        return dynamic_evaluate(lm, seq, rule=rule, lr=2.0 if rule == "sgd" else 0.05, segment_len=3, **extra).losses
+
+    for position in range(1, len(tokens)):
+        assert _sum_of_probabilities_over_the_vocabulary(score, tokens, position) == pytest.approx(1.0, abs=1e-10)
+
+
+def test_updating_before_scoring_would_break_normalisation(lm):
+    """Negative control for the test above: a leaky evaluator that updates on a segment and then scores it."""
+    tokens = random_tokens((9,))
+
+    def leaky(seq):
+        model = copy.deepcopy(lm)
+        out = []
+        for start in range(0, len(seq) - 1, 3):
+            inputs, targets = seq[start : start + 3], seq[start + 1 : start + 4]
+            inputs = inputs[: len(targets)].unsqueeze(0)
+            loss = F.cross_entropy(model(inputs)[0][0], targets)
+            grads = torch.autograd.grad(loss, list(model.parameters()))
+            with torch.no_grad():
+                for p, g in zip(model.parameters(), grads):
+                    p.sub_(2.0 * g)
+                out.append(F.cross_entropy(model(inputs)[0][0], targets, reduction="none"))
+        return torch.cat(out)
+
+    assert abs(_sum_of_probabilities_over_the_vocabulary(leaky, tokens, 2) - 1.0) > 1e-3
+
+
+# ------------------------------------------------------------------ adaptation to repetition
+
+
+def test_dynamic_evaluation_exploits_a_repeated_random_block():
+    """Krause §4.2/§6.3.3: even an untrained model adapts to re-occurring patterns; static evaluation cannot."""
+    model = tiny_lm(vocab=50, hidden=32)
+    block = random_tokens((25,), seed=3, vocab=50)
+    tokens = block.repeat(6)
+    static = static_evaluate(model, tokens, segment_len=5).losses
+    dynamic = dynamic_evaluate(model, tokens, rule="sgd", lr=0.3, segment_len=5).losses
+    first, repeats = slice(0, 24), slice(-50, None)  # the first block vs the last two repetitions
+    assert abs(float(static[repeats].mean() - static[first].mean())) < 0.3
+    assert float(dynamic[repeats].mean()) < float(static[repeats].mean()) - 2.5
+
+
+# ------------------------------------------------------------------ batched evaluation
+
+
+@pytest.mark.parametrize(
+    "cell, options",
+    [
+        ("lstm", {}),
+        ("lstm", {"capped_input_gate": False}),
+        ("rlstm", {}),
+        ("transformer", {"memory_length": 6, "positions": "relative"}),
+    ],
+)
+def test_batched_and_sequential_dynamic_evaluation_agree(cell, options):
+    model = tiny_lm(cell, layers=1 if cell == "transformer" else 2, **options)
+    ms = mean_squared_gradients(model, random_tokens((300,), seed=5), batch_size=3, bptt=10)
+    streams = random_tokens((3, 14), seed=2)
+    for kwargs in ({"rule": "global_rms", "lr": 0.01, "decay": 0.05, "ms_g": ms}, {"rule": "adam", "lr": 0.01}):
+        batched = dynamic_evaluate(model, streams, segment_len=4, batched=True, **kwargs)
+        alone = dynamic_evaluate(model, streams, segment_len=4, batched=False, **kwargs)
+        torch.testing.assert_close(batched.losses, alone.losses, rtol=0, atol=1e-10)
+        for name, value in batched.params.items():
+            torch.testing.assert_close(value, alone.params[name], rtol=0, atol=1e-10)
+        single = dynamic_evaluate(model, streams[1], segment_len=4, **kwargs).losses
+        torch.testing.assert_close(batched.losses[1], single, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_vmappable_lstm_scan_matches_the_step_reference_and_passes_gradcheck(capped):
+    from paperlib.dyneval import _LSTMScan
+    from paperlib.models.lstm import lstm_step
+
+    g = torch.Generator().manual_seed(0)
+    gx, w = torch.randn(4, 2, 12, generator=g, dtype=torch.float64), torch.randn(12, 3, generator=g, dtype=torch.float64)
+    h0, c0 = torch.randn(2, 3, generator=g, dtype=torch.float64), torch.randn(2, 3, generator=g, dtype=torch.float64)
+    hs, cs, _ = _LSTMScan.apply(gx, w, h0, c0, capped)
+    h, c = h0, c0
+    for t in range(4):  # lstm_step with identity input weights: x W^x + b = gx
+        h, c = lstm_step(gx[t], h, c, torch.eye(12, dtype=torch.float64), w, torch.zeros(12, dtype=torch.float64), capped)
+        torch.testing.assert_close(hs[t + 1], h)
+        torch.testing.assert_close(cs[t + 1], c)
+    inputs = tuple(t.requires_grad_() for t in (gx, w, h0, c0))
+    assert torch.autograd.gradcheck(lambda *a: _LSTMScan.apply(*a, capped)[:2], inputs)
+
+
+def test_batched_evaluation_leaves_the_fused_layers_in_place():
+    model = tiny_lm(layers=2)
+    with functorch_compatible(model):
+        assert all("forward" in vars(m) for m in model.modules() if isinstance(m, LSTMLayer))
+    assert not any("forward" in vars(m) for m in model.modules())
+
+
+# ------------------------------------------------------------------ decay prior and update rules
+
+
+def test_decay_of_one_returns_the_weights_to_theta_g_after_each_update(lm):
+    """With λ = 1 eq. (4.3) forgets all earlier adaptation: θ^i = θ_g - η ∇L(s_i)."""
+    theta_g = {n: p.detach().clone() for n, p in lm.named_parameters()}
+    lr, checked = 0.3, []
+
+    def check(index, params, grads):
+        for name, value in params.items():
+            torch.testing.assert_close(value + lr * grads[name], theta_g[name], rtol=0, atol=1e-12)
+        checked.append(index)
+
+    result = dynamic_evaluate(lm, random_tokens((16,)), rule="sgd", lr=lr, decay=1.0, segment_len=5, callback=check)
+    assert checked == [0, 1, 2]
+    assert not torch.equal(result.params["embedding.weight"], theta_g["embedding.weight"])
+
+
+THETA = [1.0, -2.0, 0.5]
+THETA_G = [0.0, 1.0, 0.5]
+GRADS = ([0.5, -1.0, 2.0], [-0.25, 0.5, 1.0])
+MS_G = [0.25, 4.0, 1.0]
+
+
+def _apply(rule: str, steps: int, **kwargs) -> list[float]:
+    params = {"w": torch.tensor(THETA, dtype=torch.float64)}
+    theta_g = {"w": torch.tensor(THETA_G, dtype=torch.float64)}
+    update = make_update_rule(rule, params, theta_g, **kwargs)
+    for g in GRADS[:steps]:
+        update.step(params, {"w": torch.tensor(g, dtype=torch.float64)})
+    return params["w"].tolist()
+
+
+def test_sgd_with_decay_matches_eq_4_3():
+    lr, lam = 0.1, 0.25
+    expected = [t - lr * g + lam * (tg - t) for t, g, tg in zip(THETA, GRADS[0], THETA_G)]
+    assert _apply("sgd", 1, lr=lr, decay=lam) == pytest.approx(expected, abs=1e-12)
+
+
+def test_global_rms_with_decay_matches_eq_4_5():
+    lr, lam, eps = 0.1, 0.25, 0.01
+    expected = [t - lr * g / (math.sqrt(ms) + eps) + lam * (tg - t) for t, g, tg, ms in zip(THETA, GRADS[0], THETA_G, MS_G)]
+    got = _apply("global_rms", 1, lr=lr, decay=lam, eps=eps, ms_g={"w": torch.tensor(MS_G)}, rms_decay=False)
+    assert got == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("lam", [0.25, 0.8])
+def test_global_rms_with_rms_decay_matches_eqs_4_6_and_4_7(lam):
+    lr, eps = 0.1, 0.01
+    roots = [math.sqrt(ms) for ms in MS_G]  # 0.5, 2, 1: mean 7/6
+    norm = [min(r / (sum(roots) / 3), 1 / lam) for r in roots]  # λ = 0.8 clips 12/7 to 1.25
+    expected = [t - lr * g / (r + eps) + lam * (tg - t) * n for t, g, tg, r, n in zip(THETA, GRADS[0], THETA_G, roots, norm)]
+    got = _apply("global_rms", 1, lr=lr, decay=lam, eps=eps, ms_g={"w": torch.tensor(MS_G)})
+    assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_rms_norm_has_mean_one_and_is_clipped_at_one_over_lambda():
+    ms = {"a": torch.tensor([1.0, 4.0]), "b": torch.tensor([[9.0, 0.0]])}
+    unclipped = rms_norm(ms, 0.1)
+    mean = sum(float(v.sum()) for v in unclipped.values()) / 4
+    assert mean == pytest.approx(1.0)
+    assert float(rms_norm(ms, 0.5)["b"][0, 0]) == pytest.approx(2.0)  # 3 / 1.5 = 2 = 1/λ: at the clip
+    assert float(rms_norm(ms, 0.6)["b"][0, 0]) == pytest.approx(1 / 0.6)
+
+
+def test_sgd_with_momentum_matches_eqs_5_10_and_5_11():
+    lr, mu = 0.1, 0.5
+    v1 = [-lr * g for g in GRADS[0]]
+    theta1 = [t + v for t, v in zip(THETA, v1)]
+    v2 = [mu * v - lr * g for v, g in zip(v1, GRADS[1])]
+    expected = [t + v for t, v in zip(theta1, v2)]
+    assert _apply("sgd", 2, lr=lr, momentum=mu) == pytest.approx(expected, abs=1e-12)
+
+
+def test_rmsprop_matches_eqs_2_51_and_5_12():
+    lr, alpha, eps = 0.1, 0.9, 0.01
+    ms, theta = [0.0] * 3, list(THETA)
+    for g in GRADS:
+        ms = [alpha * m + (1 - alpha) * x * x for m, x in zip(ms, g)]
+        theta = [t - lr * x / (math.sqrt(m) + eps) for t, x, m in zip(theta, g, ms)]
+    assert _apply("rmsprop", 2, lr=lr, alpha=alpha, eps=eps) == pytest.approx(theta, abs=1e-12)
+
+
+def test_adam_matches_the_bias_corrected_update_of_eqs_2_53_to_2_57():
+    lr, mu, alpha, eps = 0.1, 0.9, 0.99, 0.01
+    m, ms, theta = [0.0] * 3, [0.0] * 3, list(THETA)
+    for i, g in enumerate(GRADS, start=1):
+        m = [mu * a + (1 - mu) * x for a, x in zip(m, g)]
+        ms = [alpha * a + (1 - alpha) * x * x for a, x in zip(ms, g)]
+        theta = [t - lr * (a / (1 - mu**i)) / (math.sqrt(b / (1 - alpha**i)) + eps) for t, a, b in zip(theta, m, ms)]
+    assert _apply("adam", 2, lr=lr, momentum=mu, alpha=alpha, eps=eps) == pytest.approx(theta, abs=1e-12)
+
+
+def test_bad_arguments_name_the_valid_choices(lm):
+    tokens = random_tokens((10,))
+    with pytest.raises(ValueError, match="valid rules: sgd, global_rms, rmsprop, adam"):
+        dynamic_evaluate(lm, tokens, rule="adagrad", lr=0.1)
+    with pytest.raises(ValueError, match="needs ms_g"):
+        dynamic_evaluate(lm, tokens, rule="global_rms", lr=0.1)
+    with pytest.raises(ValueError, match="decay"):
+        dynamic_evaluate(lm, tokens, rule="sgd", lr=0.1, decay=1.5)
+    with pytest.raises(ValueError, match="valid names"):
+        dynamic_evaluate(lm, tokens, rule="sgd", lr=0.1, adapt=["no.such.weight"])
+
+
+# ------------------------------------------------------------------ gradient statistics (eq. 4.4)
+
+
+def test_mean_squared_gradients_average_the_squared_batch_gradients(lm):
+    train = random_tokens((121,), seed=4)
+    got = mean_squared_gradients(lm, train, batch_size=3, bptt=8, max_batches=3)
+    stream = train[: 40 * 3].view(3, 40)
+    model, state, total = copy.deepcopy(lm), None, None
+    for start in (0, 8, 16):
+        logits, state = model(stream[:, start : start + 8], state)
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), stream[:, start + 1 : start + 9].reshape(-1))
+        grads = torch.autograd.grad(loss, list(model.parameters()))
+        squares = [g * g for g in grads]
+        total = squares if total is None else [a + b for a, b in zip(total, squares)]
+        state = [tuple(t.detach() for t in layer) for layer in state]
+    for (name, _), expected in zip(model.named_parameters(), total):
+        torch.testing.assert_close(got[name], expected / 3, rtol=1e-10, atol=1e-14)
+
+
+# ------------------------------------------------------------------ sparse dynamic evaluation (§4.6)
+
+
+def test_sparse_adaptation_with_zero_matrix_is_the_model_and_only_m_changes(lm):
+    tokens = random_tokens((2, 11))
+    wrapper = SparseAdaptation(lm, 5)
+    with torch.no_grad():
+        plain, _ = lm(tokens)
+        adapted, _ = wrapper(tokens, None, wrapper.zeros(2))
+        torch.testing.assert_close(adapted, plain, rtol=0, atol=0)
+        m = torch.randn(2, 5, 5, dtype=torch.float64)
+        shifted, _ = wrapper(tokens, None, m)
+        again, _ = lm(tokens)
+    assert not torch.allclose(shifted, plain)
+    torch.testing.assert_close(again, plain, rtol=0, atol=0)  # the hook is gone after the call
+    before = {n: p.clone() for n, p in lm.named_parameters()}
+    result = dynamic_evaluate(lm, tokens, rule="sgd", lr=0.5, sparse_units=5, segment_len=4)
+    assert set(result.params) == {"adaptation"} and result.params["adaptation"].shape == (2, 5, 5)
+    assert result.params["adaptation"].abs().sum() > 0
+    assert all(torch.equal(p, before[n]) for n, p in lm.named_parameters())
+    alone = dynamic_evaluate(lm, tokens, rule="sgd", lr=0.5, sparse_units=5, segment_len=4, batched=False)
+    torch.testing.assert_close(result.losses, alone.losses, rtol=0, atol=1e-12)
+
+
+def test_sparse_dynamic_evaluation_gives_h_plus_mh_on_the_chosen_units():
+    """Eq. (4.8) on the decoder input: only the H chosen units change, by M h."""
+    model = tiny_lm()
+    captured = []
+    model.decoder.register_forward_hook(lambda module, args, out: captured.append(args[0].detach()))  # what forward got
+    tokens = random_tokens((1, 6))
+    wrapper = SparseAdaptation(model, [1, 4])
+    m = torch.tensor([[[0.5, -1.0], [2.0, 0.25]]], dtype=torch.float64)
+    with torch.no_grad():
+        model(tokens)
+        wrapper(tokens, None, m)
+    h, h_adapted = captured[0], captured[-1]
+    expected = h.clone()
+    expected[..., [1, 4]] = h[..., [1, 4]] + h[..., [1, 4]] @ m[0].T
+    torch.testing.assert_close(h_adapted, expected, rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------------------------ tuning
+
+
+def test_grid_tuning_returns_the_best_trial_and_coordinate_search_is_cheaper(lm):
+    tokens = random_tokens((16,))
+    grid = {"lr": [0.0, 0.1, 1.0], "decay": [0.0, 0.5]}
+    full = tune_dynamic_evaluation(lm, tokens, grid=grid, rule="sgd", segment_len=5)
+    assert len(full.trials) == 6
+    assert full.nll == min(t["nll"] for t in full.trials)
+    again = dynamic_evaluate(lm, tokens, rule="sgd", segment_len=5, **full.best).mean_nll()
+    assert again == pytest.approx(full.nll, abs=1e-12)
+    coordinate = tune_dynamic_evaluation(lm, tokens, grid=grid, search="coordinate", rule="sgd", segment_len=5)
+    assert len(coordinate.trials) == 4
+    with pytest.raises(ValueError, match="tunable"):
+        tune_dynamic_evaluation(lm, tokens, grid={"gamma": [1.0]}, rule="sgd")
+
+
+def test_optuna_search_samples_inside_the_log_ranges(lm):
+    tokens = random_tokens((11,))
+    tuned = tune_dynamic_evaluation(lm, tokens, ranges={"lr": (1e-3, 1.0), "segment_len": (1, 5)}, search="optuna",
+                                    n_trials=4, rule="sgd")
+    assert len(tuned.trials) == 4
+    assert all(1e-3 <= t["lr"] <= 1.0 and 1 <= t["segment_len"] <= 5 for t in tuned.trials)
+    assert tuned.nll == min(t["nll"] for t in tuned.trials)
+
+
+def test_learning_rate_sweep_stops_past_the_optimum():
+    calls = []
+
+    def loss(lr):
+        calls.append(lr)
+        return (math.log(lr) - math.log(0.1)) ** 2
+
+    best, value, trials = learning_rate_sweep(loss, start=0.01, factor=2.0)
+    assert best == pytest.approx(0.08)  # 0.01 * 2^3, the closest power of two to 0.1
+    assert len(trials) == 5 and trials[-1]["nll"] > value  # one step past the optimum, then stop
+    best, _, trials = learning_rate_sweep(loss, start=1.0, factor=2.0)  # a start above the optimum goes down
+    assert best == pytest.approx(0.125) and [t["lr"] for t in trials][:2] == [1.0, 2.0]
+
+
+# ------------------------------------------------------------------ neural cache
+
+
+def test_neural_cache_without_mixing_is_the_model(lm):
+    tokens = random_tokens((2, 30))
+    cached = neural_cache_losses(lm, tokens, cache_length=10, theta=0.7, lam=0.0, window=7)
+    static = static_evaluate(lm, tokens, segment_len=7).losses
+    torch.testing.assert_close(cached, static.double(), rtol=0, atol=1e-12)
+
+
+def test_cache_distributions_are_normalised_and_flat_theta_counts_recent_tokens(lm):
+    tokens = random_tokens((1, 25))
+    inputs = collect_cache_inputs(lm, tokens)
+    lam = 0.3
+    cache = cache_distribution(inputs, VOCAB, cache_length=6, theta=2.0)  # [1, N, V]
+    sums = cache.sum(-1)[0]
+    assert float(sums[0]) == 0.0  # nothing cached before the first prediction
+    torch.testing.assert_close(sums[1:], torch.ones_like(sums[1:]), rtol=0, atol=1e-12)
+    with torch.no_grad():
+        model_probs = torch.softmax(lm(tokens[:, :-1])[0].double(), -1)
+    mixed = (1 - lam) * model_probs[0, 1:] + lam * cache[0, 1:]
+    torch.testing.assert_close(mixed.sum(-1), torch.ones(mixed.shape[0], dtype=torch.float64), rtol=0, atol=1e-12)
+    flat = cache_distribution(inputs, VOCAB, cache_length=6, theta=0.0)[0]
+    targets = tokens[0, 1:]
+    for t in (3, 10, 23):
+        window = targets[max(0, t - 6) : t]  # x_{i+1} for the last 6 cached h_i
+        counts = torch.bincount(window, minlength=VOCAB).double() / len(window)
+        torch.testing.assert_close(flat[t], counts, rtol=0, atol=1e-12)
+    last_only = cache_distribution(inputs, VOCAB, cache_length=1, theta=5.0)[0]
+    assert torch.equal(last_only[1:].argmax(-1), targets[:-1])
+
+
+def test_neural_cache_helps_on_repeated_tokens():
+    model = tiny_lm(vocab=50, hidden=32)
+    tokens = random_tokens((25,), seed=3, vocab=50).repeat(6)
+    static = static_evaluate(model, tokens, segment_len=25).losses
+    cached = neural_cache_losses(model, tokens, cache_length=100, theta=100.0, lam=0.5)
+    assert float(cached[-50:].mean()) < float(static[-50:].mean()) - 2.0
+    tuned = tune_neural_cache(model, tokens, cache_lengths=[100], thetas=[0.0, 100.0], lams=[0.0, 0.5])
+    assert (tuned.theta, tuned.lam) == (100.0, 0.5)
+    assert tuned.nll == pytest.approx(float(cached.mean()), abs=1e-12)
