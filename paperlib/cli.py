@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -118,7 +119,7 @@ def cmd_run(args) -> int:
 def cmd_train(args) -> int:
     from paperlib.lm_experiment import run_lm_experiment
 
-    out = run_lm_experiment(args.experiment, profile=args.profile, progress=not args.quiet)
+    out = run_lm_experiment(args.experiment, profile=args.profile, progress=not args.quiet, averaging=args.averaging)
     print(f"wrote {out}")
     return 0
 
@@ -154,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train and evaluate the models of a language-model experiment")
     p.add_argument("experiment", help="experiment in params.yaml, e.g. lm_ptb or lm_ptb_char")
     p.add_argument("--profile", help="smoke, cpu or paper")
+    p.add_argument("--averaging", choices=("none", "2ta", "ta", "ema", "swa", "polyak"),
+                   help="override train.averaging (results go to results/<experiment>.<kind>.json)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_train)
 
@@ -190,8 +193,10 @@ def main(argv: list[str] | None = None) -> int:
             args.param = [kv for kv in args.param if kv[0] != "profile"]
     try:
         return args.func(args)
-    except (DataError, ParamsError, NotebookError, TrainingDiverged, CheckpointMismatch) as err:
-        print(f"paperlib: error: {err}", file=sys.stderr)
+    except (DataError, ParamsError, NotebookError, TrainingDiverged, CheckpointMismatch, ValueError) as err:
+        if os.environ.get("PAPERLIB_DEBUG"):
+            raise
+        print(f"paperlib: error: {err} (set PAPERLIB_DEBUG=1 for the traceback)", file=sys.stderr)
         return 2
 
 

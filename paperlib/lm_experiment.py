@@ -8,6 +8,7 @@ dropout, and writes one JSON of results (plus provenance) for the notebook.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -66,13 +67,24 @@ def evaluate_run(model: torch.nn.Module, valid: torch.Tensor, test: torch.Tensor
 
 
 def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.PathLike | None = None,
-                      out: str | os.PathLike | None = None, progress: bool = True) -> Path:
-    """Train and evaluate every model × seed of experiment `name`; returns the results JSON path."""
+                      out: str | os.PathLike | None = None, progress: bool = True,
+                      averaging: str | None = None) -> Path:
+    """Train and evaluate every model × seed of experiment `name`; returns the results JSON path.
+
+    `averaging` overrides the experiment's `train.averaging` for an ad-hoc run; its runs and results
+    then go to `runs/<name>.<averaging>/` and `results/<name>.<averaging>.json`, away from the
+    pipeline's own outputs.
+    """
     started = time.time()
     root = repo_root()
     params = load_params()
     profile = active_profile(profile, params)
     settings = experiment_params(name, profile, params)
+    if averaging is not None:
+        TrainConfig(**{**settings.train, "averaging": averaging})  # validates the kind
+        settings = dataclasses.replace(settings, train={**settings.train, "averaging": averaging})
+        runs_dir = runs_dir if runs_dir is not None else root / "runs" / f"{name}.{averaging}"
+        out = out if out is not None else root / "results" / f"{name}.{averaging}.json"
     torch.set_num_threads(settings.threads)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     corpus = load_corpus(settings.corpus, root / section_params("data", params).root)

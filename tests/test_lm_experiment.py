@@ -88,3 +88,29 @@ def test_ablation_findings_are_read_off_the_numbers():
     del models["mlstm"], ppl["mlstm"]
     findings = ablation_findings({"models": models, "summary": {k: {"valid_ppl": v} for k, v in ppl.items()}})
     assert findings["the mLSTM does not improve on the LSTM"] is None
+
+
+def test_averaging_override_trains_with_2ta_into_separate_outputs(tmp_path, monkeypatch, mirror):
+    """`paperlib train lm_ptb --averaging 2ta` in a scratch compendium (smoke sizes, one model)."""
+    import shutil
+
+    import yaml
+
+    from paperlib.cli import main
+    from paperlib.data import fetch_corpus
+
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    smoke = raw["experiments"]["lm_ptb"]["smoke"]
+    smoke["models"] = {"lstm": smoke["models"]["lstm"]}
+    smoke["eval_tokens"] = 500
+    raw["profile"] = "smoke"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    shutil.copy(REPO / "dvc.yaml", tmp_path / "dvc.yaml")
+    fetch_corpus("ptb", tmp_path / raw["data"]["root"], mirror=mirror)
+    monkeypatch.setenv("PAPERLIB_ROOT", str(tmp_path))
+    assert main(["train", "lm_ptb", "--averaging", "2ta", "--quiet"]) == 0
+    results = json.loads((tmp_path / "results" / "lm_ptb.2ta.json").read_text())
+    assert results["train"]["averaging"] == "2ta"
+    assert any("averaged_length" in h for h in results["runs"][0]["history"])
+    assert (tmp_path / "runs" / "lm_ptb.2ta" / "lstm-seed1" / "done.json").exists()
+    assert not (tmp_path / "results" / "lm_ptb.json").exists()
