@@ -101,6 +101,7 @@ RUNNERS = {
     "micmco_synthetic": "paperlib.micmco:run_micmco_synthetic",
     "word_generation": "paperlib.word_generation:run_word_generation",
     "dyneval": "paperlib.dyneval:run_dyneval",
+    "reverse_copy": "paperlib.reverse_copy:run_reverse_copy",
 }
 
 

@@ -1,0 +1,628 @@
+"""The reverse-copy task: encoder/decoder LSTM vs Mogrifier LSTM, Melis thesis §2.3.3 (Fig. 2.4).
+
+An encoder reads a sequence of i.i.d. uniform tokens; a decoder, initialised from the encoder's last
+state, reads a marker and then emits the sequence reversed (teacher-forced on the shifted reversed
+source, see :func:`paperlib.data.reverse_copy`). The thesis compares an LSTM encoder/decoder with a
+Mogrifier LSTM (eq. 2.2) encoder/decoder of the same total size (10M parameters, vocabulary 1,000,
+500k training examples, lengths 50–200) and reports per-token cross-entropy against sequence length:
+both models solve lengths 50 and 100, the Mogrifier is considerably better at 150 and 200, and the
+Mogrifier's tuned embedding is much smaller (41/1054 vs 498/787 embedding/hidden at 150 steps).
+
+This module holds, in order:
+
+- :class:`ReverseCopyModel`: embedding -> encoder :class:`~paperlib.models.layers.LSTMLayer` stack,
+  decoder stack started from the encoder's final (h, c) per layer, linear softmax. Both stacks use
+  the library's layer classes, with a :class:`~paperlib.models.mogrifier.Mogrifier` per layer for
+  the Mogrifier model.
+- :func:`count_parameters` / :func:`hidden_size_for_budget`: the parameter count in closed form and
+  the largest hidden size within a budget, so that both models have (almost) the same size while
+  their embedding sizes differ, as in the thesis.
+- :func:`train_model` (Adam or RAdam, L2 as weight decay, gradient clipping) and :func:`evaluate`
+  (per-token cross-entropy and teacher-forced token accuracy on held-out examples).
+- :func:`run_grid_point`, :func:`select_best`, :func:`claim_verdicts` and the experiment runner
+  :func:`run_reverse_copy`, which writes ``results/reverse_copy.json`` (keys: :data:`RESULT_KEYS`)
+  and its provenance.
+
+Departures from the thesis and choices it leaves open:
+
+- The thesis does not give the batch size, the number of training steps, the number of layers, the
+  tuner's budget or exactly which parameters count towards "10 million". We use one layer per side,
+  separate encoder/decoder embeddings (the encoder's has V rows, the decoder's V + 1 for the marker),
+  an untied softmax from the hidden state, and count every parameter (including ``nn.LSTM``'s two
+  bias vectors); with this accounting a 10M budget and embedding size 498 give hidden size 793
+  (thesis: 787).
+- The thesis tunes learning rate, L2 penalty and embedding size (plus r and k for the Mogrifier) with
+  a black-box tuner; we run the full grid given in ``params.yaml`` and pick, per model and length, the
+  grid point with the lowest validation cross-entropy; its test cross-entropy is reported.
+- The thesis' chapter-2 LSTM is eq. (2.1) without the capped input gate of §4.6, so the cap is off
+  by default (it is a per-model option).
+- No dropout (as in the thesis: overfitting is not an issue with this much fresh data) and no
+  checkpointing inside a run; finished runs are cached under ``runs/reverse_copy/`` so an
+  interrupted stage resumes at the granularity of one (model, length, grid point).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from paperlib.config import register_experiment
+from paperlib.data import ReverseCopyData, reverse_copy
+from paperlib.models.layers import LSTMLayer
+from paperlib.models.lstm import LSTMState
+from paperlib.models.mogrifier import Mogrifier
+
+EXPERIMENT = "reverse_copy"
+MODEL_NAMES = ("lstm", "mogrifier")
+VALID_OPTIMIZERS = ("adam", "radam")
+
+# Per-token cross-entropy (nats) below which a length counts as solved ("solve the task perfectly").
+SOLVED_NATS = 0.05
+# Smallest cross-entropy gap (nats) that counts as one model being better than the other.
+BETTER_MARGIN_NATS = 0.01
+
+# Melis thesis §2.3.3 and Fig. 2.4a (the thesis gives the curves only as a figure).
+PAPER: dict[str, Any] = {
+    "vocab_size": 1000,
+    "train_examples": 500_000,
+    "valid_examples": 10_000,
+    "test_examples": 10_000,
+    "lengths": [50, 100, 150, 200],
+    "parameters": 10_000_000,
+    "solved_by_both": [50, 100],
+    "mogrifier_better": [150, 200],
+    "best_embedding_hidden": {
+        "lstm": {"150": [498, 787], "200": [493, 790]},
+        "mogrifier": {"150": [41, 1054], "200": [181, 961]},
+    },
+}
+
+# Top-level keys of results/reverse_copy.json.
+RESULT_KEYS = (
+    "experiment",  # "reverse_copy"
+    "profile",  # the params.yaml profile that made the results
+    "settings",  # the validated ReverseCopyParams
+    "lengths",  # sequence lengths, ascending
+    "chance_cross_entropy",  # ln V: the cross-entropy of guessing uniformly
+    "runs",  # one record per (model, length, grid point): sizes, parameters, valid/test metrics, loss curve
+    "best",  # {model: {length: the run with the lowest validation cross-entropy}}
+    "cross_entropy",  # {model: [test cross-entropy of the best run, per length]}
+    "parameters",  # {model: [parameter count of the best run, per length]}
+    "claims",  # the thesis' statements checked on our numbers (None: not testable at this profile)
+    "paper",  # the thesis' statements (PAPER)
+)
+
+
+# --------------------------------------------------------------------------------------------- model
+
+
+class ReverseCopyModel(nn.Module):
+    """Encoder/decoder of Melis thesis §2.3.3: independent unidirectional encoder and decoder.
+
+    ``mogrifier_rounds=None`` gives the LSTM model (eq. 2.1); an integer r gives the Mogrifier LSTM
+    (eq. 2.2 with r rounds of rank ``mogrifier_rank``, full rank when <= 0) on every layer of both
+    sides. Layer 1 of each side reads the embedding, layer l > 1 the output of layer l - 1; decoder
+    layer l starts from encoder layer l's final (h, c). ``forward(source [B, L], decoder_inputs [B, L])
+    -> logits [B, L, V]``: the targets are never an input, and position t of the decoder sees
+    ``decoder_inputs[:, :t+1]`` only.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        mogrifier_rounds: int | None = None,
+        mogrifier_rank: int = 0,
+        mogrifier_zigzag: bool = True,
+        capped_input_gate: bool = False,
+    ):
+        super().__init__()
+        for name, value in (("vocab_size", vocab_size), ("embedding_size", embedding_size),
+                            ("hidden_size", hidden_size), ("num_layers", num_layers)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if vocab_size < 2:
+            raise ValueError(f"vocab_size must be at least 2, got {vocab_size}")
+        if mogrifier_rounds is not None and (not isinstance(mogrifier_rounds, int) or mogrifier_rounds < 0):
+            raise ValueError(f"mogrifier_rounds must be None (plain LSTM) or an integer >= 0, got {mogrifier_rounds!r}")
+        self.vocab_size = vocab_size
+        self.marker = vocab_size
+        self.embedding_size = embedding_size
+        self.hidden_size = hidden_size
+        self.encoder_embedding = nn.Embedding(vocab_size, embedding_size)
+        self.decoder_embedding = nn.Embedding(vocab_size + 1, embedding_size)  # + the marker
+
+        def stack() -> nn.ModuleList:
+            layers = []
+            for index in range(num_layers):
+                input_size = embedding_size if index == 0 else hidden_size
+                mogrifier = None
+                if mogrifier_rounds is not None:
+                    mogrifier = Mogrifier(input_size, hidden_size, mogrifier_rounds, mogrifier_rank, mogrifier_zigzag)
+                layers.append(LSTMLayer(input_size, hidden_size, capped_input_gate, mogrifier))
+            return nn.ModuleList(layers)
+
+        self.encoder = stack()
+        self.decoder = stack()
+        self.output = nn.Linear(hidden_size, vocab_size)
+
+    @staticmethod
+    def _run(layers: nn.ModuleList, x: Tensor, states: list[LSTMState]) -> tuple[Tensor, list[LSTMState]]:
+        new_states = []
+        for layer, state in zip(layers, states):
+            x, state = layer(x, state)  # [T, B, H]
+            new_states.append(state)
+        return x, new_states
+
+    def encode(self, source: Tensor) -> list[LSTMState]:
+        """Read ``source`` [B, L]; the final (h, c) of every encoder layer."""
+        x = self.encoder_embedding(source).transpose(0, 1)  # [L, B, E], time-major for the layers
+        states = [layer.init_state(source.shape[0]) for layer in self.encoder]
+        _, states = self._run(self.encoder, x, states)
+        return states
+
+    def decode(self, decoder_inputs: Tensor, states: list[LSTMState]) -> Tensor:
+        """Logits [B, L, V] for ``decoder_inputs`` [B, L] (marker, then the reversed source shifted by one)."""
+        x = self.decoder_embedding(decoder_inputs).transpose(0, 1)  # [L, B, E]
+        out, _ = self._run(self.decoder, x, states)  # [L, B, H]
+        return self.output(out.transpose(0, 1))  # [B, L, V]
+
+    def forward(self, source: Tensor, decoder_inputs: Tensor) -> Tensor:
+        return self.decode(decoder_inputs, self.encode(source))
+
+
+def build_model(vocab_size: int, embedding_size: int, hidden_size: int, num_layers: int = 1,
+                mogrifier_rounds: int | None = None, mogrifier_rank: int = 0, mogrifier_zigzag: bool = True,
+                capped_input_gate: bool = False, seed: int | None = None) -> ReverseCopyModel:
+    """A :class:`ReverseCopyModel` whose initial weights depend only on ``seed`` (when given)."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    return ReverseCopyModel(vocab_size, embedding_size, hidden_size, num_layers, mogrifier_rounds, mogrifier_rank,
+                            mogrifier_zigzag, capped_input_gate)
+
+
+def num_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def count_parameters(vocab_size: int, embedding_size: int, hidden_size: int, num_layers: int = 1,
+                     mogrifier_rounds: int | None = None, mogrifier_rank: int = 0) -> int:
+    """Parameters of :class:`ReverseCopyModel` in closed form (equals :func:`num_parameters` of the model).
+
+    Per side and layer with input size m: LSTM 4n(m + n) + 8n (``nn.LSTM`` keeps two bias vectors);
+    each Mogrifier round maps n -> m (odd rounds, Q^i) or m -> n (even rounds, R^i) with nm
+    parameters at full rank or k(n + m) at rank k. Embeddings V E + (V + 1) E, softmax n V + V.
+    """
+    v, e, n = vocab_size, embedding_size, hidden_size
+    side = 0
+    for index in range(num_layers):
+        m = e if index == 0 else n
+        side += 4 * n * (m + n) + 8 * n
+        if mogrifier_rounds:
+            per_round = n * m if mogrifier_rank <= 0 else mogrifier_rank * (n + m)
+            side += mogrifier_rounds * per_round
+    return v * e + (v + 1) * e + 2 * side + n * v + v
+
+
+def hidden_size_for_budget(budget: int, vocab_size: int, embedding_size: int, num_layers: int = 1,
+                           mogrifier_rounds: int | None = None, mogrifier_rank: int = 0) -> int:
+    """The largest hidden size whose model has at most ``budget`` parameters (the count grows with it)."""
+
+    def count(n: int) -> int:
+        return count_parameters(vocab_size, embedding_size, n, num_layers, mogrifier_rounds, mogrifier_rank)
+
+    if count(1) > budget:
+        raise ValueError(f"a parameter budget of {budget:,} is too small for embedding size {embedding_size} "
+                         f"and vocabulary {vocab_size} (hidden size 1 needs {count(1):,})")
+    low, high = 1, 2
+    while count(high) <= budget:
+        low, high = high, 2 * high
+    while high - low > 1:  # invariant: count(low) <= budget < count(high)
+        mid = (low + high) // 2
+        low, high = (mid, high) if count(mid) <= budget else (low, mid)
+    return low
+
+
+# ------------------------------------------------------------------------------------ train / evaluate
+
+
+def token_cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
+    """Mean per-token cross-entropy (nats) of logits [B, L, V] against targets [B, L]."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """One training run: ``steps`` updates on batches drawn epoch by epoch from a fixed training set."""
+
+    steps: int
+    batch_size: int
+    lr: float
+    l2: float = 0.0  # weight decay, i.e. the gradient of (l2 / 2) ||θ||²
+    optimizer: str = "adam"
+    beta1: float = 0.0  # Melis ch. 2: Adam with β1 = 0
+    clip_norm: float = 10.0  # <= 0: no clipping
+    log_every: int = 50
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in VALID_OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(VALID_OPTIMIZERS)}, got {self.optimizer!r}")
+        if self.steps < 1 or self.batch_size < 1 or self.log_every < 1:
+            raise ValueError("steps, batch_size and log_every must be positive")
+        if self.lr <= 0 or self.l2 < 0 or not 0 <= self.beta1 < 1:
+            raise ValueError(f"need lr > 0, l2 >= 0 and 0 <= beta1 < 1, got {self.lr}, {self.l2}, {self.beta1}")
+
+
+def _check_data(model: ReverseCopyModel, data: ReverseCopyData) -> None:
+    if data.vocab_size != model.vocab_size:
+        raise ValueError(f"data vocabulary {data.vocab_size} does not match the model's {model.vocab_size}")
+
+
+def train_model(model: ReverseCopyModel, data: ReverseCopyData, settings: TrainSettings,
+                seed: int = 0) -> list[dict[str, float]]:
+    """Train with teacher forcing; returns the mean training loss over every ``log_every`` steps.
+
+    The decoder is fed ``data.decoder_inputs`` (marker + reversed source shifted by one) and scored
+    on ``data.targets`` (the reversed source).
+    """
+    _check_data(model, data)
+    kwargs = dict(lr=settings.lr, betas=(settings.beta1, 0.999), weight_decay=settings.l2)
+    optimizer = (torch.optim.RAdam if settings.optimizer == "radam" else torch.optim.Adam)(model.parameters(), **kwargs)
+    generator = torch.Generator().manual_seed(seed)
+    num = data.source.shape[0]
+    order, cursor = torch.randperm(num, generator=generator), 0
+    curve, running, count = [], 0.0, 0
+    model.train()
+    for step in range(1, settings.steps + 1):
+        if cursor + settings.batch_size > num:  # next epoch
+            order, cursor = torch.randperm(num, generator=generator), 0
+        index = order[cursor : cursor + settings.batch_size]
+        cursor += settings.batch_size
+        logits = model(data.source[index], data.decoder_inputs[index])  # [B, L, V]
+        loss = token_cross_entropy(logits, data.targets[index])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if settings.clip_norm > 0:
+            nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
+        optimizer.step()
+        value = loss.item()
+        if not math.isfinite(value):
+            raise FloatingPointError(f"training diverged at step {step} (loss {value})")
+        running, count = running + value, count + 1
+        if step % settings.log_every == 0 or step == settings.steps:
+            curve.append({"step": step, "loss": running / count})
+            running, count = 0.0, 0
+    return curve
+
+
+@torch.no_grad()
+def evaluate(model: ReverseCopyModel, data: ReverseCopyData, batch_size: int = 256) -> dict[str, float]:
+    """Per-token cross-entropy (nats) and teacher-forced argmax accuracy over all of ``data``."""
+    _check_data(model, data)
+    model.eval()
+    total, correct, tokens = 0.0, 0, 0
+    for start in range(0, data.source.shape[0], batch_size):
+        part = slice(start, start + batch_size)
+        logits = model(data.source[part], data.decoder_inputs[part])  # [b, L, V]
+        targets = data.targets[part]
+        total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum").item()
+        correct += (logits.argmax(-1) == targets).sum().item()
+        tokens += targets.numel()
+    return {"cross_entropy": total / tokens, "token_accuracy": correct / tokens}
+
+
+# ------------------------------------------------------------------------------------------ experiment
+
+
+@register_experiment(EXPERIMENT)
+@dataclass(frozen=True)
+class ReverseCopyParams:
+    """Settings of the reverse-copy comparison (one ``params.yaml`` profile).
+
+    ``models`` has exactly the entries ``lstm`` and ``mogrifier``, each a grid:
+    ``{embedding_sizes: [...]}`` and, for the Mogrifier, also ``rounds: [...]``, ``ranks: [...]``
+    (rank <= 0: full rank) and optionally ``zigzag``; either may set ``capped_input_gate``. The hidden
+    size of every grid point is the largest within ``parameter_budget``. Every model is trained at
+    every length and every point of models x ``learning_rates`` x ``l2_penalties``.
+    """
+
+    vocab_size: int
+    lengths: list[int]
+    train_examples: int
+    valid_examples: int
+    test_examples: int
+    parameter_budget: int
+    models: dict
+    learning_rates: list[float]
+    l2_penalties: list[float]
+    steps: int
+    batch_size: int
+    optimizer: str = "adam"
+    beta1: float = 0.0
+    clip_norm: float = 10.0
+    num_layers: int = 1
+    eval_batch_size: int = 256
+    log_every: int = 50
+    seed: int = 1
+    workers: int = 1
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if sorted(self.models) != sorted(MODEL_NAMES):
+            raise ValueError(f"models must have exactly the entries {', '.join(MODEL_NAMES)}, "
+                             f"got {sorted(self.models)}")
+        allowed = {"lstm": {"embedding_sizes", "capped_input_gate"},
+                   "mogrifier": {"embedding_sizes", "rounds", "ranks", "zigzag", "capped_input_gate"}}
+        for name, spec in self.models.items():
+            if not isinstance(spec, dict):
+                raise ValueError(f"models.{name} must be a mapping")
+            unknown = sorted(set(spec) - allowed[name])
+            if unknown:
+                raise ValueError(f"models.{name}: unknown key(s) {unknown}; "
+                                 f"valid keys: {', '.join(sorted(allowed[name]))}")
+            needed = ["embedding_sizes"] + (["rounds", "ranks"] if name == "mogrifier" else [])
+            for key in needed:
+                values = spec.get(key)
+                if not isinstance(values, list) or not values or not all(isinstance(v, int) for v in values):
+                    raise ValueError(f"models.{name}.{key} must be a non-empty list of integers, got {values!r}")
+            if any(e < 1 for e in spec["embedding_sizes"]) or any(r < 0 for r in spec.get("rounds", [])):
+                raise ValueError(f"models.{name}: embedding sizes must be >= 1 and rounds >= 0")
+        if self.optimizer not in VALID_OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(VALID_OPTIMIZERS)}, got {self.optimizer!r}")
+        if not self.lengths or any(n < 1 for n in self.lengths) or len(set(self.lengths)) != len(self.lengths):
+            raise ValueError(f"lengths must be distinct positive integers, got {self.lengths}")
+        for name in ("vocab_size", "train_examples", "valid_examples", "test_examples", "parameter_budget", "steps",
+                     "batch_size", "num_layers", "eval_batch_size", "log_every", "workers", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.vocab_size < 2:
+            raise ValueError("vocab_size must be at least 2")
+        if not self.learning_rates or any(lr <= 0 for lr in self.learning_rates):
+            raise ValueError(f"learning_rates must be a non-empty list of positive numbers, got {self.learning_rates}")
+        if not self.l2_penalties or any(l2 < 0 for l2 in self.l2_penalties):
+            raise ValueError(f"l2_penalties must be a non-empty list of non-negative numbers, got {self.l2_penalties}")
+        grid_points(self)  # raises ValueError if some embedding size leaves no room in the budget
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """One training run of the experiment."""
+
+    model: str
+    length: int
+    lr: float
+    l2: float
+    embedding_size: int
+    hidden_size: int
+    mogrifier_rounds: int | None
+    mogrifier_rank: int
+    mogrifier_zigzag: bool
+    capped_input_gate: bool
+
+
+def grid_points(settings: ReverseCopyParams) -> list[GridPoint]:
+    """Every (model, length, lr, l2, embedding size[, rounds, rank]) run, hidden size from the budget."""
+    points = []
+    for name in MODEL_NAMES:
+        spec = settings.models[name]
+        mog = name == "mogrifier"
+        rounds = spec["rounds"] if mog else [None]
+        ranks = spec["ranks"] if mog else [0]
+        for length, lr, l2, emb, r, k in itertools.product(sorted(settings.lengths), settings.learning_rates,
+                                                           settings.l2_penalties, spec["embedding_sizes"],
+                                                           rounds, ranks):
+            hidden = hidden_size_for_budget(settings.parameter_budget, settings.vocab_size, emb,
+                                            settings.num_layers, r, k)
+            points.append(GridPoint(name, length, float(lr), float(l2), emb, hidden, r, k,
+                                    bool(spec.get("zigzag", True)), bool(spec.get("capped_input_gate", False))))
+    return points
+
+
+def split_data(settings: ReverseCopyParams, length: int) -> dict[str, ReverseCopyData]:
+    """Train/valid/test sets of one length, each from its own seed (so the splits are disjoint draws)."""
+    sizes = {"train": settings.train_examples, "valid": settings.valid_examples, "test": settings.test_examples}
+    return {split: reverse_copy(num, length, settings.vocab_size, seed=settings.seed * 100_003 + 1_009 * length + i)
+            for i, (split, num) in enumerate(sizes.items())}
+
+
+def _code_fingerprint() -> str:
+    """Hash of the source files that determine a run, so that cached runs of older code are not reused."""
+    import paperlib.data.synthetic
+    import paperlib.models.layers
+    import paperlib.models.lstm
+    import paperlib.models.mogrifier
+
+    digest = hashlib.sha256()
+    for module in (paperlib.data.synthetic, paperlib.models.layers, paperlib.models.lstm, paperlib.models.mogrifier):
+        digest.update(Path(module.__file__).read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()
+
+
+def run_key(point: GridPoint, settings: ReverseCopyParams) -> str:
+    """A hash of everything that determines one run's outcome (for the run cache), code included."""
+    # the grid's lists, workers and threads do not change what one run computes
+    relevant = {k: v for k, v in asdict(settings).items()
+                if k not in ("models", "lengths", "learning_rates", "l2_penalties", "workers", "threads")}
+    text = json.dumps({"point": asdict(point), "settings": relevant, "code": _code_fingerprint()}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def run_grid_point(point: GridPoint, settings: ReverseCopyParams) -> dict[str, Any]:
+    """Train one model at one length and grid point; its sizes, validation/test metrics and loss curve."""
+    started = time.time()
+    data = split_data(settings, point.length)
+    model = build_model(settings.vocab_size, point.embedding_size, point.hidden_size, settings.num_layers,
+                        point.mogrifier_rounds, point.mogrifier_rank, point.mogrifier_zigzag,
+                        point.capped_input_gate, seed=settings.seed)
+    train = TrainSettings(steps=settings.steps, batch_size=settings.batch_size, lr=point.lr, l2=point.l2,
+                          optimizer=settings.optimizer, beta1=settings.beta1, clip_norm=settings.clip_norm,
+                          log_every=settings.log_every)
+    try:
+        curve = train_model(model, data["train"], train, seed=settings.seed)
+        valid = evaluate(model, data["valid"], settings.eval_batch_size)
+        test = evaluate(model, data["test"], settings.eval_batch_size)
+        diverged = False
+    except FloatingPointError:
+        curve, diverged = [], True
+        valid = test = {"cross_entropy": math.inf, "token_accuracy": 0.0}
+    return {
+        **asdict(point), "parameters": num_parameters(model), "diverged": diverged,
+        "valid_cross_entropy": valid["cross_entropy"], "valid_token_accuracy": valid["token_accuracy"],
+        "test_cross_entropy": test["cross_entropy"], "test_token_accuracy": test["token_accuracy"],
+        "train_curve": curve, "seconds": round(time.time() - started, 2),
+    }
+
+
+def _job(point: GridPoint, settings: ReverseCopyParams, runs_dir: str, progress: bool) -> dict[str, Any]:
+    path = Path(runs_dir) / f"{point.model}-L{point.length}-{run_key(point, settings)}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    torch.set_num_threads(settings.threads)
+    record = run_grid_point(point, settings)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, path)
+    if progress:
+        print(f"{point.model:9s} L={point.length:<4d} lr={point.lr:g} l2={point.l2:g} E={point.embedding_size} "
+              f"H={point.hidden_size}: valid CE {record['valid_cross_entropy']:.4f} ({record['seconds']:.0f}s)",
+              flush=True)
+    return record
+
+
+def select_best(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per model and length (as a string key), the run with the lowest validation cross-entropy."""
+    best: dict[str, dict[str, dict[str, Any]]] = {}
+    for run in runs:
+        slot = best.setdefault(run["model"], {})
+        key = str(run["length"])
+        if key not in slot or run["valid_cross_entropy"] < slot[key]["valid_cross_entropy"]:
+            slot[key] = run
+    return best
+
+
+def claim_verdicts(best: dict[str, dict[str, dict[str, Any]]], lengths: list[int],
+                   embedding_grid: dict[str, int] | None = None) -> dict[str, bool | None]:
+    """The thesis' statements of §2.3.3 checked on the selected runs' test cross-entropies.
+
+    "Shortest"/"longest" lengths are the lower/upper half of our lengths (the thesis' 50, 100 and
+    150, 200 of 50–200); with an odd count the middle length belongs to neither. Solved means a
+    cross-entropy below :data:`SOLVED_NATS`; better means lower by more than
+    :data:`BETTER_MARGIN_NATS`. A claim is None when the profile cannot test it: fewer than two
+    lengths, or (embedding claim) fewer than two embedding sizes in a model's grid
+    (``embedding_grid``: model -> number of embedding sizes tried).
+    """
+    lengths = sorted(lengths)
+    half = len(lengths) // 2
+    short, long = lengths[:half], lengths[len(lengths) - half:]
+    names = ("both models solve the shortest lengths", "Mogrifier better at the longest lengths",
+             "Mogrifier picks a smaller embedding at the longest lengths")
+    if not long:
+        return dict.fromkeys(names)
+
+    def ce(model: str, length: int) -> float:
+        return best[model][str(length)]["test_cross_entropy"]
+
+    def embedding(model: str, length: int) -> int:
+        return best[model][str(length)]["embedding_size"]
+
+    embedding_tuned = embedding_grid is not None and all(embedding_grid[m] > 1 for m in MODEL_NAMES)
+    return {
+        names[0]: all(ce(m, n) < SOLVED_NATS for m in MODEL_NAMES for n in short),
+        names[1]: all(ce("lstm", n) - ce("mogrifier", n) > BETTER_MARGIN_NATS for n in long),
+        names[2]: all(embedding("mogrifier", n) < embedding("lstm", n) for n in long) if embedding_tuned else None,
+    }
+
+
+def run_experiment(settings: ReverseCopyParams, runs_dir: str | os.PathLike, progress: bool = False) -> dict[str, Any]:
+    """Every run of ``settings`` (cached in ``runs_dir``) and their summary, as written to the results JSON."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    runs_dir = Path(runs_dir)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    # longest sequences first, Mogrifier (slower) before LSTM, so parallel workers finish together
+    grid = grid_points(settings)
+    points = sorted(grid, key=lambda p: (-p.length, p.model != "mogrifier"))
+    if settings.workers == 1:
+        threads = torch.get_num_threads()
+        try:
+            records = [_job(p, settings, str(runs_dir), progress) for p in points]
+        finally:
+            torch.set_num_threads(threads)
+    else:  # spawn: forking a process whose OpenMP pool is running can deadlock
+        with ProcessPoolExecutor(settings.workers, mp_context=get_context("spawn")) as pool:
+            n = len(points)
+            records = list(pool.map(_job, points, [settings] * n, [str(runs_dir)] * n, [progress] * n))
+    order = {p: i for i, p in enumerate(grid)}
+    records = [r for _, r in sorted(zip(points, records), key=lambda pr: order[pr[0]])]
+    embedding_grid = {name: len(settings.models[name]["embedding_sizes"]) for name in MODEL_NAMES}
+    best = select_best(records)
+    lengths = sorted(settings.lengths)
+    return {
+        "experiment": EXPERIMENT,
+        "settings": asdict(settings),
+        "lengths": lengths,
+        "chance_cross_entropy": math.log(settings.vocab_size),
+        "runs": records,
+        "best": {m: {k: {kk: vv for kk, vv in r.items() if kk != "train_curve"} for k, r in best[m].items()}
+                 for m in MODEL_NAMES},
+        "cross_entropy": {m: [best[m][str(n)]["test_cross_entropy"] for n in lengths] for m in MODEL_NAMES},
+        "parameters": {m: [best[m][str(n)]["parameters"] for n in lengths] for m in MODEL_NAMES},
+        "claims": claim_verdicts(best, lengths, embedding_grid),
+        "paper": PAPER,
+    }
+
+
+def run_reverse_copy(profile: str | None = None, progress: bool = True,
+                     root: str | os.PathLike | None = None) -> Path:
+    """Run (or resume) experiment ``reverse_copy`` and write ``results/reverse_copy.json`` plus provenance."""
+    from paperlib.config import active_profile, experiment_params, load_params, repo_root
+    from paperlib.provenance import provenance, write_json_atomic
+
+    started = time.time()
+    root = Path(root) if root is not None else repo_root()
+    params = load_params(root / "params.yaml")
+    profile = active_profile(profile, params)
+    settings: ReverseCopyParams = experiment_params(EXPERIMENT, profile, params)
+    results = run_experiment(settings, root / "runs" / EXPERIMENT, progress)
+    results = {"profile": profile, **results}
+    out = root / "results" / f"{EXPERIMENT}.json"
+    write_json_atomic(out, _json_safe(results))
+    seconds = {f"{r['model']}-L{r['length']}-lr{r['lr']:g}-l2{r['l2']:g}-E{r['embedding_size']}": r["seconds"]
+               for r in results["runs"]}
+    write_json_atomic(out.with_suffix(".provenance.json"),
+                      {**provenance(root, profile, results["settings"], None, started), "run_seconds": seconds})
+    return out
+
+
+def _json_safe(value: Any) -> Any:
+    """Infinite losses (diverged runs) as None: JSON has no infinity."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+__all__ = [
+    "EXPERIMENT", "PAPER", "RESULT_KEYS", "GridPoint", "ReverseCopyModel", "ReverseCopyParams", "TrainSettings",
+    "build_model", "claim_verdicts", "count_parameters", "evaluate", "grid_points", "hidden_size_for_budget",
+    "num_parameters", "run_experiment", "run_grid_point", "run_reverse_copy", "select_best", "split_data",
+    "token_cross_entropy", "train_model",
+]

@@ -1,0 +1,249 @@
+"""Reverse-copy encoder/decoder (Melis thesis §2.3.3): model wiring, parameter budget, training, runner."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from torch.nn import functional as F
+
+from paperlib.data import ReverseCopyData, reverse_copy
+from paperlib.reverse_copy import (
+    BETTER_MARGIN_NATS,
+    RESULT_KEYS,
+    SOLVED_NATS,
+    ReverseCopyParams,
+    TrainSettings,
+    build_model,
+    claim_verdicts,
+    count_parameters,
+    evaluate,
+    grid_points,
+    hidden_size_for_budget,
+    num_parameters,
+    run_reverse_copy,
+    select_best,
+    train_model,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tiny_settings(**overrides) -> dict:
+    block = {
+        "vocab_size": 5, "lengths": [2, 3], "train_examples": 256, "valid_examples": 32, "test_examples": 32,
+        "parameter_budget": 1500, "steps": 4, "batch_size": 16, "learning_rates": [0.01, 0.003], "l2_penalties": [0.0],
+        "models": {"lstm": {"embedding_sizes": [6]},
+                   "mogrifier": {"embedding_sizes": [3], "rounds": [2], "ranks": [2]}},
+        "log_every": 2, "eval_batch_size": 8,
+    }
+    return {**block, **overrides}
+
+
+@pytest.mark.parametrize("rounds", [None, 3])
+def test_model_shapes_and_one_final_state_per_encoder_layer(rounds):
+    model = build_model(vocab_size=7, embedding_size=5, hidden_size=6, num_layers=2, mogrifier_rounds=rounds,
+                        mogrifier_rank=2, seed=0)
+    data = reverse_copy(4, 9, vocab_size=7, seed=0)
+    logits = model(data.source, data.decoder_inputs)
+    assert logits.shape == (4, 9, 7)  # the softmax covers the symbols, not the marker
+    states = model.encode(data.source)
+    assert len(states) == 2 and all(h.shape == c.shape == (4, 6) for h, c in states)
+    assert model.decoder_embedding.num_embeddings == 8 and model.encoder_embedding.num_embeddings == 7
+
+
+@pytest.mark.parametrize("layers,rounds,rank", [(1, None, 0), (2, None, 0), (1, 0, 0), (2, 3, 2), (1, 4, 0), (3, 5, 3)])
+def test_closed_form_parameter_count_matches_the_built_model(layers, rounds, rank):
+    model = build_model(11, 4, 9, layers, rounds, rank)
+    assert count_parameters(11, 4, 9, layers, rounds, rank) == num_parameters(model)
+
+
+def test_hidden_size_for_budget_is_the_largest_size_within_the_budget():
+    for budget, emb, rounds, rank in [(3000, 4, None, 0), (3000, 2, 3, 2), (20_000, 8, 4, 0), (777, 1, None, 0)]:
+        n = hidden_size_for_budget(budget, 10, emb, 1, rounds, rank)
+        feasible = [h for h in range(1, 200) if count_parameters(10, emb, h, 1, rounds, rank) <= budget]
+        assert n == max(feasible)
+    with pytest.raises(ValueError, match="too small"):
+        hidden_size_for_budget(100, 10, 8)
+
+
+def test_thesis_lstm_sizes_fit_a_10m_budget_within_one_percent():
+    # Melis §2.3.3: 10M parameters, vocabulary 1,000, LSTM embedding/hidden 498/787 and 493/790.
+    assert hidden_size_for_budget(10_000_000, 1000, 498) == pytest.approx(787, rel=0.01)
+    assert hidden_size_for_budget(10_000_000, 1000, 493) == pytest.approx(790, rel=0.01)
+
+
+def test_decoder_initialised_from_encoder_last_state_via_the_library_layers():
+    model = build_model(6, 4, 5, 1, mogrifier_rounds=3, mogrifier_rank=2, seed=1)
+    data = reverse_copy(3, 5, vocab_size=6, seed=1)
+    enc_x = model.encoder_embedding(data.source).transpose(0, 1)
+    _, enc_state = model.encoder[0](enc_x, model.encoder[0].init_state(3))
+    dec_out, _ = model.decoder[0](model.decoder_embedding(data.decoder_inputs).transpose(0, 1), enc_state)
+    expected = model.output(dec_out.transpose(0, 1))
+    assert torch.allclose(model(data.source, data.decoder_inputs), expected, atol=1e-6)
+    # the source matters through that state only: another source changes the very first prediction
+    other = reverse_copy(3, 5, vocab_size=6, seed=2).source
+    assert not torch.allclose(model(other, data.decoder_inputs)[:, 0], expected[:, 0])
+
+
+def test_decoder_position_t_sees_neither_later_decoder_inputs_nor_the_targets():
+    torch.manual_seed(0)
+    model = build_model(6, 4, 8, 2, mogrifier_rounds=4, mogrifier_rank=0, seed=3)
+    data = reverse_copy(5, 7, vocab_size=6, seed=3)
+    # teacher forcing feeds the marker, then the reversed source shifted by one: decoder input t + 1 is target t
+    assert torch.equal(data.decoder_inputs[:, 0], torch.full((5,), 6))
+    assert torch.equal(data.decoder_inputs[:, 1:], data.targets[:, :-1])
+    base = model(data.source, data.decoder_inputs)
+    for t in range(6):
+        changed = data.decoder_inputs.clone()
+        changed[:, t + 1 :] = (changed[:, t + 1 :] + 1) % 6  # i.e. change targets t, t+1, ... as inputs
+        logits = model(data.source, changed)
+        assert torch.equal(logits[:, : t + 1], base[:, : t + 1])
+        assert not torch.allclose(logits[:, t + 1], base[:, t + 1])
+
+
+def test_training_cannot_use_the_targets_it_scores():
+    # Targets drawn independently of source and decoder inputs are unpredictable: the training loss must stay at
+    # ln 5 (one pass over fresh examples, so nothing can be memorised). A leak of targets into the inputs would
+    # let the loss fall towards 0, as it does on the real task in the next test.
+    real = reverse_copy(4800, 3, vocab_size=5, seed=0)
+    noise = torch.randint(5, real.targets.shape, generator=torch.Generator().manual_seed(9))
+    data = ReverseCopyData(real.source, real.decoder_inputs, noise, 5)
+    model = build_model(5, 8, 32, seed=0)
+    curve = train_model(model, data, TrainSettings(steps=150, batch_size=32, lr=0.01, beta1=0.9, log_every=50))
+    assert curve[-1]["loss"] > math.log(5) - 0.1
+
+
+def test_training_on_length_3_over_5_symbols_drives_heldout_loss_well_below_ln5():
+    train, test = reverse_copy(4800, 3, vocab_size=5, seed=0), reverse_copy(500, 3, vocab_size=5, seed=1)
+    for rounds in (None, 2):
+        model = build_model(5, 8, 32, mogrifier_rounds=rounds, mogrifier_rank=4, seed=0)
+        before = evaluate(model, test)["cross_entropy"]
+        train_model(model, train, TrainSettings(steps=150, batch_size=32, lr=0.01, beta1=0.9, log_every=50))
+        after = evaluate(model, test)
+        assert before > math.log(5) - 0.1
+        assert after["cross_entropy"] < 0.25 * math.log(5), (rounds, after)
+        assert after["token_accuracy"] > 0.9
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_mogrifier_model_with_zero_rounds_equals_the_lstm_model_given_the_same_parameters(capped):
+    lstm = build_model(7, 4, 6, 2, mogrifier_rounds=None, capped_input_gate=capped, seed=0)
+    mog = build_model(7, 4, 6, 2, mogrifier_rounds=0, capped_input_gate=capped, seed=5)
+    mog.load_state_dict(lstm.state_dict())  # strict: zero rounds add no parameters
+    data = reverse_copy(3, 6, vocab_size=7, seed=0)
+    assert torch.equal(mog(data.source, data.decoder_inputs), lstm(data.source, data.decoder_inputs))
+
+
+def test_mogrifier_with_zeroed_round_matrices_is_the_lstm_and_otherwise_differs():
+    # 2σ(0) = 1: with Q^i = R^i = 0 every round of eq. (2.2) is the identity, whatever r.
+    lstm = build_model(7, 4, 6, 2, seed=0)
+    mog = build_model(7, 4, 6, 2, mogrifier_rounds=5, mogrifier_rank=3, seed=1)
+    missing, unexpected = mog.load_state_dict(lstm.state_dict(), strict=False)
+    assert not unexpected and missing and all(".mogrifier." in key for key in missing)
+    data = reverse_copy(3, 6, vocab_size=7, seed=0)
+    ref = lstm(data.source, data.decoder_inputs)
+    assert not torch.allclose(mog(data.source, data.decoder_inputs), ref, atol=1e-4)
+    with torch.no_grad():
+        for key in missing:
+            mog.get_parameter(key).zero_()
+    assert torch.allclose(mog(data.source, data.decoder_inputs), ref, atol=1e-6)
+
+
+def test_training_stops_with_an_error_when_the_loss_is_not_finite():
+    model = build_model(5, 4, 6, seed=0)
+    with torch.no_grad():
+        model.output.bias[0] = float("nan")
+    with pytest.raises(FloatingPointError, match="diverged at step 1"):
+        train_model(model, reverse_copy(64, 3, vocab_size=5), TrainSettings(steps=5, batch_size=8, lr=0.01))
+
+
+def test_evaluate_sums_over_batches_to_the_full_data_mean():
+    model = build_model(6, 3, 5, seed=0)
+    data = reverse_copy(7, 4, vocab_size=6, seed=0)
+    logits = model(data.source, data.decoder_inputs)
+    scores = evaluate(model, data, batch_size=3)
+    expected = F.cross_entropy(logits.reshape(-1, 6), data.targets.reshape(-1)).item()
+    assert scores["cross_entropy"] == pytest.approx(expected)
+    assert scores["token_accuracy"] == pytest.approx((logits.argmax(-1) == data.targets).float().mean().item())
+
+
+def test_settings_reject_bad_values_naming_the_valid_choices():
+    ReverseCopyParams(**tiny_settings())
+    bad = [
+        ({"models": {"lstm": {"embedding_sizes": [4]}}}, "exactly the entries lstm, mogrifier"),
+        ({"models": {"lstm": {"embedding_sizes": [4], "rounds": [2]},
+                     "mogrifier": {"embedding_sizes": [3], "rounds": [2], "ranks": [2]}}}, "valid keys"),
+        ({"models": {"lstm": {"embedding_sizes": [4]}, "mogrifier": {"embedding_sizes": [3]}}}, "rounds"),
+        ({"optimizer": "sgd"}, "adam, radam"),
+        ({"parameter_budget": 50}, "too small"),
+        ({"lengths": [3, 3]}, "distinct"),
+        ({"learning_rates": []}, "learning_rates"),
+    ]
+    for change, message in bad:
+        with pytest.raises(ValueError, match=message):
+            ReverseCopyParams(**tiny_settings(**change))
+    with pytest.raises(ValueError, match="adam, radam"):
+        TrainSettings(steps=1, batch_size=1, lr=0.1, optimizer="sgd")
+
+
+def test_grid_gives_every_model_the_same_budget_and_every_length_and_learning_rate():
+    settings = ReverseCopyParams(**tiny_settings(parameter_budget=5000))
+    points = grid_points(settings)
+    assert len(points) == 2 * 2 * 2  # models x lengths x learning rates
+    for p in points:
+        size = count_parameters(5, p.embedding_size, p.hidden_size, 1, p.mogrifier_rounds, p.mogrifier_rank)
+        assert size <= 5000 < count_parameters(5, p.embedding_size, p.hidden_size + 1, 1, p.mogrifier_rounds,
+                                               p.mogrifier_rank)
+    assert {p.mogrifier_rounds for p in points if p.model == "lstm"} == {None}
+
+
+def run_record(model, length, valid, test, emb=8):
+    return {"model": model, "length": length, "valid_cross_entropy": valid, "test_cross_entropy": test,
+            "embedding_size": emb}
+
+
+def test_selection_uses_validation_and_claims_follow_from_the_numbers():
+    runs = [run_record("lstm", 10, 0.01, 0.02), run_record("lstm", 10, 0.005, 0.03),  # picked by valid, not test
+            run_record("lstm", 20, 0.5, 0.6, emb=16), run_record("mogrifier", 10, 0.01, 0.01, emb=4),
+            run_record("mogrifier", 20, 0.3, 0.3, emb=4), run_record("mogrifier", 20, math.inf, math.inf)]  # diverged
+    best = select_best(runs)
+    assert best["lstm"]["10"]["test_cross_entropy"] == 0.03
+    claims = claim_verdicts(best, [20, 10], {"lstm": 2, "mogrifier": 2})
+    assert claims == {"both models solve the shortest lengths": True, "Mogrifier better at the longest lengths": True,
+                      "Mogrifier picks a smaller embedding at the longest lengths": True}
+    # a gap within the margin is not "better"; a short length above the threshold is not solved
+    best["mogrifier"]["20"]["test_cross_entropy"] = 0.6 - BETTER_MARGIN_NATS / 2
+    best["lstm"]["10"]["test_cross_entropy"] = SOLVED_NATS * 1.5
+    claims = claim_verdicts(best, [10, 20], {"lstm": 1, "mogrifier": 2})
+    assert claims["Mogrifier better at the longest lengths"] is False
+    assert claims["both models solve the shortest lengths"] is False
+    assert claims["Mogrifier picks a smaller embedding at the longest lengths"] is None  # LSTM embedding not tuned
+
+
+def test_runner_on_a_tiny_config_writes_the_documented_keys_and_resumes_from_its_cache(tmp_path):
+    real = yaml.safe_load((REPO / "params.yaml").read_text())
+    block = tiny_settings()
+    params = {"profile": "smoke", "seed": real.get("seed", 0), "data": real["data"],
+              "experiments": {"reverse_copy": {"smoke": block, "cpu": block, "paper": block}}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    out = run_reverse_copy("smoke", progress=False, root=tmp_path)
+    results = json.loads(out.read_text())
+    assert set(results) == set(RESULT_KEYS)
+    assert results["lengths"] == [2, 3] and results["profile"] == "smoke"
+    assert len(results["runs"]) == 8 and len(list((tmp_path / "runs" / "reverse_copy").glob("*.json"))) == 8
+    for model in ("lstm", "mogrifier"):
+        assert len(results["cross_entropy"][model]) == 2 and all(0 < ce < 3 for ce in results["cross_entropy"][model])
+        assert all(p <= 1500 for p in results["parameters"][model])
+    assert results["chance_cross_entropy"] == pytest.approx(math.log(5))
+    assert set(results["claims"]) == {"both models solve the shortest lengths",
+                                      "Mogrifier better at the longest lengths",
+                                      "Mogrifier picks a smaller embedding at the longest lengths"}
+    provenance = json.loads(out.with_suffix(".provenance.json").read_text())
+    assert provenance["profile"] == "smoke" and "wall_time_s" in provenance
+    # a rerun reads the cached runs instead of training again (same records, same seconds)
+    again = json.loads(run_reverse_copy("smoke", progress=False, root=tmp_path).read_text())
+    assert again["runs"] == results["runs"]
