@@ -130,8 +130,8 @@ def summarise(main: dict[str, Any], overfit: dict[str, Any], early_fraction: flo
               tolerance: float = 0.005) -> dict[str, Any]:
     """Best and early losses per method, and the thesis' claims checked at our scale.
 
-    "Final loss matches" means the best losses of 2TA and the tuned baseline differ by less than
-    `tolerance` nats (our single-run noise level is not measured; 0.005 nats is 0.5% perplexity).
+    "On par" means 2TA's best loss is below the tuned baseline's plus `tolerance` nats (the thesis
+    finds them "very close"; our single-run noise level is not measured; 0.005 nats is 0.5% perplexity).
     "Early" is the mean loss over the first `early_fraction` of the evaluations.
     """
     curves = main["curves"]
@@ -149,8 +149,10 @@ def summarise(main: dict[str, Any], overfit: dict[str, Any], early_fraction: flo
               if a in ("reset_long", "reset_short")]
     raw_overfit = overfit["curves"]["raw"]["valid_nll"]
     claims = {
-        "2TA final loss matches tuned TA": abs(methods["2ta"]["best"] - methods["ta (tuned)"]["best"]) < tolerance,
-        "2TA final loss matches tuned EMA": abs(methods["2ta"]["best"] - methods["ema (tuned)"]["best"]) < tolerance,
+        "2TA on par with or better than tuned TA (best loss)":
+            methods["2ta"]["best"] < methods["ta (tuned)"]["best"] + tolerance,
+        "2TA on par with or better than tuned EMA (best loss)":
+            methods["2ta"]["best"] < methods["ema (tuned)"]["best"] + tolerance,
         "2TA early losses better than tuned TA and EMA": methods["2ta"]["early_mean"] < min(
             methods["ta (tuned)"]["early_mean"], methods["ema (tuned)"]["early_mean"]),
         "2TA beats the raw weights": methods["2ta"]["best"] < methods["raw"]["best"],
@@ -158,7 +160,10 @@ def summarise(main: dict[str, Any], overfit: dict[str, Any], early_fraction: flo
         "raw loss rises in the overfitting run": raw_overfit[-1] > min(raw_overfit) + tolerance,
         "reset heuristic fires in the overfitting run": bool(resets),
     }
-    return {"tuned_ta": ta, "tuned_ema": ema, "methods": methods, "periods": periods,
+    gaps = {"2ta - tuned ta": methods["2ta"]["best"] - methods["ta (tuned)"]["best"],
+            "2ta - tuned ema": methods["2ta"]["best"] - methods["ema (tuned)"]["best"],
+            "2ta - raw": methods["2ta"]["best"] - methods["raw"]["best"]}
+    return {"tuned_ta": ta, "tuned_ema": ema, "methods": methods, "periods": periods, "gaps": gaps,
             "overfit_resets": resets, "claims": claims, "tolerance": tolerance, "paper": PAPER}
 
 
@@ -173,8 +178,11 @@ def run_averaging_experiment(profile: str | None = None, progress: bool = True) 
     corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
     runs = root / "runs" / "averaging_ptb"
     spec = {k: getattr(settings, k) for k in settings.__dataclass_fields__}
-    forget_stale_run(runs / "main", {"part": "main", **spec})
-    forget_stale_run(runs / "overfit", {"part": "overfit", **spec})
+    shared = ("corpus", "model", "valid_tokens", "seed")
+    main_keys = (*shared, "train", "ta_starts", "ema_decays", "period_factors")
+    forget_stale_run(runs / "main", {"part": "main", **{k: spec[k] for k in main_keys}})
+    forget_stale_run(runs / "overfit", {"part": "overfit", **{k: spec[k] for k in (*shared, "overfit_train_tokens",
+                                                                                 "overfit_train")}})
     main = run_main(settings, corpus, runs / "main", progress)
     overfit = run_overfit(settings, corpus, runs / "overfit", progress)
     results = {"profile": profile, "settings": spec,
