@@ -62,9 +62,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from paperlib.config import register_experiment
 from paperlib.data.batching import batchify, bptt_windows
-from paperlib.models.layers import LSTMLayer, RLSTMLayer
-from paperlib.models.lstm import lstm_step
-from paperlib.models.rlstm import rlstm_step
+from paperlib.models.layers import LSTMLayer, RLSTMLayer, stepwise_recurrence
 from paperlib.models.state import detach_state
 
 RULES = ("sgd", "global_rms", "rmsprop", "adam")
@@ -426,20 +424,7 @@ def _reference_recurrent_forward(layer: nn.Module, x: Tensor, state, state_mask:
         gx = F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0 + rnn.bias_hh_l0)  # [T, B, 4n]
         hs, cs, _ = _LSTMScan.apply(gx, rnn.weight_hh_l0, h, c, layer.capped_input_gate)
         return hs[1:], (hs[-1], cs[-1])
-    outputs = []
-    for x_t in x:
-        h_prev = h if state_mask is None else h * state_mask
-        if mogrified:
-            h_prev, x_t = layer.mogrifier(h_prev, x_t)
-        if isinstance(layer, LSTMLayer):
-            rnn = layer.rnn
-            bias = rnn.bias_ih_l0 + rnn.bias_hh_l0
-            h, c = lstm_step(x_t, h_prev, c, rnn.weight_ih_l0, rnn.weight_hh_l0, bias, layer.capped_input_gate)
-        else:
-            h, c = rlstm_step(x_t, h_prev, c, *layer.cell_weights(), state_mask)
-        outputs.append(h)
-    out = torch.stack(outputs)  # [T, B, n]
-    return out, (out[-1], c)
+    return stepwise_recurrence(layer, x, (h, c), state_mask)
 
 
 @contextlib.contextmanager

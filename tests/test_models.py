@@ -8,6 +8,8 @@ import math
 
 import pytest
 import torch
+
+from paperlib.models.layers import stepwise_recurrence
 import torch.nn.functional as F
 from torch.autograd import gradcheck
 from torch.func import functional_call
@@ -31,7 +33,7 @@ from paperlib.models.lstm import lstm_recurrence, lstm_step
 from paperlib.models.mlstm import MLSTMLayer
 from paperlib.models.mogrifier import Mogrifier, MogrifierSpec, mogrifier_recurrence, mogrify
 from paperlib.models.objective import token_log_likelihood
-from paperlib.models.rlstm import rlstm_recurrence, rlstm_step
+from paperlib.models.rlstm import rlstm_recurrence
 
 RECURRENT_CELLS = [c for c in VALID_CELLS if c != "transformer"]
 ALL_DROPOUTS = dict(
@@ -193,21 +195,9 @@ def test_uncapped_fused_lstm_matches_torch_lstm():
 
 
 def _reference_layer_loop(layer, x, state, mask):
-    """Per-step autograd reference: mask h_prev, mogrify (eq. 2.2), then the cell (eq. 2.1 or §4.1)."""
-    h, c = state
-    outputs = []
-    for x_t in x:
-        h_prev = h if mask is None else h * mask
-        if layer.mogrifier is not None:
-            h_prev, x_t = layer.mogrifier(h_prev, x_t)
-        if isinstance(layer, LSTMLayer):
-            rnn = layer.rnn
-            bias = rnn.bias_ih_l0 + rnn.bias_hh_l0
-            h, c = lstm_step(x_t, h_prev, c, rnn.weight_ih_l0, rnn.weight_hh_l0, bias, layer.capped_input_gate)
-        else:
-            h, c = rlstm_step(x_t, h_prev, c, *layer.cell_weights(), mask)
-        outputs.append(h)
-    return torch.stack(outputs), c
+    """Per-step autograd reference (paperlib.models.layers.stepwise_recurrence): returns (outputs, c)."""
+    out, (_, c) = stepwise_recurrence(layer, x, state, mask)
+    return out, c
 
 
 @pytest.mark.parametrize(

@@ -20,9 +20,9 @@ import torch
 from torch import Tensor, nn
 
 from paperlib.models.chrono import chrono_forget_bias_
-from paperlib.models.lstm import LSTMState, default_uniform_, lstm_recurrence
+from paperlib.models.lstm import LSTMState, default_uniform_, lstm_recurrence, lstm_step
 from paperlib.models.mogrifier import Mogrifier, MogrifierSpec, mogrifier_recurrence
-from paperlib.models.rlstm import rlstm_recurrence
+from paperlib.models.rlstm import rlstm_recurrence, rlstm_step
 
 
 class LSTMLayer(nn.Module):
@@ -137,3 +137,28 @@ class RLSTMLayer(nn.Module):
                 gx, self.weight_hh, self.weight_fu, self.bias_f, self.weight_oc, self.bias_o, h0, c0, state_mask
             )
         return out, (out[-1], c)
+
+
+def stepwise_recurrence(layer: nn.Module, x: Tensor, state: LSTMState, state_mask: Tensor | None = None
+                        ) -> tuple[Tensor, LSTMState]:
+    """Per-step autograd form of an LSTM/RLSTM layer's recurrence, ``x`` [T, B, m] -> ([T, B, n], (h, c)).
+
+    Masks h_prev, mogrifies (eq. 2.2), then applies the cell (eq. 2.1 or Melis §4.1) one step at a time:
+    the same function as the layer's fused recurrence, written plainly. It is the reference the fused
+    backward passes are tested against, and the form ``torch.func`` transforms can trace.
+    """
+    h, c = state
+    outputs = []
+    for x_t in x:
+        h_prev = h if state_mask is None else h * state_mask
+        if layer.mogrifier is not None and layer.mogrifier.rounds > 0:
+            h_prev, x_t = layer.mogrifier(h_prev, x_t)
+        if isinstance(layer, LSTMLayer):
+            rnn = layer.rnn
+            bias = rnn.bias_ih_l0 + rnn.bias_hh_l0
+            h, c = lstm_step(x_t, h_prev, c, rnn.weight_ih_l0, rnn.weight_hh_l0, bias, layer.capped_input_gate)
+        else:
+            h, c = rlstm_step(x_t, h_prev, c, *layer.cell_weights(), state_mask)
+        outputs.append(h)
+    out = torch.stack(outputs)  # [T, B, n]
+    return out, (out[-1], c)
