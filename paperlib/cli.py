@@ -125,6 +125,33 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_index(args) -> int:
+    from paperlib import results_index
+    from paperlib.config import repo_root
+
+    root = repo_root()
+    table = results_index.current_table(root)
+    if args.readme or args.check:
+        readme = root / "README.md"
+        text = results_index.readme_with_summary(readme.read_text(), table)
+        if args.check:
+            stale = [name for name, new, path in (
+                ("README.md", text, readme),
+                (results_index.INDEX, results_index.render_markdown(table), root / results_index.INDEX),
+            ) if not path.exists() or path.read_text() != new]
+            if stale:
+                raise ValueError(f"out of date: {', '.join(stale)}; run `paperlib index --readme`")
+            print("results index and README summary are current")
+            return 0
+        readme.write_text(text)
+    out = results_index.write_index(root)
+    counts = {}
+    for row in table:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    print(f"wrote {out} ({len(table)} seed items: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="paperlib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -166,6 +193,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="smoke, cpu or paper")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("index", help="write results/README.md: one row per table/figure of the seeds")
+    p.add_argument("--readme", action="store_true", help="also rewrite the summary table in README.md")
+    p.add_argument("--check", action="store_true", help="only check that both are current (exit 2 if not)")
+    p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("run-notebook", help="execute a notebook with papermill into results/notebooks/")
     p.add_argument("name", help="notebook name without .ipynb")

@@ -34,8 +34,11 @@ def scratch(mirror, tmp_path_factory):
     params = root / "params.yaml"
     params.write_text(re.sub(r"^profile: \w+", "profile: smoke", params.read_text(), count=1, flags=re.M))
     (root / "dvc.lock").unlink(missing_ok=True)
-    for folder in ("results", "figures"):
-        shutil.rmtree(root / folder, ignore_errors=True)
+    # Start from no outputs; the seed-items table under results/ is an input of the results index.
+    shutil.rmtree(root / "figures", ignore_errors=True)
+    for path in (root / "results").iterdir():
+        if path.name != "seed_items.csv":
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
     git = ["git", "-c", "user.name=ci", "-c", "user.email=ci@localhost", "-c", "commit.gpgsign=false"]
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     subprocess.run([*git, "add", "-A"], cwd=root, check=True)
@@ -58,6 +61,10 @@ def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch):
     assert "Running stage 'notebook_dataset_summary'" in first
     assert (root / "figures" / "dataset_summary.png").stat().st_size > 10_000
     assert '"ptb"' in (root / "results" / "data_summary.json").read_text()
+    index = (root / "results" / "README.md").read_text()
+    ids = [line.split(",", 1)[0] for line in (root / "results" / "seed_items.csv").read_text().splitlines()[1:]]
+    assert all(f"| {item} |" in index for item in ids)
+    assert "[profile smoke]" in index  # smoke numbers are labelled as such, never passed off as cpu ones
     second = _run([sys.executable, "-m", "dvc", "repro"], root, env)
     assert "Running stage" not in second
     assert "up to date" in second

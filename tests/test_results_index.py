@@ -1,0 +1,115 @@
+"""The results index accounts for every table and figure of the seeds, and never goes stale."""
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from paperlib import results_index as ri
+from tests.conftest import REPO
+
+SHARED_ITEMS = REPO.parent / "shared" / "seed_items.csv"
+
+
+def _items():
+    return ri.read_seed_items(REPO / ri.SEED_ITEMS)
+
+
+def test_every_seed_item_has_exactly_one_row_in_the_seed_order():
+    table = ri.build_index(_items(), ri.load_results(REPO))
+    assert [row["id"] for row in table] == [item["id"] for item in _items()]
+    assert len({row["id"] for row in table}) == len(table)
+    assert set(ri.ROWS) == {item["id"] for item in _items()}, "ROWS has entries for ids that are not seed items"
+
+
+@pytest.mark.skipif(not SHARED_ITEMS.exists(), reason="../shared/seed_items.csv is not beside the repository")
+def test_our_copy_of_the_seed_table_lists_the_same_items_as_the_shared_one():
+    with open(SHARED_ITEMS, newline="") as handle:
+        shared = [row["id"] for row in csv.DictReader(handle)]
+    assert [item["id"] for item in _items()] == shared
+
+
+def test_an_unknown_seed_item_is_a_clear_error():
+    with pytest.raises(ValueError, match="no index row for seed item.*X-T9.9"):
+        ri.build_index([{"id": "X-T9.9", "seed": "s", "kind": "table", "title": "t"}], {})
+
+
+def test_rows_whose_results_are_missing_say_which_stage_makes_them():
+    table = {row["id"]: row for row in ri.build_index(_items(), {})}
+    assert table["K-T4.1"]["status"] == "pending"
+    assert "`dvc repro dyneval`" in table["K-T4.1"]["verdict"]
+    assert table["M-F2.1"]["status"] == "diagram"  # rows with nothing to measure do not depend on results
+
+
+def test_a_result_lacking_a_key_is_pending_not_a_crash():
+    row = ri.build_index([i for i in _items() if i["id"] == "M-F2.4"], {"reverse_copy": {"profile": "cpu"}})[0]
+    assert row["status"] == "pending" and "results lack" in row["verdict"]
+
+
+def test_numbers_come_from_the_results_files():
+    results = ri.load_results(REPO)
+    if "dyneval" not in results:
+        pytest.skip("dyneval results not present")
+    doctored = json.loads(json.dumps(results))
+    for row in doctored["dyneval"]["corpora"]["ptb"]["rows"]:
+        if row["key"] == "static":
+            row["test_ppl"] = 12345.0
+    table = {row["id"]: row for row in ri.build_index(_items(), doctored)}
+    assert "12,345" in table["K-T4.1"]["ours"]
+    # with the static row made worst, "every rule beats static" must now hold whatever the real numbers were
+    assert "every update rule beats static evaluation" in table["K-T4.1"]["verdict"]
+
+
+def test_results_from_another_profile_are_labelled():
+    results = ri.load_results(REPO)
+    if "reverse_copy" not in results:
+        pytest.skip("reverse_copy results not present")
+    doctored = dict(results, reverse_copy=dict(results["reverse_copy"], profile="smoke"))
+    row = ri.build_index([i for i in _items() if i["id"] == "M-F2.4"], doctored)[0]
+    assert row["ours"].endswith("[profile smoke]")
+
+
+def test_every_verdict_uses_the_vocabulary():
+    for row in ri.build_index(_items(), ri.load_results(REPO)):
+        assert row["status"] in ri.VERDICTS
+        assert row["verdict"].startswith(row["status"])
+    with pytest.raises(ValueError, match="must start with one of"):
+        ri._status("fine: looks good")
+
+
+def test_markdown_cells_escape_pipes():
+    table = [{"id": "A", "title": "x | y", "file": "f", "paper": "p", "ours": "o", "scale": "s",
+              "verdict": "partly: a|b", "status": "partly"}]
+    line = ri.render_markdown(table).splitlines()[-1]
+    assert line.count(" | ") == 6 and "x \\| y" in line
+
+
+def test_the_index_stage_depends_on_every_results_file_the_rows_read():
+    stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["results_index"]
+    deps = set(stage["deps"])
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    for row in ri.ROWS.values():
+        for name in row.needs:
+            assert f"results/{name}.json" in deps
+            assert name in stages, f"rows point users to `dvc repro {name}`, which is not a stage"
+    assert ri.SEED_ITEMS in deps
+
+
+def test_committed_index_and_readme_summary_are_current():
+    table = ri.current_table(REPO)
+    assert (REPO / ri.INDEX).read_text() == ri.render_markdown(table), "run `paperlib index --readme`"
+    readme = (REPO / "README.md").read_text()
+    assert ri.readme_with_summary(readme, table) == readme, "run `paperlib index --readme`"
+
+
+def test_readme_without_markers_is_a_clear_error():
+    with pytest.raises(ValueError, match="markers"):
+        ri.readme_with_summary("# no markers here\n", [])
+
+
+def test_the_index_quotes_the_micmco_figures_as_the_experiment_module_does():
+    from paperlib.micmco import FIGURES
+
+    assert ri._MICMCO_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
