@@ -137,7 +137,8 @@ def cmd_index(args) -> int:
         if args.check:
             stale = [name for name, new, path in (
                 ("README.md", text, readme),
-                (results_index.INDEX, results_index.render_markdown(table), root / results_index.INDEX),
+                (results_index.INDEX, results_index.render_markdown(table, results_index.load_wall_times(root)),
+                 root / results_index.INDEX),
             ) if not path.exists() or path.read_text() != new]
             if stale:
                 raise ValueError(f"out of date: {', '.join(stale)}; run `paperlib index --readme`")
@@ -145,6 +146,9 @@ def cmd_index(args) -> int:
             return 0
         readme.write_text(text)
     out = results_index.write_index(root)
+    from paperlib.dvc_views import write_views
+
+    write_views(root, results_index.load_results(root))
     counts = {}
     for row in table:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
@@ -194,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("index", help="write results/README.md: one row per table/figure of the seeds")
+    p = sub.add_parser("index", help="write results/README.md (one row per table/figure of the seeds), "
+                       "results/metrics.json and results/plots/*.csv for `dvc metrics/plots show`")
     p.add_argument("--readme", action="store_true", help="also rewrite the summary table in README.md")
     p.add_argument("--check", action="store_true", help="only check that both are current (exit 2 if not)")
     p.set_defaults(func=cmd_index)

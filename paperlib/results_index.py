@@ -695,6 +695,31 @@ def load_results(root: str | os.PathLike) -> dict[str, Any]:
     return out
 
 
+def load_wall_times(root: str | os.PathLike) -> dict[str, tuple[str, float | None]]:
+    """``{experiment: (profile, wall seconds)}`` from the ``results/*.provenance.json`` records."""
+    out = {}
+    for path in sorted(Path(root, "results").glob("*.provenance.json")):
+        record = json.loads(path.read_text())
+        out[path.name.removesuffix(".provenance.json")] = (record.get("profile", "?"), record.get("wall_time_s"))
+    return out
+
+
+def render_compute(wall_times: Mapping[str, tuple[str, float | None]]) -> str:
+    """The compute section: each stage's wall time as its provenance records it, and the total."""
+    if not wall_times:
+        return ""
+    lines = ["", "## Compute", "",
+             "Wall time of each experiment stage's last run, from its `*.provenance.json` (2-core CPU machine; a",
+             "stage that resumed from its checkpoints in `runs/` records only the remainder):", "",
+             "| stage | profile | wall time |", "|---|---|---|"]
+    total = 0.0
+    for name, (profile, seconds) in wall_times.items():
+        total += seconds or 0.0
+        lines.append(f"| {name} | {profile} | {'n/a' if seconds is None else f'{seconds / 60:.1f} min'} |")
+    lines.append(f"| **total** | | **{total / 60:.1f} min** |")
+    return "\n".join(lines) + "\n"
+
+
 def build_index(items: list[dict[str, str]], results: Results) -> list[dict[str, str]]:
     """One rendered row per seed item, in the seed table's order; unknown ids are an error."""
     unknown = [item["id"] for item in items if item["id"] not in ROWS]
@@ -714,7 +739,8 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(table: list[dict[str, str]]) -> str:
+def render_markdown(table: list[dict[str, str]], wall_times: Mapping[str, tuple[str, float | None]] | None = None
+                    ) -> str:
     counts: dict[str, int] = {}
     for row in table:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
@@ -734,7 +760,7 @@ def render_markdown(table: list[dict[str, str]]) -> str:
     for row in table:
         lines.append("| " + " | ".join(_cell(row[k]) for k in ("id", "title", "file", "paper", "ours", "scale",
                                                                   "verdict")) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + render_compute(wall_times or {})
 
 
 def write_index(root: str | os.PathLike) -> Path:
@@ -743,7 +769,7 @@ def write_index(root: str | os.PathLike) -> Path:
     table = current_table(root)
     path = root / INDEX
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(render_markdown(table))
+    tmp.write_text(render_markdown(table, load_wall_times(root)))
     os.replace(tmp, path)
     return path
 

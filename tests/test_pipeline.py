@@ -1,6 +1,7 @@
 """End to end, in the smoke profile: `dvc repro` on a scratch clone, a second `dvc repro` that does
 nothing, and nbval over every notebook against the results it produced."""
 
+import json
 import os
 import re
 import shutil
@@ -55,6 +56,12 @@ def _run(cmd, root, env, timeout=1200):
     return proc.stdout + proc.stderr
 
 
+def _json(cmd, root, env):
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}"
+    return json.loads(proc.stdout)
+
+
 def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch):
     root, env = scratch
     first = _run([sys.executable, "-m", "dvc", "repro"], root, env)
@@ -65,6 +72,10 @@ def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch):
     ids = [line.split(",", 1)[0] for line in (root / "results" / "seed_items.csv").read_text().splitlines()[1:]]
     assert all(f"| {item} |" in index for item in ids)
     assert "[profile smoke]" in index  # smoke numbers are labelled as such, never passed off as cpu ones
+    metrics = _json([sys.executable, "-m", "dvc", "metrics", "show", "--json"], root, env)
+    assert "results/metrics.json" in json.dumps(metrics), "dvc metrics show found no metrics"
+    plots = _json([sys.executable, "-m", "dvc", "plots", "show", "--json", "-o", str(root / "dvc_plots")], root, env)
+    assert "results/plots/averaging_valid.csv" in json.dumps(plots)
     second = _run([sys.executable, "-m", "dvc", "repro"], root, env)
     assert "Running stage" not in second
     assert "up to date" in second

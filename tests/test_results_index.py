@@ -92,14 +92,15 @@ def test_the_index_stage_depends_on_every_results_file_the_rows_read():
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     for row in ri.ROWS.values():
         for name in row.needs:
-            assert f"results/{name}.json" in deps
+            assert f"results/{name}.json" in deps and f"results/{name}.provenance.json" in deps
             assert name in stages, f"rows point users to `dvc repro {name}`, which is not a stage"
     assert ri.SEED_ITEMS in deps
 
 
 def test_committed_index_and_readme_summary_are_current():
     table = ri.current_table(REPO)
-    assert (REPO / ri.INDEX).read_text() == ri.render_markdown(table), "run `paperlib index --readme`"
+    expected = ri.render_markdown(table, ri.load_wall_times(REPO))
+    assert (REPO / ri.INDEX).read_text() == expected, "run `paperlib index --readme`"
     readme = (REPO / "README.md").read_text()
     assert ri.readme_with_summary(readme, table) == readme, "run `paperlib index --readme`"
 
@@ -113,3 +114,9 @@ def test_the_index_quotes_the_micmco_figures_as_the_experiment_module_does():
     from paperlib.micmco import FIGURES
 
     assert ri._MICMCO_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
+
+
+def test_compute_section_sums_the_recorded_wall_times():
+    text = ri.render_compute({"a": ("cpu", 60.0), "b": ("cpu", 120.0), "c": ("smoke", None)})
+    assert "| a | cpu | 1.0 min |" in text and "| c | smoke | n/a |" in text and "**3.0 min**" in text
+    assert ri.render_compute({}) == ""
