@@ -102,6 +102,9 @@ RUNNERS = {
     "word_generation": "paperlib.word_generation:run_word_generation",
     "dyneval": "paperlib.dyneval:run_dyneval",
     "reverse_copy": "paperlib.reverse_copy:run_reverse_copy",
+    "tuning_ptb": "paperlib.tuning:run_tuning",
+    "dyneval_char": "paperlib.dyneval_char:run_dyneval_char",
+    "micmco_ptb": "paperlib.micmco_ptb:run_micmco_ptb",
 }
 
 
@@ -122,6 +125,19 @@ def cmd_train(args) -> int:
 
     out = run_lm_experiment(args.experiment, profile=args.profile, progress=not args.quiet, averaging=args.averaging)
     print(f"wrote {out}")
+    return 0
+
+
+def cmd_tune(args) -> int:
+    from paperlib.tuning import trial_counts, tune
+
+    study = tune(args.space, study_name=args.study, storage=args.storage, trials=args.trials, metrics=args.objective,
+                 profile=args.profile, sampler=args.sampler, seed=args.seed, progress=not args.quiet)
+    counts = ", ".join(f"{n} {state.lower()}" for state, n in sorted(trial_counts(study).items()))
+    print(f"study {study.study_name}: {counts}")
+    for trial in study.best_trials:  # the best trial, or the Pareto front of several objectives
+        values = ", ".join(f"{m} {v:.4g}" for m, v in zip(args.objective, trial.values))
+        print(f"  trial {trial.number}: {values}; {json.dumps(trial.params)}")
     return 0
 
 
@@ -197,6 +213,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="smoke, cpu or paper")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("tune", help="run trials of an Optuna study over a thesis search space (join it from any machine)")
+    p.add_argument("space", help="search space with a model in params.yaml tuning_ptb: lstm, mogrifier, enwik8_lstm, "
+                                 "enwik8_mogrifier")
+    p.add_argument("--study", help="study name (default: tuning_ptb-<space>-<profile>)")
+    p.add_argument("--storage", help="Optuna storage URL shared by all workers, e.g. "
+                                     "postgresql://user:password@host:5432/db (default: sqlite:///runs/tuning/<study>.db)")
+    p.add_argument("--trials", type=int, help="finished trials the study should reach over all workers "
+                                              "(default: params.yaml)")
+    p.add_argument("--objective", nargs="+", default=["valid_nll"], choices=("valid_nll", "parameters", "train_seconds"),
+                   help="metric(s) to minimise; several make a Pareto study (default: valid_nll)")
+    p.add_argument("--sampler", choices=("auto", "gp", "tpe", "random"),
+                   help="default: params.yaml (auto: Optuna's GP sampler if installed, else TPE)")
+    p.add_argument("--seed", type=int, help="sampler seed (default: fresh; workers of one study need different seeds)")
+    p.add_argument("--profile", help="smoke, cpu or paper (model and training sizes)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("index", help="write results/README.md (one row per table/figure of the seeds), "
                        "results/metrics.json and results/plots/*.csv for `dvc metrics/plots show`")

@@ -229,7 +229,8 @@ def _type_name(hint: Any) -> str:
 # Modules whose import registers experiment schemas (each experiment keeps its schema beside its code).
 SCHEMA_MODULES: tuple[str, ...] = ("paperlib.experiments", "paperlib.averaging_experiment", "paperlib.micmco",
                                    "paperlib.word_generation", "paperlib.dyneval",
-                                   "paperlib.reverse_copy")
+                                   "paperlib.reverse_copy", "paperlib.tuning",
+                                   "paperlib.dyneval_char", "paperlib.micmco_ptb")
 
 
 def _import_schema_modules() -> None:

@@ -50,6 +50,15 @@ def _reverse_copy_metrics(result: Mapping[str, Any]) -> dict[str, float]:
             for model, values in result["cross_entropy"].items() for length, value in zip(result["lengths"], values)}
 
 
+def _dyneval_char_metrics(result: Mapping[str, Any]) -> dict[str, float]:
+    return {f"{model}.{row['key']}.test_bpc": row["test_bpc"]
+            for model, table in result["tables"].items() for row in table["rows"]}
+
+
+def _tuning_metrics(result: Mapping[str, Any]) -> dict[str, float]:
+    return {f"{model}.best_valid_nll": rec["best"]["value"] for model, rec in result["models"].items() if rec["best"]}
+
+
 # results name -> headline numbers; experiments not listed here have no flat headline yet.
 HEADLINES: dict[str, Callable[[Mapping[str, Any]], dict[str, float]]] = {
     "lm_ptb": _lm_metrics,
@@ -60,6 +69,8 @@ HEADLINES: dict[str, Callable[[Mapping[str, Any]], dict[str, float]]] = {
     "micmco_synthetic": _micmco_metrics,
     "word_generation": _word_generation_metrics,
     "reverse_copy": _reverse_copy_metrics,
+    "dyneval_char": _dyneval_char_metrics,
+    "tuning_ptb": _tuning_metrics,
 }
 
 

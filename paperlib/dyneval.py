@@ -20,6 +20,13 @@ Update rules (``rule``):
   §5.4.2-5.4.3 baselines (Krause used PyTorch's implementations, whose ε sits outside the square root
   as in eq. 5.12 rather than inside as in eqs. 2.52/2.57). ``alpha`` is the averaging constant α of the
   squared gradients (β2) and ``momentum`` is μ (β1 for Adam). A decay prior λ may be added to any rule.
+* ``nonlocal_rmsprop``: RMSprop whose running mean squared gradient is fed by a second, parallel model
+  dynamically evaluated (with the same RMSprop step) on an independent ``statistics_tokens`` stream
+  instead of by the evaluation sequence (§5.4.4.2, Table 5.7; :class:`NonLocalRMSpropRule`).
+
+:func:`probe_updates` repeats the forward pass of probed time steps after their segment's update, and
+:func:`related_words` compares the resulting change of log-probabilities of the words nearest to the
+observed one in embedding space with the vocabulary's median (§5.3, Table 5.2).
 
 Sparse dynamic evaluation (§4.6, ``sparse_units=H``) adapts only an H×H matrix M, initialised to zero,
 acting on H of the hidden units as h' = h + M h (eq. 4.8). Departure: the thesis applies M to the hidden
@@ -61,11 +68,11 @@ from torch.func import functional_call, grad, vmap
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from paperlib.config import register_experiment
-from paperlib.data.batching import batchify, bptt_windows
+from paperlib.data.batching import batchify, bptt_windows, num_windows
 from paperlib.models.layers import LSTMLayer, RLSTMLayer, stepwise_recurrence
 from paperlib.models.state import detach_state
 
-RULES = ("sgd", "global_rms", "rmsprop", "adam")
+RULES = ("sgd", "global_rms", "rmsprop", "adam", "nonlocal_rmsprop")
 LN2 = math.log(2.0)
 
 Params = dict[str, Tensor]
@@ -188,6 +195,60 @@ class TorchOptimizerRule(UpdateRule):
             p.grad = None
 
 
+class StatisticsStream:
+    """The parallel model of non-local RMSprop: its own local weights and hidden state on its own stream.
+
+    ``windows`` yields the (inputs, targets) segments of the statistics stream in step with the
+    evaluation segments; :meth:`gradients` returns ∇L of the next one at the parallel weights, whose
+    update is left to the rule that consumes the gradients.
+    """
+
+    def __init__(self, oracle: GradientOracle, params: Params, windows: Iterator[tuple[Tensor, Tensor]], state: Any):
+        self.oracle = oracle
+        self.params = params
+        self.state = state
+        self._windows = iter(windows)
+
+    def gradients(self) -> Params:
+        try:
+            inputs, targets = next(self._windows)
+        except StopIteration:
+            raise ValueError("the statistics stream has fewer segments than the evaluation stream") from None
+        grads, _, self.state = self.oracle(self.params, inputs, targets, self.state)
+        return grads
+
+
+class NonLocalRMSpropRule(UpdateRule):
+    """RMSprop with mean squared gradients from an independent stream, Krause §5.4.4.2 ("non-local RMSprop").
+
+    MS ← α MS + (1 - α) g'² and θ ← θ - η g / (√MS + ε) (eqs. 2.51 and 5.12, ε outside the root as in
+    PyTorch), where g is the gradient of the evaluation segment and g' that of the same-position segment
+    of the statistics stream under a second model run in parallel. The parallel model takes the RMSprop
+    step with its own gradient and the same MS (and the same decay prior), so it is RMSprop dynamic
+    evaluation of the statistics stream; the evaluation model only borrows its statistics. With the
+    statistics stream equal to the evaluation stream both models coincide and the rule is RMSprop.
+    The thesis does not say whether the parallel model adapts; here it does ("two versions of the model").
+    """
+
+    def __init__(self, theta_g: Params, lr: float, alpha: float, eps: float, decay_rate, statistics: StatisticsStream):
+        super().__init__(theta_g, decay_rate)
+        self.lr, self.alpha, self.eps = lr, alpha, eps
+        self.statistics = statistics
+        self.square_avg = {k: torch.zeros_like(v) for k, v in statistics.params.items()}
+
+    def _gradient_step(self, params: Params, grads: Params) -> None:
+        other = self.statistics.gradients()  # at the parallel weights before their update, like grads
+        parallel = self.statistics.params
+        if self.keep is not None:
+            for k, p in parallel.items():
+                p.mul_(self.keep[k]).add_(self.anchor[k])
+        for k, p in params.items():
+            ms = self.square_avg[k].mul_(self.alpha).addcmul_(other[k], other[k], value=1.0 - self.alpha)
+            denom = ms.sqrt().add_(self.eps)  # the same operations as torch.optim.RMSprop
+            p.addcdiv_(grads[k], denom, value=-self.lr)
+            parallel[k].addcdiv_(other[k], denom, value=-self.lr)
+
+
 def make_update_rule(
     rule: str,
     params: Params,
@@ -200,15 +261,21 @@ def make_update_rule(
     alpha: float | None = None,
     ms_g: Mapping[str, Tensor] | None = None,
     rms_decay: bool = True,
+    statistics: StatisticsStream | None = None,
 ) -> UpdateRule:
     """Build the update rule ``rule`` (one of :data:`RULES`) for the local weights ``params``.
 
     ``params`` may carry a leading stream dimension (batched evaluation); θ_g and MS_g broadcast.
     ``eps``, ``momentum`` and ``alpha`` default per rule: ε = 1e-5 for global RMS and PyTorch's 1e-8
-    otherwise; μ = 0 for SGD and 0.9 (β1) for Adam; α = 0.99 for RMSprop and 0.999 (β2) for Adam.
+    otherwise; μ = 0 for SGD and 0.9 (β1) for Adam; α = 0.99 for (non-local) RMSprop and 0.999 (β2) for
+    Adam. ``statistics`` is the parallel model of ``nonlocal_rmsprop`` (built by :func:`dynamic_evaluate`
+    from ``statistics_tokens``).
     """
     _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay)
     keys = list(params)
+    if (statistics is None) != (rule != "nonlocal_rmsprop"):
+        raise ValueError("rule 'nonlocal_rmsprop' needs statistics (dynamic_evaluate: statistics_tokens), "
+                         "and no other rule takes them")
     if rule == "global_rms":
         if ms_g is None:
             raise ValueError("rule 'global_rms' needs ms_g, the mean squared training gradients (eq. 4.4)")
@@ -221,6 +288,9 @@ def make_update_rule(
             decay_rate = {k: decay * r for k, r in rms_norm(ms_g, decay).items()} if rms_decay else dict.fromkeys(keys, decay)
         return GlobalRMSRule(theta_g, lr, ms_g, 1e-5 if eps is None else eps, decay_rate)
     decay_rate = dict.fromkeys(keys, decay) if decay > 0 else None
+    if rule == "nonlocal_rmsprop":
+        return NonLocalRMSpropRule(theta_g, lr, 0.99 if alpha is None else alpha, 1e-8 if eps is None else eps,
+                                   decay_rate, statistics)
     leaves = list(params.values())
     if rule == "sgd":
         if not momentum:
@@ -247,10 +317,11 @@ def _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay) -> None:
         raise ValueError(f"eps must be positive, got {eps}")
     if momentum is not None and not 0.0 <= momentum < 1.0:
         raise ValueError(f"momentum (μ) must lie in [0, 1), got {momentum}")
-    if momentum and rule == "global_rms":
-        raise ValueError("momentum applies to rules 'sgd', 'rmsprop' and 'adam', not 'global_rms'")
-    if alpha is not None and (rule not in ("rmsprop", "adam") or not 0.0 < alpha < 1.0):
-        raise ValueError(f"alpha (α) applies to rules 'rmsprop' and 'adam' and must lie in (0, 1), got {alpha}")
+    if momentum and rule in ("global_rms", "nonlocal_rmsprop"):
+        raise ValueError(f"momentum applies to rules 'sgd', 'rmsprop' and 'adam', not {rule!r}")
+    if alpha is not None and (rule not in ("rmsprop", "adam", "nonlocal_rmsprop") or not 0.0 < alpha < 1.0):
+        raise ValueError(f"alpha (α) applies to rules 'rmsprop', 'nonlocal_rmsprop' and 'adam' and must lie in (0, 1), "
+                         f"got {alpha}")
     if not rms_decay and rule != "global_rms":
         raise ValueError("rms_decay=False only applies to rule 'global_rms'")
 
@@ -525,6 +596,7 @@ def dynamic_evaluate(
     state: Any = None,
     batched: bool = True,
     callback: Callable[[int, Params, Params], None] | None = None,
+    statistics_tokens: Tensor | None = None,
 ) -> DynamicEvalResult:
     """Dynamically evaluate ``model`` on ``tokens`` [T] (one stream) or [S, T] (independent streams).
 
@@ -535,18 +607,27 @@ def dynamic_evaluate(
     state (batch S), None for the model's zero state. With S > 1 every stream has its own fast weights and
     hidden state; ``batched=True`` evaluates them together (vmap), ``batched=False`` one after the other.
     ``callback(i, params, grads)`` is called after the i-th update (for inspection).
+    ``statistics_tokens`` (same shape as ``tokens``, rule ``nonlocal_rmsprop`` only) is the independent
+    stream that a parallel model, starting from the same weights and initial state, reads segment by
+    segment to supply RMSprop's mean squared gradients (§5.4.4.2).
     """
     streams = _as_streams(tokens)
     if not isinstance(segment_len, int) or segment_len < 1:
         raise ValueError(f"segment_len must be a positive integer, got {segment_len!r}")
     _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay)
+    other = _statistics_streams(rule, streams, statistics_tokens)
     count = streams.shape[0]
     hyper = dict(rule=rule, lr=lr, decay=decay, eps=eps, momentum=momentum, alpha=alpha, ms_g=ms_g, rms_decay=rms_decay)
+
+    def parallel(oracle: GradientOracle, params: Params, start: Any) -> StatisticsStream | None:
+        if other is None:
+            return None
+        return StatisticsStream(oracle, {k: v.clone() for k, v in params.items()}, bptt_windows(other, segment_len), start)
 
     with _eval_mode(model):
         if count > 1 and not batched:
             kwargs = dict(hyper, segment_len=segment_len, sparse_units=sparse_units, adapt=adapt)
-            return _one_by_one(model, streams, state, kwargs, callback)
+            return _one_by_one(model, streams, state, kwargs, callback, other)
         if sparse_units is not None:
             if adapt is not None:
                 raise ValueError("sparse dynamic evaluation adapts only M; do not combine it with adapt")
@@ -554,7 +635,8 @@ def dynamic_evaluate(
             params = {"adaptation": wrapper.zeros(count)}  # [S, H, H], every stream its own M
             theta_g = {"adaptation": wrapper.zeros(1)}
             oracle = _direct_oracle(lambda p, x, s: wrapper(x, s, p["adaptation"]), per_stream=True)
-            result = _run(oracle, params, theta_g, hyper, streams, segment_len, state, callback)
+            result = _run(oracle, params, theta_g, hyper, streams, segment_len, state, callback,
+                          parallel(oracle, params, state))
         else:
             names = adapted_parameters(model, adapt)
             named = dict(model.named_parameters())
@@ -563,25 +645,46 @@ def dynamic_evaluate(
             if count == 1:
                 params = {n: p.clone() for n, p in theta_g.items()}
                 call = lambda p, x, s: functional_call(model, {**frozen, **p}, (x, s))  # noqa: E731
-                result = _run(_direct_oracle(call, per_stream=True), params, theta_g, hyper, streams, segment_len,
-                              state, callback)
+                oracle = _direct_oracle(call, per_stream=True)
+                result = _run(oracle, params, theta_g, hyper, streams, segment_len, state, callback,
+                              parallel(oracle, params, state))
             else:
                 params = {n: p.unsqueeze(0).repeat(count, *([1] * p.dim())) for n, p in theta_g.items()}  # [S, ...]
                 start = state if state is not None else model.init_state(count)
                 codec = _StateCodec(start)
                 packed = [t.unsqueeze(1) for t in codec.pack(start)]  # [S, 1, ...]: one batch row per stream
+                # the parallel model gets its own codec: static state leaves (e.g. positions) are per model
+                statistics = None
+                if other is not None:
+                    codec_other = _StateCodec(start)
+                    statistics = parallel(_vmap_oracle(model, frozen, codec_other), params,
+                                          [t.unsqueeze(1) for t in codec_other.pack(start)])
                 result = _run(_vmap_oracle(model, frozen, codec), params, theta_g, hyper, streams, segment_len,
-                              packed, callback)
+                              packed, callback, statistics)
                 result.state = codec.unpack([t.squeeze(1) for t in result.state])
     if tokens.dim() == 1:
         result.losses = result.losses[0]
     return result
 
 
+def _statistics_streams(rule: str, streams: Tensor, statistics_tokens: Tensor | None) -> Tensor | None:
+    """The statistics streams of non-local RMSprop as [S, T], checked against the evaluation streams."""
+    if (statistics_tokens is None) != (rule != "nonlocal_rmsprop"):
+        raise ValueError("statistics_tokens are required by rule 'nonlocal_rmsprop' and only used by it")
+    if statistics_tokens is None:
+        return None
+    other = _as_streams(statistics_tokens).to(streams.device)
+    if other.shape != streams.shape:
+        raise ValueError(f"statistics_tokens must have the shape of tokens {tuple(streams.shape)}, "
+                         f"got {tuple(other.shape)}")
+    return other
+
+
 def _run(oracle: GradientOracle, params: Params, theta_g: Params, hyper: dict, streams: Tensor, segment_len: int,
-         state: Any, callback) -> DynamicEvalResult:
+         state: Any, callback, statistics: StatisticsStream | None = None) -> DynamicEvalResult:
     """Algorithm 1 with an update rule: score a segment, take its gradient, update, carry the state on."""
-    rule = make_update_rule(hyper.pop("rule"), params, theta_g, **hyper)
+    hyper = dict(hyper)
+    rule = make_update_rule(hyper.pop("rule"), params, theta_g, statistics=statistics, **hyper)
     losses = []
     for index, (inputs, targets) in enumerate(bptt_windows(streams, segment_len)):
         grads, segment_losses, state = oracle(params, inputs, targets, state)
@@ -592,12 +695,15 @@ def _run(oracle: GradientOracle, params: Params, theta_g: Params, hyper: dict, s
     return DynamicEvalResult(torch.cat(losses, 1), params, state)
 
 
-def _one_by_one(model: nn.Module, streams: Tensor, state: Any, kwargs: dict, callback) -> DynamicEvalResult:
+def _one_by_one(model: nn.Module, streams: Tensor, state: Any, kwargs: dict, callback,
+                statistics_tokens: Tensor | None = None) -> DynamicEvalResult:
     """Evaluate S streams sequentially, each from θ_g with its own state; results stacked as if batched."""
     results = []
     for s in range(streams.shape[0]):
         row_state = None if state is None else _select_row(state, s)
-        results.append(dynamic_evaluate(model, streams[s], state=row_state, callback=callback, **kwargs))
+        other = None if statistics_tokens is None else statistics_tokens[s]
+        results.append(dynamic_evaluate(model, streams[s], state=row_state, callback=callback,
+                                        statistics_tokens=other, **kwargs))
     params = {k: torch.cat([r.params[k] if k == "adaptation" else r.params[k].unsqueeze(0) for r in results])
               for k in results[0].params}
     return DynamicEvalResult(torch.stack([r.losses for r in results]), params, [r.state for r in results])
@@ -619,6 +725,133 @@ def static_evaluate(model: nn.Module, tokens: Tensor, *, segment_len: int = 70, 
             losses.append(_token_losses(logits, targets))
     out = torch.cat(losses, 1)
     return DynamicEvalResult(out[0] if tokens.dim() == 1 else out, {}, state)
+
+
+# ---------------------------------------------------------------------------------------------
+# What one update does to the other words' probabilities (Krause §5.3, Table 5.2)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class UpdateProbe:
+    """Log-probabilities over the vocabulary at probed time steps, before and after their segment's update.
+
+    ``positions`` index the probed target tokens in the sequence; ``before``/``after`` [P, V] are
+    log p(x_position = v | x_<position) under the local weights before and after the dynamic-evaluation
+    update on the segment containing the position, from the same recurrent state at the segment start.
+    """
+
+    positions: list[int]
+    before: Tensor
+    after: Tensor
+
+    @property
+    def delta(self) -> Tensor:
+        """Δ log p = log p_after - log p_before, [P, V]."""
+        return self.after - self.before
+
+
+def probe_updates(
+    model: nn.Module,
+    tokens: Tensor,
+    positions: Sequence[int],
+    *,
+    lr: float,
+    rule: str = "global_rms",
+    decay: float = 0.0,
+    eps: float | None = None,
+    segment_len: int = 5,
+    rms_decay: bool = True,
+    momentum: float | None = None,
+    alpha: float | None = None,
+    ms_g: Mapping[str, Tensor] | None = None,
+    adapt: AdaptSpec = None,
+) -> UpdateProbe:
+    """Dynamic evaluation of one stream ``tokens`` [T] with a second forward pass after probed updates (§5.3).
+
+    Runs exactly the evaluation of :func:`dynamic_evaluate` (same arguments) up to the segment of the last
+    probed position; for every probed position t the output distribution at its time step is computed with
+    the weights before (as scored) and after the update on its segment, from the state at the segment start,
+    which "simulates the model seeing the exact same context twice" (Table 5.2).
+    """
+    if tokens.dim() != 1:
+        raise ValueError(f"tokens must be one stream [T], got shape {tuple(tokens.shape)}")
+    if not positions or any(not 1 <= p < tokens.numel() for p in positions):
+        raise ValueError(f"positions must be a non-empty list of target indices in [1, {tokens.numel() - 1}], got {positions}")
+    if not isinstance(segment_len, int) or segment_len < 1:
+        raise ValueError(f"segment_len must be a positive integer, got {segment_len!r}")
+    _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay)
+    order = sorted(set(positions))
+    wanted: dict[int, list[int]] = {}  # segment index -> time steps inside the segment
+    for p in order:
+        wanted.setdefault((p - 1) // segment_len, []).append((p - 1) % segment_len)
+    stop = min(tokens.numel(), (max(wanted) + 1) * segment_len + 1)  # nothing after the last probed segment
+    hyper = dict(rule=rule, lr=lr, decay=decay, eps=eps, momentum=momentum, alpha=alpha, ms_g=ms_g, rms_decay=rms_decay)
+    before: list[Tensor] = []
+    after: list[Tensor] = []
+    pending: dict[int, tuple[Tensor, Any]] = {}
+    calls = itertools.count()
+
+    with _eval_mode(model):
+        names = adapted_parameters(model, adapt)
+        named = dict(model.named_parameters())
+        theta_g = {n: named[n].detach() for n in names}
+        frozen = {n: p.detach() for n, p in named.items() if n not in theta_g}
+        params = {n: p.clone() for n, p in theta_g.items()}
+
+        def log_probs(weights: Params, inputs: Tensor, state: Any, steps: list[int]) -> Tensor:
+            with torch.no_grad():
+                logits, _ = functional_call(model, {**frozen, **weights}, (inputs, state))
+            return torch.log_softmax(logits[0, steps].double(), dim=-1)  # [len(steps), V]
+
+        scored = _direct_oracle(lambda p, x, s: functional_call(model, {**frozen, **p}, (x, s)), per_stream=True)
+
+        def oracle(weights: Params, inputs: Tensor, targets: Tensor, state: Any):
+            index = next(calls)
+            if index in wanted:
+                pending[index] = (inputs, state)
+                before.append(log_probs(weights, inputs, state, wanted[index]))
+            return scored(weights, inputs, targets, state)
+
+        def probe(index: int, weights: Params, _grads: Params) -> None:
+            if index in pending:
+                inputs, state = pending.pop(index)
+                after.append(log_probs(weights, inputs, state, wanted[index]))
+
+        _run(oracle, params, theta_g, hyper, tokens[:stop].unsqueeze(0), segment_len, None, probe)
+    return UpdateProbe(order, torch.cat(before), torch.cat(after))
+
+
+def related_words(embedding: Tensor, target: int, delta: Tensor, top: int = 10) -> dict[str, Any]:
+    """Table 5.2 for one update: Δ log p of the target and of its ``top`` nearest words by embedding cosine.
+
+    ``embedding`` [V, D] are the (output) word embeddings, ``delta`` [V] the change of log-probabilities.
+    Rows are the target (cosine 1) and then the ``top`` other words in decreasing cosine; ``median`` holds
+    the medians of cosine and Δ log p over the whole vocabulary (the table's bottom line), and
+    ``spearman`` the rank correlation of cosine and Δ log p over the vocabulary (eq. 5.8 predicts > 0).
+    """
+    vocab = embedding.shape[0]
+    if delta.shape != (vocab,) or not 0 <= target < vocab or not 1 <= top < vocab:
+        raise ValueError(f"need delta [{vocab}], 0 <= target < {vocab} and 1 <= top < {vocab}; "
+                         f"got delta {tuple(delta.shape)}, target {target}, top {top}")
+    emb = embedding.detach().double()
+    cosine = F.cosine_similarity(emb, emb[target].unsqueeze(0), dim=-1)  # [V]
+    others = cosine.clone()
+    others[target] = -math.inf
+    nearest = others.argsort(descending=True, stable=True)[:top]
+    delta = delta.detach().double()
+    rows = [{"id": int(i), "cosine": float(cosine[i]), "delta": float(delta[i])} for i in [target, *nearest.tolist()]]
+    median_delta = float(delta.quantile(0.5))
+    top_deltas = delta[nearest]
+    return {"rows": rows, "median": {"cosine": float(cosine.quantile(0.5)), "delta": median_delta},
+            "top_mean_delta": float(top_deltas.mean()), "top_above_median": int((top_deltas > median_delta).sum()),
+            "spearman": _spearman(cosine, delta)}
+
+
+def _spearman(x: Tensor, y: Tensor) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(x.cpu().numpy(), y.cpu().numpy()).statistic)
 
 
 def mean_squared_gradients(
@@ -791,7 +1024,7 @@ def learning_rate_sweep(
 
 
 # ---------------------------------------------------------------------------------------------
-# Experiment: Krause Tables 4.1/4.2, 5.1, 5.3-5.5 and Figure 5.1 at small scale
+# Experiment: Krause Tables 4.1/4.2, 5.1-5.7 and Figure 5.1 at small scale
 # ---------------------------------------------------------------------------------------------
 
 # Perplexities (valid, test) of the AWD-LSTM rows of Krause Table 4.1 (PTB, 24M) and Table 4.2
@@ -831,6 +1064,21 @@ PAPER_ADAPTIVE = {  # Table 5.4
 PAPER_EPSILON = {1e-6: 57.5, 1e-5: 56.3, 1e-4: 55.2, 1e-3: 54.6, 1e-2: 54.4, 1e-1: 54.6, 1.0: 54.7, 10.0: 54.7}  # Table 5.5
 PAPER_EPSILON_BASELINES = {"sgd": 54.7, "global_rms": 52.7}
 PAPER_SEEN_UNSEEN = {"static": (3.24, 6.92), "dynamic": (2.78, 6.99), "neural_cache": (2.91, 7.06)}  # Table 5.1, nats
+# Table 5.2 (WikiText-2 test, tied embeddings): an update on the segment containing "production" in the
+# context below; word -> (embedding cosine with "production", Δ log p). The column is headed "cos distance"
+# but holds cosine similarities (1.00 for the target); the median row is over the whole vocabulary.
+PAPER_RELATED_WORDS = {
+    "production": (1.00, 2.42), "development": (0.55, 1.14), "construction": (0.53, 1.29), "filming": (0.52, 0.80),
+    "recording": (0.50, 1.27), "photography": (0.46, 0.15), "release": (0.45, 1.25), "performance": (0.45, 1.01),
+    "design": (0.44, 0.90), "work": (0.44, 1.23), "productions": (0.44, 0.50),
+}
+PAPER_RELATED_WORDS_MEDIAN = (-0.02, -0.66)  # (cosine, Δ log p)
+PAPER_RELATED_WORDS_CONTEXT = ("He appeared on a 2006 episode of the television series , Doctors, followed by a role "
+                               "in the 2007 theatre production")
+# Tables 5.6 and 5.7 (PTB validation perplexity; both captions in the thesis repeat Table 5.4's by mistake).
+# Global RMS has no decay prior here (as in Table 5.5); RMSprop is the ε = 0.01 row of Table 5.5.
+PAPER_STATISTICS_AMOUNT = {"static": 59.7, "rmsprop": 54.4, 0.01: 52.5, 0.1: 52.5, 1.0: 52.7}  # keys: data fraction
+PAPER_STATISTICS_LOCALITY = {"static": 59.7, "rmsprop": 54.4, "global_rms": 52.7, "nonlocal_rmsprop": 52.6}
 
 # The rows of Tables 4.1/4.2 in order: (key, label, fixed settings, grid name).
 TABLE_ROWS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
@@ -866,6 +1114,11 @@ class DynEvalParams:
     lr/decay/eps searched by ``search`` ("grid" or "coordinate"). ``cache``: lists of cache_length,
     theta, lam. ``optimizers``: the §5.4 study (Tables 5.3-5.5) on ``corpus``. ``timescale``: Fig. 5.1
     and Table 5.1 on ``sequences`` test sequences of ``length`` tokens.
+
+    Optional blocks (every key optional, defaults in :data:`RELATED_WORDS_DEFAULTS` and
+    :data:`STATISTICS_STUDY_DEFAULTS`; None means "derive from the settings above"):
+    ``related_words`` (Table 5.2, §5.3) and ``statistics_study`` (Tables 5.6-5.7, §5.4.4, on the
+    ``optimizers`` corpus).
     """
 
     corpora: list[str]
@@ -884,6 +1137,8 @@ class DynEvalParams:
     checkpoints: dict = field(default_factory=dict)
     seed: int = 0
     threads: int = 2
+    related_words: dict = field(default_factory=dict)
+    statistics_study: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from paperlib.data.corpora import CORPORA
@@ -930,6 +1185,81 @@ class DynEvalParams:
         bad = sorted(set(self.checkpoints) - set(self.corpora))
         if bad or any(c not in CORPORA for c in self.checkpoints):
             raise ValueError(f"checkpoints may only name corpora of this experiment {self.corpora}; got {bad}")
+        _require_keys("related_words", self.related_words, (), tuple(RELATED_WORDS_DEFAULTS))
+        rw = related_words_settings(self)
+        if rw["corpus"] not in self.corpora:
+            raise ValueError(f"related_words.corpus must be one of corpora {self.corpora}, got {rw['corpus']!r}")
+        rows = [key for key, _, fixed, _ in TABLE_ROWS if "rule" in fixed and key != "sparse"]
+        if rw["row"] not in rows:
+            raise ValueError(f"related_words.row must name a full dynamic-evaluation row of Tables 4.1/4.2 ({', '.join(rows)}); "
+                             f"got {rw['row']!r}")
+        if min(rw["top"], rw["min_count"], rw["min_length"], rw["min_context"]) < 1 or rw["extra_targets"] < 0:
+            raise ValueError("related_words: top, min_count, min_length and min_context must be >= 1, extra_targets >= 0")
+        _require_keys("statistics_study", self.statistics_study, (), tuple(STATISTICS_STUDY_DEFAULTS))
+        st = statistics_study_settings(self)
+        if not st["fractions"] or any(not 0.0 < f <= 1.0 for f in st["fractions"]) or 1.0 not in st["fractions"]:
+            raise ValueError(f"statistics_study.fractions must lie in (0, 1] and include 1.0, got {st['fractions']}")
+        if st["source"] not in ("train", "test"):
+            raise ValueError(f"statistics_study.source must be 'train' or 'test' (not the evaluated split), "
+                             f"got {st['source']!r}")
+        if (st["batches"] is not None and st["batches"] < 1) or st["offset"] < 0 or st["max_evals"] < 2:
+            raise ValueError("statistics_study: batches must be >= 1 or null, offset >= 0 and max_evals >= 2")
+        _require_keys("statistics_study.lr_start", self.statistics_study.get("lr_start") or {}, (),
+                      ("rmsprop", "global_rms", "nonlocal_rmsprop"))
+        if not all(v > 0 for v in st["lr_start"].values()):
+            raise ValueError(f"statistics_study.lr_start values must be positive, got {st['lr_start']}")
+        eps = st["rmsprop_eps"]
+        if not st["lr_factor"] > 1 or not isinstance(eps, list) or not eps or not all(e > 0 for e in eps):
+            raise ValueError(f"statistics_study: lr_factor must be > 1 and rmsprop_eps a non-empty list of positive ε; "
+                             f"got {st['lr_factor']}, {eps}")
+
+
+# Defaults of the optional blocks; None: taken from the other settings (see the two functions below).
+RELATED_WORDS_DEFAULTS: dict[str, Any] = {
+    "corpus": None,  # the timescale corpus (WikiText-2, as in the thesis)
+    "word": "production",  # the thesis' target: its first occurrence in the test prefix, if any
+    "row": "global_rms_rms_decay",  # the Tables 4.1/4.2 row whose tuned settings make the update
+    "top": 10,
+    "min_count": 50,  # the fallback target rule (also picks the extra targets): training count,
+    "min_length": 6,  # letters only and at least this long,
+    "min_context": 20,  # and at least this many test tokens before it
+    "extra_targets": 30,
+}
+STATISTICS_STUDY_DEFAULTS: dict[str, Any] = {
+    "fractions": [0.01, 0.1, 1.0],
+    "batches": None,  # 100% of the training batches: gradient_stats.max_batches (all batches if that is null)
+    "rmsprop_eps": [0.01],  # RMSprop's ε for the baselines and non-local RMSprop (the thesis: 0.01)
+    "source": "train",  # non-local RMSprop's statistics stream: a piece of this split ...
+    "offset": 0,  # ... starting at this token
+    "valid_tokens": None,  # None: the optimizers' value
+    "lr_factor": None,
+    "max_evals": None,
+    "lr_start": None,  # {rmsprop, global_rms, nonlocal_rmsprop}: None or missing keys from optimizers.lr_start
+}
+
+
+def related_words_settings(settings) -> dict[str, Any]:
+    """The ``related_words`` block with defaults filled in."""
+    out = {**RELATED_WORDS_DEFAULTS, **settings.related_words}
+    if out["corpus"] is None:
+        out["corpus"] = settings.timescale["corpus"]
+    return out
+
+
+def statistics_study_settings(settings) -> dict[str, Any]:
+    """The ``statistics_study`` block with defaults filled in (from ``optimizers`` and ``gradient_stats``)."""
+    out = {**STATISTICS_STUDY_DEFAULTS, **settings.statistics_study}
+    if out["batches"] is None:
+        out["batches"] = settings.gradient_stats["max_batches"]
+    for key in ("valid_tokens", "lr_factor", "max_evals"):
+        if out[key] is None:
+            out[key] = settings.optimizers[key]
+    # non-local RMSprop's statistics never contain the current gradient, so its steps are unbounded like
+    # global RMS's rather than at most η/√(1-α) like RMSprop's: its sweep starts where global RMS's does
+    starts = settings.optimizers["lr_start"]
+    defaults = {"rmsprop": starts["rmsprop"], "global_rms": starts["global_rms"], "nonlocal_rmsprop": starts["global_rms"]}
+    out["lr_start"] = {**defaults, **(out["lr_start"] or {})}
+    return out
 
 
 
@@ -1005,20 +1335,32 @@ def _corpus_table(settings, model: nn.Module, valid: Tensor, test: Tensor, ms: d
     return {"rows": rows}
 
 
+def _lr_sweep(model: nn.Module, valid: Tensor, segment_len: int, label: str, start: float, factor: float,
+              max_evals: int, log, **kwargs: Any) -> dict[str, Any]:
+    """One row of the §5.4 studies: dynamic evaluation on ``valid`` with the learning rate swept (§5.4.1)."""
+
+    def evaluate(lr: float) -> float:
+        return _safe_nll(dynamic_evaluate(model, valid, lr=lr, segment_len=segment_len, **kwargs))
+
+    lr, nll, trials = learning_rate_sweep(evaluate, start, factor, max_evals)
+    log(f"  {label:40s} lr {lr:9.3g}  valid ppl {_ppl(nll):8.2f}  ({len(trials)} evaluations)")
+    settings_out = {k: v for k, v in kwargs.items() if k not in ("ms_g", "statistics_tokens")}
+    return {"label": label, "settings": settings_out, "lr": lr, "valid_nll": nll, "valid_ppl": _ppl(nll),
+            "sweep": trials}
+
+
+def _rmsprop_start(start: float, eps: float) -> float:
+    """For ε well above √MS, RMSprop is SGD with learning rate η/ε (§5.4.3): start the sweep proportionally higher."""
+    return start * max(1.0, eps / 1e-3)
+
+
 def _optimizer_study(settings, model: nn.Module, valid: Tensor, ms_full: Params, log) -> dict[str, Any]:
     """Krause §5.4 at small scale: each optimizer setting with its own learning-rate sweep (Tables 5.3-5.5)."""
     opt = settings.optimizers
-    n = settings.segment_len
 
     def sweep(label: str, start: float, **kwargs: Any) -> dict[str, Any]:
-        def evaluate(lr: float) -> float:
-            return _safe_nll(dynamic_evaluate(model, valid, lr=lr, segment_len=n, **kwargs))
-
-        lr, nll, trials = learning_rate_sweep(evaluate, start, opt["lr_factor"], opt["max_evals"])
-        log(f"  {label:40s} lr {lr:9.3g}  valid ppl {_ppl(nll):8.2f}  ({len(trials)} evaluations)")
-        settings_out = {k: v for k, v in kwargs.items() if k != "ms_g"}
-        return {"label": label, "settings": settings_out, "lr": lr, "valid_nll": nll, "valid_ppl": _ppl(nll),
-                "sweep": trials}
+        return _lr_sweep(model, valid, settings.segment_len, label, start, opt["lr_factor"], opt["max_evals"], log,
+                         **kwargs)
 
     starts = opt["lr_start"]
     static = static_evaluate(model, valid).mean_nll()
@@ -1027,8 +1369,7 @@ def _optimizer_study(settings, model: nn.Module, valid: Tensor, ms_full: Params,
     adaptive = [sweep(f"RMSprop, alpha {a}", starts["rmsprop"], rule="rmsprop", alpha=a) for a in opt["rmsprop_alpha"]]
     adaptive += [sweep(f"Adam, alpha 0.999, mu {mu}", starts["adam"], rule="adam", alpha=0.999, momentum=mu)
                  for mu in opt["adam_momentum"]]
-    # For ε well above √MS, RMSprop is SGD with learning rate η/ε (§5.4.3): start the sweep proportionally higher.
-    epsilon = [sweep(f"RMSprop, eps {eps:g}", starts["rmsprop"] * max(1.0, eps / 1e-3), rule="rmsprop", eps=eps)
+    epsilon = [sweep(f"RMSprop, eps {eps:g}", _rmsprop_start(starts["rmsprop"], eps), rule="rmsprop", eps=eps)
                for eps in opt["rmsprop_eps"]]
     global_rms = sweep("global RMS (no decay)", starts["global_rms"], rule="global_rms", ms_g=ms_full)
     return {"corpus": opt["corpus"], "valid_tokens": valid.numel() - 1, "static_valid_nll": static,
@@ -1080,11 +1421,162 @@ def _timescale(settings, model: nn.Module, test: Tensor, table: dict[str, Any], 
             "seen_unseen": split, "seen_share": float(seen[half].double().mean())}
 
 
+def choose_targets(test: Tensor, vocab, train_counts: Tensor, *, word: str | None, min_count: int, min_length: int,
+                   min_context: int, extra: int) -> tuple[int, list[int]]:
+    """The Table 5.2 target position in ``test`` and up to ``extra`` further probe positions.
+
+    The target is the first occurrence of ``word`` (the thesis' "production") after at least one token of
+    context; otherwise (word absent from the vocabulary or the test prefix) the first position with at least
+    ``min_context`` tokens before it whose word is alphabetic, ``min_length`` letters or longer and seen
+    ``min_count`` times in training, a crude stand-in for "a frequent content word". The extra positions are
+    the next positions after the target satisfying the same rule.
+    """
+
+    def qualifies(i: int) -> bool:
+        token = vocab.itos[i]
+        return token.isalpha() and len(token) >= min_length and int(train_counts[i]) >= min_count
+
+    ids = test.tolist()
+    target = None
+    if word is not None and word in vocab:
+        target = next((t for t in range(1, len(ids)) if ids[t] == vocab.stoi[word]), None)
+    if target is None:
+        target = next((t for t in range(min_context, len(ids)) if qualifies(ids[t])), None)
+    if target is None:
+        raise ValueError(f"no test position qualifies as a Table 5.2 target (word {word!r}, min_count {min_count}, "
+                         f"min_length {min_length}, min_context {min_context}) in {len(ids)} tokens")
+    others = [t for t in range(target + 1, len(ids)) if qualifies(ids[t]) and ids[t] != ids[target]][:extra]
+    return target, others
+
+
+def _related_words(settings, model: nn.Module, corpus, test: Tensor, table: dict[str, Any], ms: dict[str, Params],
+                   log) -> dict[str, Any]:
+    """Table 5.2: the change of every word's log-probability after the update on a target's segment (§5.3)."""
+    rw = related_words_settings(settings)
+    counts = torch.bincount(corpus.train.cpu(), minlength=len(corpus.vocab))
+    target, extra = choose_targets(test.cpu(), corpus.vocab, counts, word=rw["word"], min_count=rw["min_count"],
+                                   min_length=rw["min_length"], min_context=rw["min_context"],
+                                   extra=rw["extra_targets"])
+    row = next(r for r in table["rows"] if r["key"] == rw["row"])
+    update = dict(row["settings"])
+    if update["rule"] == "global_rms":
+        update["ms_g"] = ms["full"]
+    probe = probe_updates(model, test, [target, *extra], **update)
+    embedding = model.decoder.weight
+    tied = embedding is getattr(getattr(model, "embedding", None), "weight", None)
+    summaries = []
+    for index, position in enumerate(probe.positions):
+        word_id = int(test[position])
+        summary = related_words(embedding, word_id, probe.delta[index], rw["top"])
+        summary.update(position=position, word=corpus.vocab.itos[word_id])
+        summaries.append(summary)
+    main = summaries[probe.positions.index(target)]
+    for r in main["rows"]:
+        r["word"] = corpus.vocab.itos[r["id"]]
+        r["log_prob_before"] = float(probe.before[probe.positions.index(target), r["id"]])
+    context = corpus.vocab.decode(test[max(0, target - 20) : target + 1].tolist())
+    others = [s for s in summaries if s is not main]
+    log(f"  target {main['word']!r} at test position {target}: Δ log p {main['rows'][0]['delta']:+.3f}, top-{rw['top']} "
+        f"mean {main['top_mean_delta']:+.3f}, vocabulary median {main['median']['delta']:+.3f}")
+    return {
+        "corpus": rw["corpus"], "position": target, "word": main["word"], "context": " ".join(context),
+        "thesis_word": rw["word"] == main["word"], "embedding": "tied input/output" if tied else "output (untied)",
+        "update": {k: v for k, v in update.items() if k != "ms_g"}, "top": rw["top"],
+        "rows": main["rows"], "median": main["median"], "top_mean_delta": main["top_mean_delta"],
+        "top_above_median": main["top_above_median"], "spearman": main["spearman"],
+        "extra_targets": {
+            "count": len(others),
+            "top_mean_above_median": sum(s["top_mean_delta"] > s["median"]["delta"] for s in others),
+            "mean_target_delta": _mean([s["rows"][0]["delta"] for s in others]),
+            "mean_top_delta": _mean([s["top_mean_delta"] for s in others]),
+            "mean_median_delta": _mean([s["median"]["delta"] for s in others]),
+            "mean_spearman": _mean([s["spearman"] for s in others]),
+            "words": [s["word"] for s in others],
+        },
+    }
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def _statistics_amount(settings, model: nn.Module, corpus, device, log) -> dict[str, Any]:
+    """Table 5.6: global RMS (no decay prior) with MS_g from 1%, 10% and 100% of the training batches (§5.4.4.1).
+
+    100% is the profile's number of gradient-statistics batches (``statistics_study.batches``; all
+    training batches when null, as in the thesis); a fraction f uses the first max(1, round(f N)) of them.
+    Every row has its own learning-rate sweep; static and RMSprop (each ε of ``rmsprop_eps``; the thesis
+    used 0.01, its best ε in Table 5.5) are the baselines.
+    """
+    st, gs = statistics_study_settings(settings), settings.gradient_stats
+    valid = _prefix(corpus.valid, st["valid_tokens"]).to(device)
+    train = corpus.train.to(device)
+    available = num_windows(batchify(train, gs["batch_size"]), gs["bptt"])
+    full = available if st["batches"] is None else min(st["batches"], available)
+
+    def sweep(label: str, start: float, **kwargs: Any) -> dict[str, Any]:
+        return _lr_sweep(model, valid, settings.segment_len, label, start, st["lr_factor"], st["max_evals"], log, **kwargs)
+
+    static = static_evaluate(model, valid).mean_nll()
+    rmsprop = [sweep(f"RMSprop, eps {eps:g}", _rmsprop_start(st["lr_start"]["rmsprop"], eps), rule="rmsprop", eps=eps)
+               for eps in st["rmsprop_eps"]]
+    rows = []
+    for fraction in sorted(st["fractions"]):
+        batches = gradient_batches(fraction, full)
+        ms = mean_squared_gradients(model, train, batch_size=gs["batch_size"], bptt=gs["bptt"], max_batches=batches)
+        row = sweep(f"global RMS ({100 * fraction:g}% of the statistics)", st["lr_start"]["global_rms"],
+                    rule="global_rms", ms_g=ms)
+        row.update(fraction=fraction, batches=batches, tokens=batches * gs["batch_size"] * gs["bptt"])
+        rows.append(row)
+    return {"corpus": settings.optimizers["corpus"], "valid_tokens": valid.numel() - 1, "static_valid_nll": static,
+            "static_valid_ppl": _ppl(static), "rmsprop": rmsprop, "global_rms": rows, "full_batches": full,
+            "training_batches": available, "batch_size": gs["batch_size"], "bptt": gs["bptt"]}
+
+
+def gradient_batches(fraction: float, full: int) -> int:
+    """Number of batches for a fraction of ``full`` gradient-statistics batches: max(1, round(f N))."""
+    if not 0.0 < fraction <= 1.0 or full < 1:
+        raise ValueError(f"need 0 < fraction <= 1 and full >= 1, got {fraction}, {full}")
+    return max(1, round(fraction * full))
+
+
+def _statistics_locality(settings, model: nn.Module, corpus, device, amount: dict[str, Any], log) -> dict[str, Any]:
+    """Table 5.7: non-local RMSprop (statistics from an independent stream) vs RMSprop and global RMS (§5.4.4.2).
+
+    The statistics stream is the piece of ``statistics_study.source`` starting at ``offset`` with the length of
+    the validation prefix; one row per RMSprop ε (α = 0.99), each beside the RMSprop row of the same ε.
+    Static, RMSprop and global RMS (100% of the statistics, no decay prior) are shared with Table 5.6.
+    """
+    st = statistics_study_settings(settings)
+    valid = _prefix(corpus.valid, st["valid_tokens"]).to(device)
+    split = getattr(corpus, st["source"])
+    if st["offset"] + valid.numel() > split.numel():
+        raise ValueError(f"statistics_study: the {st['source']} split has {split.numel()} tokens, fewer than "
+                         f"offset {st['offset']} + {valid.numel()}")
+    other = split[st["offset"] : st["offset"] + valid.numel()].to(device)
+    nonlocal_rows = []
+    for eps in st["rmsprop_eps"]:
+        start = _rmsprop_start(st["lr_start"]["nonlocal_rmsprop"], eps)
+        nonlocal_rows.append(_lr_sweep(model, valid, settings.segment_len, f"non-local RMSprop, eps {eps:g}", start,
+                                       st["lr_factor"], st["max_evals"], log, rule="nonlocal_rmsprop", eps=eps,
+                                       statistics_tokens=other))
+    global_rms = next(r for r in amount["global_rms"] if r["fraction"] == 1.0)
+    return {"corpus": amount["corpus"], "valid_tokens": amount["valid_tokens"], "static_valid_nll": amount["static_valid_nll"],
+            "static_valid_ppl": amount["static_valid_ppl"], "rmsprop": amount["rmsprop"], "global_rms": global_rms,
+            "nonlocal_rmsprop": nonlocal_rows, "statistics_source": {"split": st["source"], "offset": st["offset"],
+                                                                     "tokens": other.numel()}}
+
+
+def _prefix(split: Tensor, tokens: int | None) -> Tensor:
+    return split if tokens is None else split[: tokens + 1]
+
+
 def run_dyneval(profile: str | None = None, progress: bool = True, out: str | None = None) -> Any:
     """Run the dynamic-evaluation experiment of ``params.yaml`` (profile ``profile``); returns the results path.
 
-    Writes ``results/dyneval.json`` (numbers only) and ``results/dyneval.provenance.json`` (settings,
-    versions, wall time per part). Trained models go to ``runs/dyneval/<corpus>/`` (resumable).
+    Writes ``results/dyneval.json`` (numbers only; keys ``corpora``, ``optimizers``, ``timescale``,
+    ``related_words``, ``statistics_amount``, ``statistics_locality``) and ``results/dyneval.provenance.json``
+    (settings, versions, wall time per part). Trained models go to ``runs/dyneval/<corpus>/`` (resumable).
     """
     import time
     from pathlib import Path
@@ -1107,9 +1599,6 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
         if progress:
             print(message, flush=True)
 
-    def prefix(split: Tensor, tokens: int | None) -> Tensor:
-        return split if tokens is None else split[: tokens + 1]
-
     results: dict[str, Any] = {"profile": profile, "model": settings.model, "segment_len": settings.segment_len,
                                "search": settings.search, "corpora": {}}
     models, stats = {}, {}
@@ -1124,8 +1613,8 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
                                              max_batches=gs["max_batches"]),
               "sparse": mean_squared_gradients(model, corpus.train.to(device), batch_size=gs["batch_size"], bptt=gs["bptt"],
                                                max_batches=gs["max_batches"], sparse_units=settings.sparse_units)}
-        valid = prefix(corpus.valid, settings.valid_tokens).to(device)
-        test = prefix(corpus.test, settings.test_tokens).to(device)
+        valid = _prefix(corpus.valid, settings.valid_tokens).to(device)
+        test = _prefix(corpus.test, settings.test_tokens).to(device)
         tick_eval = time.time()
         table = _corpus_table(settings, model, valid, test, ms, log)
         seconds[f"{name}_table"] = round(time.time() - tick_eval, 1)
@@ -1138,7 +1627,7 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
     opt_name = settings.optimizers["corpus"]
     model, corpus = models[opt_name]
     log(f"dyneval: optimizer study on {opt_name}")
-    valid = prefix(corpus.valid, settings.optimizers["valid_tokens"]).to(device)
+    valid = _prefix(corpus.valid, settings.optimizers["valid_tokens"]).to(device)
     results["optimizers"] = _optimizer_study(settings, model, valid, stats[opt_name]["full"], log)
     seconds["optimizers"] = round(time.time() - tick, 1)
 
@@ -1149,6 +1638,23 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
     results["timescale"] = _timescale(settings, model, corpus.test.to(device), results["corpora"][ts_name],
                                       stats[ts_name], log)
     seconds["timescale"] = round(time.time() - tick, 1)
+
+    tick = time.time()
+    rw_name = related_words_settings(settings)["corpus"]
+    model, corpus = models[rw_name]
+    log(f"dyneval: related words on {rw_name}")
+    results["related_words"] = _related_words(settings, model, corpus, _prefix(corpus.test, settings.test_tokens).to(device),
+                                              results["corpora"][rw_name], stats[rw_name], log)
+    seconds["related_words"] = round(time.time() - tick, 1)
+
+    tick = time.time()
+    model, corpus = models[opt_name]
+    log(f"dyneval: amount and locality of gradient statistics on {opt_name}")
+    results["statistics_amount"] = _statistics_amount(settings, model, corpus, device, log)
+    seconds["statistics_amount"] = round(time.time() - tick, 1)
+    tick = time.time()
+    results["statistics_locality"] = _statistics_locality(settings, model, corpus, device, results["statistics_amount"], log)
+    seconds["statistics_locality"] = round(time.time() - tick, 1)
 
     path = Path(out) if out is not None else root / "results" / "dyneval.json"
     write_json_atomic(path, _jsonable(results))

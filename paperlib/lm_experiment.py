@@ -21,6 +21,7 @@ import torch
 
 from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
 from paperlib.data import batchify, bptt_windows, get_corpus, load_corpus
+from paperlib.distributed import is_main_process
 from paperlib.models import build_lm, collect_logits, evaluate_nll, mc_dropout_nll, optimal_temperature
 from paperlib.provenance import provenance, write_json_atomic
 from paperlib.train import Trainer, TrainConfig, forget_stale_run
@@ -121,7 +122,8 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
                 "history": [h for h in result.history if "valid_nll" in h],
                 **scores,
             }
-            write_json_atomic(done, record)
+            if is_main_process():  # under torchrun every rank has the same record; one writes it
+                write_json_atomic(done, record)
             runs.append(record)
     level = get_corpus(settings.corpus).level
     results = {"experiment": name, "corpus": settings.corpus, "level": level, "profile": profile,
@@ -130,10 +132,11 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
                "runs": [{k: v for k, v in r.items() if k != "train_seconds"} for r in runs],
                "summary": summarise(runs, level)}
     out = Path(out) if out is not None else root / "results" / f"{name}.json"
-    write_json_atomic(out, results)
-    timing = {r["model"] + f"-seed{r['seed']}": r["train_seconds"] for r in runs}
-    write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, vars(settings), None, started), "train_seconds": timing})
+    if is_main_process():
+        write_json_atomic(out, results)
+        timing = {r["model"] + f"-seed{r['seed']}": r["train_seconds"] for r in runs}
+        write_json_atomic(out.with_suffix(".provenance.json"),
+                          {**provenance(root, profile, vars(settings), None, started), "train_seconds": timing})
     return out
 
 

@@ -468,10 +468,10 @@ def search_space(config: Configuration) -> dict[str, Range]:
     return {name: TABLE_5_2[name] for name in config.hyperparameters}
 
 
-def suggest(trial: Any, config: Configuration) -> dict[str, float | int]:
-    """Ask an Optuna trial for ``config``'s hyperparameters."""
+def suggest_space(trial: Any, space: Mapping[str, Range]) -> dict[str, float | int]:
+    """Ask an Optuna trial for a value of every hyperparameter of ``space``."""
     params: dict[str, float | int] = {}
-    for name, r in search_space(config).items():
+    for name, r in space.items():
         if r.integer:
             params[name] = trial.suggest_int(name, int(r.low), int(r.high))
         else:
@@ -479,13 +479,22 @@ def suggest(trial: Any, config: Configuration) -> dict[str, float | int]:
     return params
 
 
-def start_design(config: Configuration, num: int, seed: int) -> list[dict[str, float | int]]:
-    """The first ``num`` points of a scrambled Halton sequence over the space; prefixes agree for every ``num``."""
+def suggest(trial: Any, config: Configuration) -> dict[str, float | int]:
+    """Ask an Optuna trial for ``config``'s hyperparameters."""
+    return suggest_space(trial, search_space(config))
+
+
+def halton_design(space: Mapping[str, Range], num: int, seed: int) -> list[dict[str, float | int]]:
+    """The first ``num`` points of a scrambled Halton sequence over ``space``; prefixes agree for every ``num``."""
     from scipy.stats import qmc
 
-    space = search_space(config)
     units = qmc.Halton(len(space), scramble=True, seed=seed).random(num)  # [num, d]
     return [{name: r.from_unit(float(u)) for (name, r), u in zip(space.items(), row)} for row in units]
+
+
+def start_design(config: Configuration, num: int, seed: int) -> list[dict[str, float | int]]:
+    """The Halton start design (:func:`halton_design`) over ``config``'s Table 5.2 space."""
+    return halton_design(search_space(config), num, seed)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -660,7 +669,8 @@ HIGH_MI_FRACTION = 0.75  # "high MI": 75% of the maximum ln V
 HV_TIE = 0.02  # normalised hypervolumes closer than this (2% of the ideal area) are a tie
 
 
-def _verdict(wins: int, total: int) -> str:
+def verdict_of(wins: int, total: int) -> str:
+    """"reproduced" if all ``total`` comparisons hold, "partly reproduced" if at least half, else "not reproduced"."""
     if total == 0:
         return "not run at this profile"
     if wins == total:
@@ -710,7 +720,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         "claim": "VIMCO 16 reaches near-optimal NLL at high MI",
         "rule": f"min over KL/Rényi of NLL(MI = {HIGH_MI_FRACTION:g} ln V) - ln V <= {NEAR_OPTIMAL_NATS} nats",
         "evidence": {k: (f"{v:+.3f} nats" if math.isfinite(v) else "MI level not reached") for k, v in gaps.items()},
-        "verdict": _verdict(int(ok), 1 if gaps else 0),
+        "verdict": verdict_of(int(ok), 1 if gaps else 0),
     })
     # 2
     comparisons, evidence = {}, {}
@@ -725,7 +735,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         "claim": "multi-sample in both terms beats 16/1 and 1/16",
         "rule": f"HV(16) > HV(16/1) + {HV_TIE} and HV(16) > HV(1/16) + {HV_TIE}, per base estimator and objective",
         "evidence": evidence,
-        "verdict": _verdict(sum(comparisons.values()), len(comparisons)),
+        "verdict": verdict_of(sum(comparisons.values()), len(comparisons)),
     })
     # 3
     pairs, evidence = {}, {}
@@ -739,7 +749,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         "claim": "Rényi slightly better than KL",
         "rule": f"HV(Rényi) > HV(KL) + {HV_TIE} for every base estimator / sample count run with both",
         "evidence": evidence,
-        "verdict": _verdict(sum(pairs.values()), len(pairs)),
+        "verdict": verdict_of(sum(pairs.values()), len(pairs)),
     })
     # 4
     between, evidence = {}, {}
@@ -752,7 +762,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         "claim": "power objective between KL and Rényi",
         "rule": f"HV(KL) - {HV_TIE} <= HV(power) <= HV(Rényi) + {HV_TIE}, per base estimator",
         "evidence": evidence,
-        "verdict": _verdict(sum(between.values()), len(between)),
+        "verdict": verdict_of(sum(between.values()), len(between)),
     })
     return verdicts
 
@@ -835,7 +845,8 @@ def run_trial(config: Configuration, params: Mapping[str, float], settings: Micm
     return {**record, "nll": nll, "mi": mi}
 
 
-def _open_study(name: str, storage: str, seed: int, startup_trials: int):
+def open_study(name: str, storage: str, seed: int, startup_trials: int):
+    """Create or reopen the two-objective (minimise NLL, maximise MI) study ``name`` in ``storage``, GP-sampled."""
     import optuna
 
     with warnings.catch_warnings():
@@ -851,7 +862,7 @@ def _open_study(name: str, storage: str, seed: int, startup_trials: int):
     return study
 
 
-def _fail_stale_trials(study) -> None:
+def fail_stale_trials(study) -> None:
     """Trials left RUNNING by an interrupted run (we run one study at a time in one process) become FAIL."""
     from optuna.trial import TrialState
 
@@ -876,8 +887,8 @@ def run_study(config_name: str, settings: MicmcoSyntheticParams, storage: str, p
     import optuna
 
     config = CONFIGURATIONS[config_name]
-    study = _open_study(study_name(config_name, profile, settings), storage, settings.seed, settings.startup_trials)
-    _fail_stale_trials(study)
+    study = open_study(study_name(config_name, profile, settings), storage, settings.seed, settings.startup_trials)
+    fail_stale_trials(study)
     design = start_design(config, settings.startup_trials, settings.seed)
 
     def objective(trial: optuna.Trial) -> tuple[float, float]:
@@ -893,15 +904,25 @@ def run_study(config_name: str, settings: MicmcoSyntheticParams, storage: str, p
         return record["nll"], (record["mi"] if not record["mi"] > mi_cap else mi_cap)
 
     mi_cap = math.log(settings.vocab_size)
+    tune(study, objective, design, settings.trials)
+    return trial_records(study)
+
+
+def tune(study, objective, design: Sequence[Mapping[str, float | int]], trials: int) -> None:
+    """Run ``objective`` one trial at a time until ``study`` holds ``trials`` finished (complete or failed) trials.
+
+    Finished trial i < len(design) was asked for design point i (enqueued just before it runs, so a resumed study
+    continues the design where it stopped); later trials come from the study's sampler.
+    """
+    from optuna.trial import TrialState
+
     while True:
-        done = len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,
-                                                            optuna.trial.TrialState.FAIL)))
-        if done >= settings.trials:
+        done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
+        if done >= trials:
             break
         if done < len(design):
-            study.enqueue_trial(design[done])
+            study.enqueue_trial(dict(design[done]))
         study.optimize(objective, n_trials=1, catch=())
-    return trial_records(study)
 
 
 def trial_records(study) -> list[dict[str, Any]]:
@@ -933,13 +954,14 @@ def summarise_configuration(records: Sequence[Mapping[str, Any]], optimum: float
     }
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats replaced by None (JSON has no NaN), recursively."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -1015,7 +1037,7 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
     }
     results["claims"] = claim_verdicts(results)
     out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
-    write_json_atomic(out, _json_safe(results))
+    write_json_atomic(out, json_safe(results))
     write_json_atomic(out.with_suffix(".provenance.json"),
                       {**provenance(root, profile, asdict(settings), None, started), "study_seconds": seconds})
     return out
@@ -1023,7 +1045,8 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
 
 __all__ = [
     "CONFIGURATIONS", "FIGURES", "TABLE_5_2", "CategoricalVAE", "Configuration", "GaussianVAE",
-    "MicmcoSyntheticParams", "VQVAE", "build_model", "claim_verdicts", "evaluate", "hypervolume", "nll_at_mi",
-    "pareto_front", "run_micmco_synthetic", "run_study", "run_trial", "search_space", "start_design",
-    "step_surrogates", "suggest", "summarise_configuration", "train",
+    "MicmcoSyntheticParams", "Range", "VQVAE", "build_model", "claim_verdicts", "evaluate", "fail_stale_trials",
+    "halton_design", "hypervolume", "json_safe", "nll_at_mi", "open_study", "pareto_front", "run_micmco_synthetic",
+    "run_study", "run_trial", "search_space", "start_design", "step_surrogates", "suggest", "suggest_space",
+    "summarise_configuration", "trial_records", "tune", "train", "verdict_of",
 ]

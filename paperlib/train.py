@@ -17,7 +17,9 @@ Beyond the seeds: checkpoints are atomic (temp file + rename) and hold everythin
 continue bit-for-bit (model, optimizer, RNG states, data position and the hidden state carried
 across windows), so `resume=True` after a kill reaches the same final numbers as an
 uninterrupted run. Metrics are JSON for DVC; wall time and tokens/s go to the provenance file,
-so that the metrics themselves are identical between identical runs.
+so that the metrics themselves are identical between identical runs. Under `torchrun` the same
+trainer runs data-parallel with the single-process global batch (:mod:`paperlib.distributed`):
+rank 0 writes the checkpoints, every rank resumes from them.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import torch
 from torch import nn
 
 from paperlib.averaging import AVERAGER_KINDS, WeightAverager, build_averager
+from paperlib.distributed import init_from_env
 from paperlib.data.batching import batchify, bptt_windows, num_windows
 from paperlib.models.evaluation import evaluate_nll
 from paperlib.models.objective import multi_sample_loss
@@ -157,7 +160,8 @@ def _to_device(state: Any, device: torch.device) -> Any:
     if isinstance(state, torch.Tensor):
         return state.to(device)
     if isinstance(state, (list, tuple)):
-        return type(state)(_to_device(s, device) for s in state)
+        items = [_to_device(s, device) for s in state]
+        return type(state)(*items) if hasattr(state, "_fields") else type(state)(items)  # NamedTuple or sequence
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
         return dataclasses.replace(state, **{f.name: _to_device(getattr(state, f.name), device)
                                              for f in dataclasses.fields(state)})
@@ -170,14 +174,18 @@ class Trainer:
     def __init__(self, model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor, config: TrainConfig,
                  out_dir: str | os.PathLike, device: str | torch.device | None = None, progress: bool = True,
                  monitors: dict[str, WeightAverager] | None = None, eval_raw: bool = False):
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.dist = init_from_env()  # rank 0 of 1 unless started by torchrun
+        self.device = self.dist.device(device)
         self.model = model.to(self.device)
+        self.net = self.dist.wrap(self.model, self.device)  # DistributedDataParallel under torchrun
         self.config = config
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.progress = progress
-        self.train_stream = batchify(train_ids, config.batch_size).to(self.device)  # [B, N]
-        self.valid_stream = batchify(valid_ids, config.eval_batch_size).to(self.device)
+        self.progress = progress and self.dist.is_main
+        # each rank holds its rows of the global batch: [B / W, N]
+        self.train_stream = self.dist.shard_rows(batchify(train_ids, config.batch_size)).to(self.device)
+        valid_stream = batchify(valid_ids, config.eval_batch_size)
+        self.valid_stream = self.dist.shard_rows(valid_stream, even=False).to(self.device)
         self.optimizer = build_optimizer(self.model, config)
         self.averager = build_averager(config.averaging, self.model, config.eval_every, **config.averaging_options)
         self.monitors = dict(monitors or {})  # name -> averager over the same module, evaluated at its own period
@@ -224,10 +232,23 @@ class Trainer:
         }
 
     def save(self, path: Path) -> None:
-        save_atomic(self._checkpoint(), path)
+        """Rank 0 writes (with every rank's RNG and hidden state when distributed); the others wait."""
+        ckpt = self._checkpoint()
+        if self.dist.is_distributed:
+            mine = {"rng": ckpt["rng"], "hidden_state": _to_device(ckpt["hidden_state"], torch.device("cpu"))}
+            ckpt["ranks"] = self.dist.gather_object(mine)
+        if self.dist.is_main:
+            save_atomic(ckpt, path)
+        self.dist.barrier()
 
     def load(self, path: Path, restore_position: bool = True) -> None:
         ckpt = torch.load(path, map_location=self.device, weights_only=False)
+        saved_world = len(ckpt.get("ranks", [None]))
+        if restore_position and saved_world != self.dist.world_size:
+            raise CheckpointMismatch(
+                f"checkpoint {path} was written by {saved_world} process(es) and this run has "
+                f"{self.dist.world_size}; resume with the same number of processes"
+            )
         saved = ckpt["config"]
         ours = dataclasses.asdict(self.config)
         defaults = dataclasses.asdict(TrainConfig())
@@ -246,10 +267,11 @@ class Trainer:
             for name, state in ckpt.get("monitors", {}).items():
                 self.monitors[name].load_state_dict(state)
             self.evals_since_best = ckpt.get("evals_since_best", 0)
-            _set_rng_state(ckpt["rng"])
+            mine = ckpt["ranks"][self.dist.rank] if "ranks" in ckpt else ckpt
+            _set_rng_state(mine["rng"])
             pos = ckpt["position"]
             self.step, self.epoch, self.window = pos["step"], pos["epoch"], pos["window"]
-            self.state = _to_device(ckpt["hidden_state"], self.device)
+            self.state = _to_device(mine["hidden_state"], self.device)
             self.best_valid = ckpt["best_valid"]
             self.rollbacks = ckpt["rollbacks"]
             self.history = ckpt["history"]
@@ -260,7 +282,8 @@ class Trainer:
         windows = bptt_windows(self.valid_stream, self.config.bptt)
         if self.config.eval_max_windows is not None:
             windows = (w for i, w in zip(range(self.config.eval_max_windows), windows))
-        return evaluate_nll(self.model, windows)
+        # ranks hold different numbers of validation rows: weight their means by rows
+        return self.dist.weighted_mean(evaluate_nll(self.model, windows), self.valid_stream.size(0))
 
     def _rollback(self, reason: str) -> None:
         """Restore the best weights and optimizer state, lower the learning rate (Melis §4.4)."""
@@ -280,12 +303,13 @@ class Trainer:
     # -- the loop ----------------------------------------------------------------------------
     def fit(self, resume: bool = False) -> TrainResult:
         config = self.config
-        if resume and self.last_path.exists():
+        if resume and self.dist.broadcast_object(self.last_path.exists()):
             self.load(self.last_path)
         else:
-            torch.manual_seed(config.seed)
-            random.seed(config.seed)
-            np.random.seed(config.seed % 2**32)
+            seed = config.seed + self.dist.rank  # every rank draws its own dropout masks
+            torch.manual_seed(seed)
+            random.seed(seed)
+            np.random.seed(seed % 2**32)
             self.save(self.best_path)  # the initial weights: something to roll back to from step 1
         bar = _progress(config.max_steps, self.step, self.progress)
         tokens_per_step = config.batch_size * config.bptt
@@ -307,7 +331,8 @@ class Trainer:
                     if config.early_stopping is not None and self.evals_since_best >= config.early_stopping:
                         break
         except KeyboardInterrupt:
-            self.save(self.last_path)
+            if not self.dist.is_distributed:  # saving needs every rank, which may be gone
+                self.save(self.last_path)
             raise
         finally:
             bar.close()
@@ -315,17 +340,18 @@ class Trainer:
 
     def _train_step(self, inputs: torch.Tensor, targets: torch.Tensor) -> float:
         self.model.train()
-        loss, state = multi_sample_loss(self.model, inputs, targets, self.config.num_samples, self.state)
+        loss, state = multi_sample_loss(self.net, inputs, targets, self.config.num_samples, self.state)
         self.state = detach_state(state)
-        if not torch.isfinite(loss):
-            self._rollback(f"non-finite training loss {loss.item()}")
+        batch_loss = self.dist.mean(loss.detach())  # over the global batch, so that all ranks agree
+        if not torch.isfinite(batch_loss):
+            self._rollback(f"non-finite training loss {batch_loss.item()}")
             return float("nan")
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if self.config.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
         self.optimizer.step()
-        return loss.item()
+        return batch_loss.item()
 
     def _observe_step(self) -> None:
         """Feed the new iterate to the averagers; evaluate the monitors that are due."""
@@ -366,9 +392,11 @@ class Trainer:
 
     def write_metrics(self, path: str | os.PathLike | None = None) -> Path:
         path = Path(path) if path is not None else self.out_dir / "metrics.json"
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps({**self.result().metrics(), "history": self.history}, indent=1) + "\n")
-        os.replace(tmp, path)
+        if self.dist.is_main:
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(json.dumps({**self.result().metrics(), "history": self.history}, indent=1) + "\n")
+            os.replace(tmp, path)
+        self.dist.barrier()
         return path
 
 
@@ -383,11 +411,14 @@ def _two_tail_details(averager: WeightAverager) -> dict[str, Any]:
 def forget_stale_run(run_dir: Path, spec: dict[str, Any]) -> None:
     """Runs persist across `dvc repro` so that an interrupted stage resumes; a run folder made with
     other settings is removed so that it is redone rather than reused."""
-    marker = run_dir / "spec.json"
-    if marker.exists() and json.loads(marker.read_text()) != json.loads(json.dumps(spec)):
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(marker, spec)
+    context = init_from_env()
+    if context.is_main:  # under torchrun, one process decides and the others wait for it
+        marker = run_dir / "spec.json"
+        if marker.exists() and json.loads(marker.read_text()) != json.loads(json.dumps(spec)):
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(marker, spec)
+    context.barrier()
 
 
 def _progress(total: int, initial: int, enabled: bool):

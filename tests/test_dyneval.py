@@ -447,3 +447,197 @@ def test_neural_cache_helps_on_repeated_tokens():
     tuned = tune_neural_cache(model, tokens, cache_lengths=[100], thetas=[0.0, 100.0], lams=[0.0, 0.5])
     assert (tuned.theta, tuned.lam) == (100.0, 0.5)
     assert tuned.nll == pytest.approx(float(cached.mean()), abs=1e-12)
+
+
+# ------------------------------------------------------------------ non-local RMSprop (§5.4.4.2, Table 5.7)
+
+
+@pytest.mark.parametrize("decay", [0.0, 0.2])
+def test_nonlocal_rmsprop_fed_by_the_evaluation_stream_is_rmsprop(lm, decay):
+    """With the statistics stream equal to the evaluation stream the parallel model is the evaluated one."""
+    kwargs = {"lr": 0.01, "eps": 0.01, "alpha": 0.9, "decay": decay, "segment_len": 4}
+    for tokens in (random_tokens((19,)), random_tokens((2, 13), seed=3)):  # one stream, and two batched by vmap
+        plain = dynamic_evaluate(lm, tokens, rule="rmsprop", **kwargs)
+        borrowed = dynamic_evaluate(lm, tokens, rule="nonlocal_rmsprop", statistics_tokens=tokens.clone(), **kwargs)
+        torch.testing.assert_close(borrowed.losses, plain.losses, rtol=0, atol=1e-13)
+        for name, value in plain.params.items():
+            torch.testing.assert_close(borrowed.params[name], value, rtol=0, atol=1e-13)
+    static = static_evaluate(lm, tokens, segment_len=4).losses
+    assert (plain.losses - static).abs().max() > 1e-4  # the updates are not negligible
+
+
+def test_nonlocal_rmsprop_matches_two_hand_written_parallel_models(lm):
+    """MS ← α MS + (1-α) g'², both models step with their own gradient over √MS + ε (eqs. 2.51, 5.12)."""
+    tokens, other = random_tokens((17,), seed=5), random_tokens((17,), seed=6)
+    n, lr, alpha, eps = 4, 0.02, 0.8, 0.05
+    evaluated, parallel = copy.deepcopy(lm), copy.deepcopy(lm)
+    ms = [torch.zeros_like(p) for p in lm.parameters()]
+    state, state_other, expected = None, None, []
+    for start in range(0, 16, n):
+        stop = min(start + n, 16)
+        logits, state = evaluated(tokens[start:stop].unsqueeze(0), state)
+        losses = F.cross_entropy(logits[0], tokens[start + 1 : stop + 1], reduction="none")
+        expected.append(losses.detach())
+        grads = torch.autograd.grad(losses.mean(), list(evaluated.parameters()))
+        logits_other, state_other = parallel(other[start:stop].unsqueeze(0), state_other)
+        loss_other = F.cross_entropy(logits_other[0], other[start + 1 : stop + 1])
+        grads_other = torch.autograd.grad(loss_other, list(parallel.parameters()))
+        with torch.no_grad():
+            for m, p, q, g, h in zip(ms, evaluated.parameters(), parallel.parameters(), grads, grads_other):
+                m.mul_(alpha).add_((1 - alpha) * h * h)
+                p.sub_(lr * g / (m.sqrt() + eps))
+                q.sub_(lr * h / (m.sqrt() + eps))
+        state = [tuple(t.detach() for t in layer) for layer in state]
+        state_other = [tuple(t.detach() for t in layer) for layer in state_other]
+    result = dynamic_evaluate(lm, tokens, rule="nonlocal_rmsprop", statistics_tokens=other, lr=lr, alpha=alpha,
+                              eps=eps, segment_len=n)
+    torch.testing.assert_close(result.losses, torch.cat(expected), rtol=0, atol=1e-12)
+    rmsprop = dynamic_evaluate(lm, tokens, rule="rmsprop", lr=lr, alpha=alpha, eps=eps, segment_len=n)
+    assert (result.losses - rmsprop.losses).abs().max() > 1e-4  # the statistics stream matters
+    sequential = dynamic_evaluate(lm, torch.stack([tokens, other]), rule="nonlocal_rmsprop", lr=lr, alpha=alpha,
+                                  eps=eps, segment_len=n, statistics_tokens=torch.stack([other, tokens]), batched=False)
+    batched = dynamic_evaluate(lm, torch.stack([tokens, other]), rule="nonlocal_rmsprop", lr=lr, alpha=alpha,
+                               eps=eps, segment_len=n, statistics_tokens=torch.stack([other, tokens]))
+    torch.testing.assert_close(batched.losses, sequential.losses, rtol=0, atol=1e-12)
+    torch.testing.assert_close(batched.losses[0], result.losses, rtol=0, atol=1e-12)
+
+
+def test_nonlocal_rmsprop_checks_its_statistics_stream(lm):
+    tokens = random_tokens((10,))
+    with pytest.raises(ValueError, match="statistics_tokens are required"):
+        dynamic_evaluate(lm, tokens, rule="nonlocal_rmsprop", lr=0.1)
+    with pytest.raises(ValueError, match="only used by it"):
+        dynamic_evaluate(lm, tokens, rule="rmsprop", lr=0.1, statistics_tokens=tokens)
+    with pytest.raises(ValueError, match="shape of tokens"):
+        dynamic_evaluate(lm, tokens, rule="nonlocal_rmsprop", lr=0.1, statistics_tokens=tokens[:-1])
+    with pytest.raises(ValueError, match="momentum"):
+        dynamic_evaluate(lm, tokens, rule="nonlocal_rmsprop", lr=0.1, momentum=0.5, statistics_tokens=tokens)
+
+
+# ------------------------------------------------------------------ related words (§5.3, Table 5.2)
+
+
+def test_probed_change_of_log_probabilities_is_the_difference_of_two_forward_passes(lm):
+    """Δ log p at a time step = forward pass after the update on its segment - forward pass before it."""
+    from paperlib.dyneval import probe_updates
+
+    tokens, n, lr, position = random_tokens((24,), seed=8), 5, 0.7, 13  # position 13 is step 2 of segment 2
+    probe = probe_updates(lm, tokens, [position, 3], rule="sgd", lr=lr, segment_len=n)
+    assert probe.positions == [3, 13] and probe.before.shape == (2, VOCAB)
+    # by hand: SGD dynamic evaluation of the two earlier segments, then the update on the third one
+    model, state = copy.deepcopy(lm), None
+    for start in (0, 5, 10):
+        inputs, targets = tokens[start : start + n].unsqueeze(0), tokens[start + 1 : start + n + 1]
+        logits, new_state = model(inputs, state)
+        loss = F.cross_entropy(logits[0], targets)
+        grads = torch.autograd.grad(loss, list(model.parameters()))
+        if start == 10:
+            before = torch.log_softmax(logits[0, position - 1 - start].detach(), -1)
+        with torch.no_grad():
+            for p, g in zip(model.parameters(), grads):
+                p.sub_(lr * g)
+        if start == 10:
+            with torch.no_grad():
+                after = torch.log_softmax(model(inputs, state)[0][0, position - 1 - start], -1)  # same input and state
+        state = [tuple(t.detach() for t in layer) for layer in new_state]
+    torch.testing.assert_close(probe.before[1], before, rtol=0, atol=1e-12)
+    torch.testing.assert_close(probe.delta[1], after - before, rtol=0, atol=1e-12)
+    assert float(probe.delta[1, tokens[position]]) > 0  # the observed word gains probability
+    scored = dynamic_evaluate(lm, tokens, rule="sgd", lr=lr, segment_len=n).losses  # what evaluation scored
+    assert float(-probe.before[1, tokens[position]]) == pytest.approx(float(scored[position - 1]), abs=1e-12)
+    assert float(-probe.before[0, tokens[3]]) == pytest.approx(float(scored[2]), abs=1e-12)
+
+
+def test_related_word_rows_follow_the_cosine_ranking_and_medians_cover_the_vocabulary():
+    from paperlib.dyneval import related_words
+
+    embedding = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [-1.0, 0.0], [0.5, 0.5], [2.0, 0.1]])
+    delta = torch.tensor([3.0, 1.0, -1.0, -2.0, 0.5, 0.25])
+    table = related_words(embedding, 0, delta, top=3)
+    assert [r["id"] for r in table["rows"]] == [0, 5, 1, 4]  # target, then decreasing cosine
+    assert table["rows"][0]["cosine"] == pytest.approx(1.0)
+    cosines = [r["cosine"] for r in table["rows"]]
+    assert cosines == sorted(cosines, reverse=True)
+    assert table["median"]["delta"] == pytest.approx(0.375)  # median of the six values
+    assert table["top_mean_delta"] == pytest.approx((0.25 + 1.0 + 0.5) / 3)
+    assert table["top_above_median"] == 2 and table["spearman"] > 0.5
+    with pytest.raises(ValueError, match="top"):
+        related_words(embedding, 0, delta, top=6)
+
+
+def test_target_is_the_thesis_word_if_present_else_the_first_frequent_long_word():
+    from paperlib.data.text import Vocabulary
+    from paperlib.dyneval import choose_targets
+
+    vocab = Vocabulary(["<eos>", "the", "production", "theatre", "x1", "company", "of"])
+    counts = torch.tensor([100, 100, 100, 100, 100, 3, 100])
+    test = torch.tensor([1, 3, 6, 4, 5, 3, 2, 1, 3, 6, 3])
+    kwargs = dict(min_count=50, min_length=6, min_context=2, extra=5)
+    target, extra = choose_targets(test, vocab, counts, word="production", **kwargs)
+    assert target == 6 and extra == [8, 10]  # later "theatre"s; "company" is too rare, "x1" not alphabetic
+    target, _ = choose_targets(test, vocab, counts, word="absent", **kwargs)
+    assert target == 5  # the first "theatre" with at least two tokens of context
+    with pytest.raises(ValueError, match="no test position"):
+        choose_targets(test, vocab, counts, word=None, **{**kwargs, "min_count": 1000})
+
+
+# ------------------------------------------------------------------ Tables 5.6 and 5.7 on a tiny corpus
+
+
+def test_statistics_studies_use_the_fractions_of_the_batches_and_share_their_baselines(monkeypatch):
+    import time
+    import types
+
+    import paperlib.dyneval as de
+
+    model = tiny_lm(vocab=20, hidden=8).float()
+    corpus = types.SimpleNamespace(train=random_tokens((2100,), seed=11, vocab=20),
+                                   valid=random_tokens((300,), seed=12, vocab=20),
+                                   test=random_tokens((300,), seed=13, vocab=20))
+    settings = types.SimpleNamespace(
+        segment_len=5, gradient_stats={"batch_size": 4, "bptt": 5, "max_batches": 3},
+        optimizers={"corpus": "tiny", "valid_tokens": 60, "lr_factor": 3.0, "max_evals": 3,
+                    "lr_start": {"rmsprop": 1e-3, "global_rms": 1e-3}},
+        statistics_study={"fractions": [1.0, 0.01, 0.1], "batches": 100, "source": "test", "offset": 7,
+                          "rmsprop_eps": [0.01, 1e-6]})
+    seen = []
+    real = de.mean_squared_gradients
+    monkeypatch.setattr(de, "mean_squared_gradients", lambda *a, **k: seen.append(k["max_batches"]) or real(*a, **k))
+    started = time.time()
+    amount = de._statistics_amount(settings, model, corpus, torch.device("cpu"), lambda _: None)
+    locality = de._statistics_locality(settings, model, corpus, torch.device("cpu"), amount, lambda _: None)
+    assert time.time() - started < 15
+    assert seen == [1, 10, 100]  # 1%, 10% and 100% of the 100 batches (4 rows of 525 tokens hold 105)
+    assert [r["batches"] for r in amount["global_rms"]] == [1, 10, 100] and amount["training_batches"] == 105
+    assert [r["tokens"] for r in amount["global_rms"]] == [20, 200, 2000]
+    assert amount["valid_tokens"] == 60
+    assert [r["settings"] for r in amount["rmsprop"]] == [{"rule": "rmsprop", "eps": 0.01}, {"rule": "rmsprop", "eps": 1e-6}]
+    assert locality["global_rms"] is amount["global_rms"][-1] and locality["rmsprop"] is amount["rmsprop"]
+    assert locality["statistics_source"] == {"split": "test", "offset": 7, "tokens": 61}
+    assert [r["settings"]["eps"] for r in locality["nonlocal_rmsprop"]] == [0.01, 1e-6]
+    row = locality["nonlocal_rmsprop"][0]
+    again = dynamic_evaluate(model, corpus.valid[:61], rule="nonlocal_rmsprop", eps=0.01, lr=row["lr"], segment_len=5,
+                             statistics_tokens=corpus.test[7:68]).mean_nll()
+    assert row["valid_nll"] == pytest.approx(again, abs=1e-6)
+    assert all(math.isfinite(r["valid_nll"]) for r in [*amount["global_rms"], *amount["rmsprop"], *locality["nonlocal_rmsprop"]])
+    assert de.gradient_batches(0.01, 20) == 1 and de.gradient_batches(0.1, 1452) == 145
+
+
+def test_optional_study_blocks_default_and_reject_unknown_keys():
+    from paperlib.config import experiment_params, load_params
+
+    params = load_params()
+    settings = experiment_params("dyneval", "smoke", params)
+    from paperlib.dyneval import related_words_settings, statistics_study_settings
+
+    assert related_words_settings(settings)["corpus"] == settings.timescale["corpus"]
+    study = statistics_study_settings(settings)
+    assert study["valid_tokens"] == settings.optimizers["valid_tokens"]
+    assert study["lr_start"]["nonlocal_rmsprop"] == settings.optimizers["lr_start"]["global_rms"]
+    block = params["experiments"]["dyneval"]["smoke"]
+    for bad in ({"related_words": {"colour": 1}}, {"statistics_study": {"fractions": [0.5]}},
+                {"statistics_study": {"source": "valid"}}, {"related_words": {"row": "sparse"}},
+                {"statistics_study": {"rmsprop_eps": 0.01}}, {"statistics_study": {"lr_start": {"adam": 0.1}}}):
+        broken = {**params, "experiments": {**params["experiments"], "dyneval": {"smoke": {**block, **bad}}}}
+        with pytest.raises(ValueError):
+            experiment_params("dyneval", "smoke", broken)

@@ -1,0 +1,723 @@
+"""Character-level dynamic evaluation and the mLSTM analyses of Krause's thesis, at small scale on PTB characters.
+
+What this experiment reproduces (thesis chapters in brackets), all on Penn Treebank characters (vocab 50):
+
+* Table 4.4 (§4.7.3): a one-layer mLSTM (the thesis' model for that table) with static evaluation, full
+  dynamic evaluation (global RMS with an RMS decay prior, eq. 4.7, segments of n = 20 characters as in
+  §4.5) and sparse dynamic evaluation (§4.6, eq. 4.8) that adapts only an H_s × H_s matrix M;
+* Table 6.1 (§6.2.3): a small Transformer-XL-style LM (relative positions, eq. 6.2, and a segment memory)
+  statically and dynamically evaluated (SGD and global RMS + RMS decay), segments aligned with the memory
+  recurrence and backpropagation truncated to one segment;
+* Table 6.4 (§6.3) and Fig. 5.2 right (§5.1): out-of-domain text - WikiText-2 mapped into the PTB character
+  vocabulary (:func:`map_words_to_chars`) - with the dynamic-evaluation settings tuned in domain, as the
+  thesis does (its GPT-2 settings were tuned on held-out web text, its Spanish run reused the enwik8 ones);
+* Fig. 5.2 (§5.1): loss against the number of characters processed, static vs dynamic, averaged over
+  independent test sequences (every sequence from the trained weights and a zero state);
+* Fig. 3.3 (§3.5.2) and Melis §2.3.2: the recovery test of :mod:`paperlib.recovery` on a stacked LSTM, the
+  mLSTM and the Mogrifier LSTM;
+* Fig. 3.2 (§3.5.2), optionally: validation bits/char against parameter count for LSTM and mLSTM.
+
+Dynamic evaluation itself is :mod:`paperlib.dyneval` (update rules, MS_g, tuning); this module adds the
+character-level experiment, the out-of-domain text mapping and sparse dynamic evaluation *inside* the mLSTM
+recurrence (:class:`RecurrentSparseAdaptation`), which is eq. (4.8) as the thesis writes it: h'_t = h_t + M h_t
+replaces h_t in the recurrence and the output. (:class:`paperlib.dyneval.SparseAdaptation` applies M to the
+output features only; both are reported.)
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from paperlib.config import register_experiment
+from paperlib.dyneval import (
+    DynamicEvalResult,
+    dynamic_evaluate,
+    mean_squared_gradients,
+    static_evaluate,
+    tune_dynamic_evaluation,
+)
+from paperlib.models.lstm import LSTMState
+from paperlib.models.mlstm import MLSTMLayer, mlstm_step
+from paperlib.recovery import recovery_profile
+
+EXPERIMENT = "dyneval_char"
+LN2 = math.log(2.0)
+
+# ---------------------------------------------------------------------------------------------
+# The thesis' numbers (bits/char unless stated), transcribed from the thesis text and tables.
+# ---------------------------------------------------------------------------------------------
+
+# Table 4.4 (enwik8 test, §4.7.3): the 46M-parameter mLSTM of §3.5.2 (2800 units, one recurrent layer);
+# sparse dynamic evaluation adapted 500 of the hidden units: a 500 x 500 M, 250k adaptation parameters.
+PAPER_TABLE_4_4 = {"static": 1.24, "sparse_recurrent": 1.13, "global_rms": 1.08,
+                   "parameters": 46_000_000, "hidden_units": 2800, "sparse_units": 500, "sparse_parameters": 250_000}
+# Table 6.1 (enwik8 test, §6.2.3): Transformer-XL retrained at 42M parameters (static 1.053, global RMS
+# + RMS decay 1.012; no SGD row at this size) and the 277M pretrained model (0.993, SGD 0.946, global RMS 0.940).
+PAPER_TABLE_6_1 = {
+    "42M": {"static": 1.053, "sgd": None, "global_rms": 1.012},
+    "277M": {"static": 0.993, "sgd": 0.946, "global_rms": 0.940},
+}
+# Table 6.4 (§6.3.2): GPT-2 345M evaluated out of domain (no Wikipedia in its training data), static /
+# SGD dynamic eval / global RMS dynamic eval; enwik8 and text8 in bits/char, WikiText-103 in perplexity.
+PAPER_TABLE_6_4 = {
+    "enwik8": {"static": 1.017, "sgd": 0.893, "global_rms": 0.869},
+    "text8": {"static": 1.066, "sgd": 1.017, "global_rms": 1.003},
+    "wikitext103_ppl": {"static": 26.6, "sgd": 23.0, "global_rms": 21.9},
+}
+# In-domain reference for the out-of-domain claim: the in-domain gains of Table 6.1 (Transformer-XL).
+# Fig. 5.2 (§5.1) has no numbers in the text: on enwik8 the dynamic advantage peaks after 2-3k characters,
+# on Spanish (out of domain) it keeps growing; 500 sequences of 10k characters, bins of 100.
+PAPER_FIG_5_2 = {"sequences": 500, "length": 10_000, "bin": 100, "in_domain_peak_chars": (2000, 3000)}
+# Fig. 3.3 (§3.5.2): mLSTM vs 2-layer stacked LSTM on enwik8 (RMSprop-trained, 3-20M parameters).
+PAPER_FIG_3_3 = {
+    "fraction": 0.1,
+    "after_bits": {"mlstm": [6.27, 2.26, 2.04, 1.61, 1.51], "lstm": [6.29, 2.48, 2.25, 1.79, 1.67]},
+    "overall_bits": {"mlstm": 1.42, "lstm": 1.53},
+}
+# Melis thesis §2.3.2: the recovery hypothesis did not hold for the Mogrifier LSTM (no numbers given).
+PAPER_MELIS_RECOVERY = {"mogrifier_recovers_faster_than_lstm": False}
+
+# ---------------------------------------------------------------------------------------------
+# Out-of-domain text in the PTB character vocabulary
+# ---------------------------------------------------------------------------------------------
+
+EOS = "<eos>"
+KEPT_TOKENS = ("<unk>", "N")  # PTB's unknown-word and number tokens, spelled out in the character files
+WIKITEXT_JOINERS = {"@-@": "-", "@,@": ",", "@.@": "."}  # WikiText splits 1,000 as "1 @,@ 000"
+NUMBER = re.compile(r"^[+-]?\d[\d,./:-]*$")
+
+
+@dataclass
+class CharMapping:
+    """Character ids of mapped text and what the mapping changed (counts over the input's characters)."""
+
+    ids: Tensor
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _join_wikitext_splits(tokens: Sequence[str]) -> list[str]:
+    """Undo WikiText's "a @-@ b" splitting: "a-b" as one token, as PTB writes hyphenated words and numbers."""
+    out: list[str] = []
+    glue = False
+    for tok in tokens:
+        if tok in WIKITEXT_JOINERS and out:
+            out[-1] += WIKITEXT_JOINERS[tok]
+            glue = True
+        elif glue:
+            out[-1] += tok
+            glue = False
+        else:
+            out.append(tok)
+    return out
+
+
+def map_words_to_chars(lines: Iterable[Sequence[str]], vocab) -> CharMapping:
+    """Map word-tokenised lines into a PTB-style character stream with ids of ``vocab`` (the PTB char vocabulary).
+
+    The mapping (applied per line, ``<eos>`` tokens in the input ignored):
+
+    1. WikiText's split separators are undone: ``a @-@ b`` -> ``a-b``, ``1 @,@ 000`` -> ``1,000``;
+    2. a token that is a number (digits with , . / : -) becomes ``N``, PTB's number token;
+    3. ``<unk>`` and ``N`` are kept as they are; every other token is lowercased (PTB is lowercase);
+    4. characters outside the vocabulary are dropped (``,``, parentheses, quotes, ``=``, accented and
+       other non-ASCII letters, ...), and a token left empty is dropped;
+    5. the remaining tokens are joined by ``_`` (PTB's word boundary) and the line ends in ``<eos>``;
+       lines without tokens (WikiText's blank lines) are dropped.
+
+    PTB's word-level text maps exactly onto PTB's character files. ``stats`` counts the input characters
+    (of the tokens after step 1), those lowercased, those replaced by ``N``, those dropped (with the most
+    frequent dropped characters) and the output length.
+    """
+    if EOS not in vocab or "_" not in vocab:
+        raise ValueError("vocab must be a PTB-style character vocabulary with '<eos>' and '_' (word boundary)")
+    stoi = vocab.stoi
+    ids: list[int] = []
+    raw = lowered = numbers = dropped = tokens_dropped = lines_kept = 0
+    dropped_chars: dict[str, int] = {}
+    for line in lines:
+        words = []
+        for tok in _join_wikitext_splits([t for t in line if t != EOS]):
+            raw += len(tok)
+            if tok in KEPT_TOKENS:
+                words.append(tok)
+                continue
+            if NUMBER.match(tok):
+                numbers += len(tok)
+                words.append("N")
+                continue
+            low = tok.lower()
+            lowered += sum(a != b for a, b in zip(tok, low))
+            kept = "".join(ch for ch in low if ch in stoi)
+            for ch in low:
+                if ch not in stoi:
+                    dropped_chars[ch] = dropped_chars.get(ch, 0) + 1
+            dropped += len(low) - len(kept)
+            if kept:
+                words.append(kept)
+            else:
+                tokens_dropped += 1
+        if not words:
+            continue
+        lines_kept += 1
+        for index, word in enumerate(words):
+            if index:
+                ids.append(stoi["_"])
+            ids.extend(stoi[ch] for ch in word)
+        ids.append(stoi[EOS])
+    common = sorted(dropped_chars.items(), key=lambda kv: (-kv[1], kv[0]))[:15]
+    stats = {"input_chars": raw, "lowercased_chars": lowered, "number_chars_to_N": numbers, "dropped_chars": dropped,
+             "dropped_fraction": dropped / max(raw, 1), "changed_fraction": (lowered + numbers + dropped) / max(raw, 1),
+             "dropped_tokens": tokens_dropped, "lines": lines_kept, "output_chars": len(ids),
+             "most_dropped": [[ch, n] for ch, n in common]}
+    return CharMapping(torch.tensor(ids, dtype=torch.long), stats)
+
+
+def chars_to_lines(ids: Tensor, vocab) -> list[str]:
+    """Inverse view of :func:`map_words_to_chars`: one string per ``<eos>``-terminated line, ``_`` as a space."""
+    text = "".join("\n" if tok == EOS else (" " if tok == "_" else tok) for tok in vocab.decode(ids.tolist()))
+    return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Sparse dynamic evaluation inside the recurrence (§4.6, eq. 4.8)
+# ---------------------------------------------------------------------------------------------
+
+
+class RecurrentSparseAdaptation(nn.Module):
+    """An mLSTM layer whose hidden state is transformed as h'_t = h_t + M h_t on ``units`` units (eq. 4.8).
+
+    M (``adaptation``, [H_s, H_s]) starts at zero, so the layer computes exactly the wrapped mLSTM layer;
+    h'_t replaces h_t both in the recurrence (it is the h_{t-1} of eq. 3.5 at the next step) and in the
+    layer's output. Adapting only ``adaptation`` with :func:`paperlib.dyneval.dynamic_evaluate` (``adapt``)
+    is sparse dynamic evaluation with d = H_s² parameters; its decay prior pulls M back to zero.
+    """
+
+    def __init__(self, layer: MLSTMLayer, units: int | Sequence[int]):
+        super().__init__()
+        if not isinstance(layer, MLSTMLayer):
+            raise ValueError(f"recurrent sparse adaptation is implemented for mLSTM layers, got {type(layer).__name__}")
+        index = list(range(units)) if isinstance(units, int) else list(units)
+        n = layer.hidden_size
+        if not index or len(set(index)) != len(index) or min(index) < 0 or max(index) >= n:
+            raise ValueError(f"units must name 1..{n} distinct hidden units below {n}, got {units!r}")
+        self.layer = layer
+        self.hidden_size = n
+        self.adaptation = nn.Parameter(layer.weight_mh.new_zeros(len(index), len(index)))
+        self.register_buffer("index", torch.tensor(index, dtype=torch.long), persistent=False)
+
+    def init_state(self, batch_size: int) -> LSTMState:
+        return self.layer.init_state(batch_size)
+
+    def adapt(self, h: Tensor) -> Tensor:
+        """h + M h on the chosen units, eq. (4.8); ``h`` [B, n]."""
+        sub = h.index_select(-1, self.index)  # [B, H_s]
+        return h.index_add(-1, self.index, sub @ self.adaptation.transpose(0, 1))
+
+    def forward(self, x: Tensor, state: LSTMState, state_mask: Tensor | None = None) -> tuple[Tensor, LSTMState]:
+        layer = self.layer
+        h, c = state
+        mx_all = F.linear(x, layer.weight_mx)  # [T, B, n]
+        gx_all = F.linear(x, layer.weight_x, layer.bias)  # [T, B, 4n]
+        outputs = []
+        for mx, gx in zip(mx_all, gx_all):
+            h_prev = h if state_mask is None else h * state_mask
+            h, c = mlstm_step(mx, gx, h_prev, c, layer.weight_mh, layer.weight_m, layer.capped_input_gate)
+            h = self.adapt(h)  # h'_t feeds the next step and the output
+            outputs.append(h)
+        return torch.stack(outputs), (h, c)
+
+
+def with_recurrent_adaptation(model: nn.Module, units: int | Sequence[int], layer: int = -1) -> tuple[nn.Module, str]:
+    """A copy of the recurrent LM ``model`` with eq. (4.8) inside its mLSTM layer ``layer``; returns (copy, name of M)."""
+    layers = getattr(model, "layers", None)
+    if not isinstance(layers, nn.ModuleList) or not layers:
+        raise ValueError("recurrent sparse adaptation needs a recurrent LM with `layers` (paperlib.models.RecurrentLM)")
+    index = layer % len(layers)
+    adapted = copy.deepcopy(model)
+    adapted.layers[index] = RecurrentSparseAdaptation(adapted.layers[index], units)
+    return adapted, f"layers.{index}.adaptation"
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters
+# ---------------------------------------------------------------------------------------------
+
+# Rows of the in-domain tables: key -> (label, fixed dynamic_evaluate settings, grid name).
+ROWS: dict[str, tuple[str, dict[str, Any], str | None]] = {
+    "static": ("static evaluation", {}, None),
+    "sgd": ("dynamic eval (SGD)", {"rule": "sgd"}, "sgd"),
+    "global_rms": ("dynamic eval (global RMS, RMS decay)", {"rule": "global_rms"}, "global_rms"),
+    "sparse_recurrent": ("sparse dynamic eval (M in the recurrence, eq. 4.8)", {"rule": "global_rms"}, "sparse"),
+    "sparse_output": ("sparse dynamic eval (M on the output features)", {"rule": "global_rms"}, "sparse"),
+}
+GRIDS = ("sgd", "global_rms", "sparse")
+
+
+def _require_keys(where: str, block: Any, required: Sequence[str], optional: Sequence[str] = ()) -> None:
+    if not isinstance(block, dict):
+        raise ValueError(f"{where} must be a mapping with keys {list(required)}")
+    missing = [k for k in required if k not in block]
+    unknown = sorted(set(block) - set(required) - set(optional))
+    if missing or unknown:
+        raise ValueError(f"{where}: needs keys {list(required)} (optional {list(optional)}); "
+                         f"missing {missing}, unknown {unknown}")
+
+
+@register_experiment(EXPERIMENT)
+@dataclass(frozen=True)
+class DynEvalCharParams:
+    """Character-level dynamic evaluation and the mLSTM analyses (Krause chs. 3-6) on PTB characters.
+
+    ``models``: name -> {cell, hidden_size, num_layers, options, train (overrides of ``train``)}, each trained
+    once with :class:`paperlib.train.Trainer` (resumable, under ``runs/dyneval_char/<name>``).
+    ``rows``: model -> table rows among ``static``, ``sgd``, ``global_rms``, ``sparse_recurrent`` (mLSTM only),
+    ``sparse_output``; each dynamic row is tuned on ``valid_chars`` validation characters over its grid in
+    ``grids`` (``sgd``: lr; ``global_rms``, ``sparse``: lr, decay, eps) and reported on ``test_chars``.
+    ``ood_rows``: rows also evaluated on ``ood_chars`` characters of ``ood_corpus`` (with the in-domain settings).
+    ``valid_chars``/``test_chars``/``ood_chars``: prefixes of the splits (null: all of it).
+    ``timescale``: {model, sequences, length, bin, stream_batch} for Fig. 5.2. ``recovery``: {models, chars,
+    fraction, horizon} for Fig. 3.3 (chars null: the whole test split). ``scaling``: {hidden_sizes: {model: [H, ...]},
+    valid_chars} for Fig. 3.2 (models with an empty list are not swept; valid_chars null: the whole split).
+    """
+
+    corpus: str
+    ood_corpus: str
+    models: dict
+    train: dict
+    rows: dict
+    ood_rows: list[str]
+    segment_len: int
+    valid_chars: int | None
+    test_chars: int | None
+    ood_chars: int | None
+    gradient_stats: dict
+    grids: dict
+    sparse_units: int
+    timescale: dict
+    recovery: dict
+    scaling: dict
+    search: str = "coordinate"
+    seed: int = 0
+    threads: int = 2
+
+    def __post_init__(self) -> None:
+        from paperlib.data.corpora import CORPORA
+        from paperlib.models import CELL_OPTIONS, VALID_CELLS
+        from paperlib.train import TrainConfig
+
+        if self.corpus not in CORPORA or CORPORA[self.corpus].level != "char" or self.corpus in ("enwik8", "text8"):
+            raise ValueError(f"corpus must be a line-based character corpus (ptb_char), got {self.corpus!r}")
+        if self.ood_corpus not in CORPORA or self.ood_corpus in ("enwik8", "text8"):
+            raise ValueError(f"ood_corpus must be a line-based corpus such as wikitext2, got {self.ood_corpus!r}")
+        if not self.models:
+            raise ValueError("models must name at least one model")
+        for name, spec in self.models.items():
+            _require_keys(f"models.{name}", spec, ("cell", "hidden_size", "num_layers"), ("options", "train"))
+            if spec["cell"] not in VALID_CELLS:
+                raise ValueError(f"models.{name}.cell must be one of {', '.join(VALID_CELLS)}, got {spec['cell']!r}")
+            unknown = sorted(set(spec.get("options", {})) - set(CELL_OPTIONS[spec["cell"]]))
+            if unknown:
+                raise ValueError(f"models.{name}.options: unknown {unknown}; valid: {', '.join(sorted(CELL_OPTIONS[spec['cell']]))}")
+            try:
+                TrainConfig(**{**self.train, **spec.get("train", {})})
+            except TypeError as err:
+                raise ValueError(f"train (with models.{name}.train): {err}") from None
+        for name, keys in self.rows.items():
+            if name not in self.models:
+                raise ValueError(f"rows names model {name!r}; models: {', '.join(self.models)}")
+            bad = [k for k in keys if k not in ROWS]
+            if bad or not keys or keys[0] != "static":
+                raise ValueError(f"rows.{name} must start with 'static' and use rows among {', '.join(ROWS)}; got {keys}")
+            if "sparse_recurrent" in keys and self.models[name]["cell"] != "mlstm":
+                raise ValueError(f"rows.{name}: 'sparse_recurrent' needs an mlstm model, {name} is {self.models[name]['cell']}")
+        bad = [k for k in self.ood_rows if k not in ROWS]
+        if bad or "static" not in self.ood_rows:
+            raise ValueError(f"ood_rows must include 'static' and use rows among {', '.join(ROWS)}; got {self.ood_rows}")
+        for name in ("segment_len", "sparse_units", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("valid_chars", "test_chars", "ood_chars"):
+            if getattr(self, name) is not None and getattr(self, name) < 2:
+                raise ValueError(f"{name} must be >= 2 or null (the whole split), got {getattr(self, name)}")
+        _require_keys("gradient_stats", self.gradient_stats, ("batch_size", "bptt", "max_batches"))
+        _require_keys("grids", self.grids, GRIDS)
+        for family, grid in self.grids.items():
+            allowed = {"lr"} if family == "sgd" else {"lr", "decay", "eps"}
+            if set(grid) - allowed or "lr" not in grid or not all(isinstance(v, list) and v for v in grid.values()):
+                raise ValueError(f"grids.{family}: needs non-empty lists for {sorted(allowed)} ('lr' required); got {grid}")
+        if self.search not in ("grid", "coordinate"):
+            raise ValueError(f"search must be 'grid' or 'coordinate', got {self.search!r}")
+        _require_keys("timescale", self.timescale, ("model", "sequences", "length", "bin", "stream_batch"))
+        if self.timescale["model"] not in self.rows or "global_rms" not in self.rows[self.timescale["model"]]:
+            raise ValueError("timescale.model must be a model whose rows include 'global_rms'")
+        if self.timescale["length"] % self.timescale["bin"] or self.timescale["length"] < 2:
+            raise ValueError("timescale.length must be a multiple of timescale.bin")
+        _require_keys("recovery", self.recovery, ("models", "chars", "fraction", "horizon"))
+        bad = [m for m in self.recovery["models"] if m not in self.models or self.models[m]["cell"] == "transformer"]
+        if bad:
+            raise ValueError(f"recovery.models must be recurrent models among {', '.join(self.models)}; got {bad}")
+        if not 0 < self.recovery["fraction"] <= 1 or self.recovery["horizon"] < 1:
+            raise ValueError("recovery.fraction must lie in (0, 1] and recovery.horizon be >= 1")
+        chars = self.recovery["chars"]
+        if chars is not None and chars <= self.recovery["horizon"] + 1:
+            raise ValueError("recovery.chars must exceed recovery.horizon + 1, or be null (the whole test split)")
+        _require_keys("scaling", self.scaling, ("hidden_sizes", "valid_chars"))
+        for name, sizes in self.scaling["hidden_sizes"].items():
+            if name not in self.models or not isinstance(sizes, list) or not all(isinstance(h, int) and h > 0 for h in sizes):
+                raise ValueError(f"scaling.hidden_sizes.{name}: needs a model name and a list of positive hidden sizes")
+
+
+# ---------------------------------------------------------------------------------------------
+# The experiment
+# ---------------------------------------------------------------------------------------------
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters, tied weights once."""
+    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+def bits(result: DynamicEvalResult) -> float:
+    """Mean loss in bits per character (inf for a diverged run)."""
+    value = result.mean_nll()
+    return value / LN2 if math.isfinite(value) else math.inf
+
+
+def _build(spec: dict, vocab_size: int) -> nn.Module:
+    from paperlib.models import build_lm
+
+    return build_lm(spec["cell"], vocab_size, spec["hidden_size"], spec["num_layers"], **spec.get("options", {}))
+
+
+def _train_or_load(name: str, spec: dict, settings: DynEvalCharParams, corpus, run_root: Path, device,
+                   progress: bool, log) -> tuple[nn.Module, dict[str, Any]]:
+    """Train model ``name`` (resumably) or load it when its run folder already holds a finished run."""
+    from paperlib.provenance import write_json_atomic
+    from paperlib.train import Trainer, TrainConfig, forget_stale_run
+
+    config = TrainConfig(**{**settings.train, **spec.get("train", {}), "seed": settings.seed})
+    torch.manual_seed(settings.seed)
+    model = _build(spec, len(corpus.vocab))
+    run_dir = run_root / name
+    # a folder trained with other settings is retrained rather than reused
+    forget_stale_run(run_dir, _jsonable({"model": spec, "train": vars(config), "vocab_size": len(corpus.vocab),
+                                         "corpus": settings.corpus}))
+    done = run_dir / "done.json"
+    if done.is_file():
+        model.load_state_dict(torch.load(run_dir / "best.pt", map_location=device, weights_only=False)["model"])
+        info = json.loads(done.read_text())
+        log(f"dyneval_char: {name} loaded from {run_dir} ({info['parameters']:,} parameters)")
+        return model.to(device).eval(), info
+    log(f"dyneval_char: training {name} ({count_parameters(model):,} parameters)")
+    trainer = Trainer(model, corpus.train, corpus.valid, config, run_dir, device=device, progress=progress)
+    result = trainer.fit(resume=True)
+    trainer.load(trainer.best_path, restore_position=False)
+    info = {"parameters": count_parameters(model), "train_steps": result.steps, "train_chars": result.tokens,
+            "train_valid_bpc": result.best_valid_nll / LN2, "rollbacks": result.rollbacks,
+            "train_seconds": round(trainer.train_seconds, 1)}
+    write_json_atomic(done, info)
+    return trainer.model.eval(), info
+
+
+def _tuned_row(key: str, model: nn.Module, valid: Tensor, test: Tensor, settings: DynEvalCharParams,
+               stats: dict[str, Any]) -> tuple[dict[str, Any], DynamicEvalResult, dict[str, Any]]:
+    """One table row: tune on the validation prefix, evaluate on the test prefix. Returns (row, test result, call)."""
+    label, fixed, grid_name = ROWS[key]
+    n = settings.segment_len
+    if key == "static":
+        valid_res, test_res = static_evaluate(model, valid, segment_len=n), static_evaluate(model, test, segment_len=n)
+        row = {"key": key, "label": label, "settings": {}, "adapted_parameters": 0, "valid_bpc": bits(valid_res),
+               "test_bpc": bits(test_res), "trials": []}
+        return row, test_res, {"model": model}
+    target, call = model, {"segment_len": n, **fixed}
+    if key in ("sgd", "global_rms"):
+        adapted = count_parameters(model)
+        if key == "global_rms":
+            call["ms_g"] = stats["full"]()
+    elif key == "sparse_output":
+        call.update(sparse_units=settings.sparse_units, ms_g=stats["sparse_output"]())
+        adapted = settings.sparse_units**2
+    else:  # sparse_recurrent: M of eq. (4.8) is the only adapted parameter of a copy of the model
+        target, name = stats["recurrent_model"]()
+        call.update(adapt=[name], ms_g=stats["sparse_recurrent"]())
+        adapted = settings.sparse_units**2
+    grid = settings.grids[grid_name]
+    grid = {"lr": grid["lr"], **grid}  # coordinate search tunes η first, the most important setting (§4.5)
+    tuned = tune_dynamic_evaluation(target, valid, grid=grid, search=settings.search, **call)
+    call.update(tuned.best)
+    test_res = dynamic_evaluate(target, test, **call)
+    shown = {k: v for k, v in call.items() if k not in ("ms_g", "adapt")}
+    trials = [{**t, "bpc": t["nll"] / LN2 if math.isfinite(t["nll"]) else None} for t in tuned.trials]
+    row = {"key": key, "label": label, "settings": shown, "adapted_parameters": adapted,
+           "valid_bpc": tuned.nll / LN2 if math.isfinite(tuned.nll) else math.inf, "test_bpc": bits(test_res),
+           "trials": [{k: v for k, v in t.items() if k != "nll"} for t in trials]}
+    return row, test_res, {"model": target, **call}
+
+
+def _gradient_stats(model: nn.Module, train: Tensor, settings: DynEvalCharParams) -> dict[str, Any]:
+    """MS_g (eq. 4.4) for full, output-sparse and recurrent-sparse adaptation, each computed when first needed."""
+    gs = settings.gradient_stats
+    kwargs = {"batch_size": gs["batch_size"], "bptt": gs["bptt"], "max_batches": gs["max_batches"]}
+    cache: dict[str, Any] = {}
+
+    def once(key: str, make):
+        def get():
+            if key not in cache:
+                cache[key] = make()
+            return cache[key]
+        return get
+
+    recurrent = once("recurrent_model", lambda: with_recurrent_adaptation(model, settings.sparse_units))
+    return {
+        "full": once("full", lambda: mean_squared_gradients(model, train, **kwargs)),
+        "sparse_output": once("sparse_output", lambda: mean_squared_gradients(
+            model, train, sparse_units=settings.sparse_units, **kwargs)),
+        "recurrent_model": recurrent,
+        "sparse_recurrent": once("sparse_recurrent", lambda: mean_squared_gradients(
+            recurrent()[0], train, adapt=[recurrent()[1]], **kwargs)),
+    }
+
+
+def _curve(losses: Tensor, bin_size: int) -> list[float]:
+    """Binned mean loss in bits against position (averaged over streams first)."""
+    return (DynamicEvalResult(losses).curve(bin_size) / LN2).tolist()
+
+
+def _timescale(settings: DynEvalCharParams, model: nn.Module, call: dict[str, Any], streams: dict[str, Tensor],
+               log) -> dict[str, Any]:
+    """Fig. 5.2: static vs dynamic loss against characters processed, averaged over independent sequences."""
+    ts = settings.timescale
+    count, length = ts["sequences"], ts["length"]
+    out: dict[str, Any] = {"model": ts["model"], "sequences": count, "length": length, "bin": ts["bin"], "curves": {}}
+    dyn = {k: v for k, v in call.items() if k != "model"}
+    for domain, ids in streams.items():
+        if count * length > ids.numel():
+            raise ValueError(f"timescale needs {count} x {length} characters of {domain} text, it has {ids.numel()}")
+        sequences = ids[: count * length].view(count, length)  # [K, L], consecutive non-overlapping pieces
+        static = static_evaluate(model, sequences, segment_len=settings.segment_len).losses
+        parts = [dynamic_evaluate(model, sequences[b : b + ts["stream_batch"]], batched=True, **dyn).losses
+                 for b in range(0, count, ts["stream_batch"])]
+        dynamic = torch.cat(parts)  # [K, L-1]
+        out["curves"][domain] = {"static": _curve(static, ts["bin"]), "dynamic": _curve(dynamic, ts["bin"]),
+                                 "static_bpc": float(static.double().mean()) / LN2,
+                                 "dynamic_bpc": float(dynamic.double().mean()) / LN2}
+        curves = out["curves"][domain]
+        log(f"  time scales ({domain}): first bin static {curves['static'][0]:.3f} dynamic {curves['dynamic'][0]:.3f}, "
+            f"last bin static {curves['static'][-1]:.3f} dynamic {curves['dynamic'][-1]:.3f} bits")
+    return out
+
+
+def _claims(results: dict[str, Any], settings: DynEvalCharParams) -> list[dict[str, Any]]:
+    """The seeds' qualitative claims, each with the seeds' verdict and ours (``reproduced``: the two agree)."""
+    claims: list[dict[str, Any]] = []
+
+    def claim(text: str, source: str, thesis: bool, ours: bool) -> None:
+        claims.append({"claim": text, "source": source, "thesis": thesis, "ours": bool(ours),
+                       "reproduced": bool(ours) == thesis})
+
+    for model, table in results["tables"].items():
+        rows = {r["key"]: r["test_bpc"] for r in table["rows"]}
+        static, dyn = rows["static"], rows.get("global_rms")
+        source = "Table 6.1" if settings.models[model]["cell"] == "transformer" else "Table 4.4"
+        if dyn is not None:
+            claim(f"dynamic evaluation improves the {model} (test)", source, True, dyn < static)
+        if "sgd" in rows and dyn is not None:
+            claim(f"global RMS + RMS decay beats SGD dynamic evaluation ({model})", "Tables 4.1, 6.1", True, dyn < rows["sgd"])
+        if "sparse_recurrent" in rows and dyn is not None:
+            claim(f"sparse dynamic evaluation of the {model} lies between static and full", "Table 4.4", True,
+                  dyn < rows["sparse_recurrent"] < static)
+        ood = results["ood"]["models"].get(model, {})
+        if "global_rms" in ood and dyn is not None:
+            claim(f"dynamic evaluation helps the {model} more out of domain than in domain (bits)", "Tables 6.1/6.4, §5.1",
+                  True, ood["static"]["bpc"] - ood["global_rms"]["bpc"] > static - dyn)
+    for domain, curves in results["timescale"]["curves"].items():
+        gaps = [s - d for s, d in zip(curves["static"], curves["dynamic"])]
+        third = max(1, len(gaps) // 3)
+        claim(f"the dynamic advantage grows along the sequence ({domain.replace('_', ' ')}: last third of bins vs first)",
+              "Fig. 5.2", True, sum(gaps[-third:]) / third > sum(gaps[:third]) / third)
+    rec = results["recovery"]
+    cells = {m: settings.models[m]["cell"] for m in rec["models"]}
+    baseline = next((m for m, c in cells.items() if c == "lstm"), None)
+    expected = {"mlstm": (True, "Krause Fig. 3.3"), "mogrifier_lstm": (False, "Melis §2.3.2")}
+    for model, cell in cells.items():
+        if baseline is None or cell not in expected:
+            continue
+        after, overall = rec["after_bits"], rec["overall_bits"]
+        ours = after[baseline][1] - after[model][1] > overall[baseline] - overall[model]
+        claim(f"the {model} recovers faster than the {baseline} (its advantage one step after a surprise exceeds its "
+              "overall advantage)", expected[cell][1], expected[cell][0], ours)
+    return claims
+
+
+def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str | None = None,
+                     root: str | Path | None = None) -> Path:
+    """Run experiment ``dyneval_char`` of ``params.yaml`` (profile ``profile``); returns the results path.
+
+    Writes ``results/dyneval_char.json`` (or ``out``) and the provenance file beside it; trained models go to
+    ``runs/dyneval_char/<model>/`` and are reused when their settings are unchanged.
+    """
+    from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.data import load_corpus
+    from paperlib.data.text import read_split_lines
+    from paperlib.provenance import provenance, write_json_atomic
+
+    started = time.time()
+    root = Path(root) if root is not None else repo_root()
+    params = load_params(root / "params.yaml")
+    profile = active_profile(profile, params)
+    settings: DynEvalCharParams = experiment_params(EXPERIMENT, profile, params)
+    torch.set_num_threads(settings.threads)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    data_root = root / section_params("data", params).root
+    seconds: dict[str, float] = {}
+
+    def log(message: str) -> None:
+        if progress:
+            print(message, flush=True)
+
+    def tick(name: str, since: float) -> float:
+        now = time.time()
+        seconds[name] = round(now - since, 1)
+        return now
+
+    corpus = load_corpus(settings.corpus, data_root)
+    vocab = corpus.vocab
+    mapped = map_words_to_chars(read_split_lines(settings.ood_corpus, data_root, "test"), vocab)
+    def prefix(ids: Tensor, chars: int | None) -> Tensor:
+        return (ids if chars is None else ids[: chars + 1]).to(device)
+
+    valid, test = prefix(corpus.valid, settings.valid_chars), prefix(corpus.test, settings.test_chars)
+    ood = prefix(mapped.ids, settings.ood_chars)
+    results: dict[str, Any] = {
+        "profile": profile, "corpus": settings.corpus, "ood_corpus": settings.ood_corpus, "vocab_size": len(vocab),
+        "segment_len": settings.segment_len, "valid_chars": valid.numel() - 1, "test_chars": test.numel() - 1,
+        "ood_chars": ood.numel() - 1, "sparse_units": settings.sparse_units, "models": {}, "tables": {},
+        "ood": {"mapping": mapped.stats, "models": {}},
+    }
+
+    run_root = root / "runs" / EXPERIMENT
+    models: dict[str, nn.Module] = {}
+    clock = time.time()
+    for name, spec in settings.models.items():
+        model, info = _train_or_load(name, spec, settings, corpus, run_root, device, progress, log)
+        models[name] = model
+        results["models"][name] = {"cell": spec["cell"], "hidden_size": spec["hidden_size"],
+                                   "num_layers": spec["num_layers"], "options": spec.get("options", {}), **info}
+        seconds[f"train_{name}"] = info.get("train_seconds", 0.0)
+    clock = tick("training", clock)
+
+    train_stream = corpus.train.to(device)
+    calls: dict[str, dict[str, dict[str, Any]]] = {}
+    stream_curves: dict[str, dict[str, list[float]]] = {}
+    bin_size = settings.timescale["bin"]
+    for name, keys in settings.rows.items():
+        model = models[name]
+        log(f"dyneval_char: {name} ({results['models'][name]['parameters']:,} parameters)")
+        stats = _gradient_stats(model, train_stream, settings)
+        rows, calls[name], stream_curves[name] = [], {}, {}
+        for key in keys:
+            row, test_res, call = _tuned_row(key, model, valid, test, settings, stats)
+            rows.append(row)
+            calls[name][key] = call
+            stream_curves[name][key] = _curve(test_res.losses, bin_size)
+            log(f"  {row['label']:52s} valid {row['valid_bpc']:.4f}  test {row['test_bpc']:.4f} bits/char")
+        results["tables"][name] = {"rows": rows}
+        clock = tick(f"table_{name}", clock)
+
+        ood_rows = {}
+        for key in settings.ood_rows:
+            if key not in calls[name]:
+                continue
+            call = calls[name][key]
+            if key == "static":
+                res = static_evaluate(model, ood, segment_len=settings.segment_len)
+            else:
+                res = dynamic_evaluate(call["model"], ood, **{k: v for k, v in call.items() if k != "model"})
+            ood_rows[key] = {"bpc": bits(res), "curve": _curve(res.losses, bin_size)}
+            log(f"  out of domain: {ROWS[key][0]:37s} {ood_rows[key]['bpc']:.4f} bits/char")
+        results["ood"]["models"][name] = ood_rows
+        clock = tick(f"ood_{name}", clock)
+    results["stream_curves"] = {"bin": bin_size, "test": stream_curves}
+
+    ts_model = settings.timescale["model"]
+    log(f"dyneval_char: time scales ({ts_model})")
+    results["timescale"] = _timescale(settings, models[ts_model], calls[ts_model]["global_rms"],
+                                      {"in_domain": corpus.test.to(device), "out_of_domain": mapped.ids.to(device)}, log)
+    clock = tick("timescale", clock)
+
+    rec = settings.recovery
+    log(f"dyneval_char: recovery ({', '.join(rec['models'])}) on {rec['chars']:,} test characters")
+    text = corpus.test if rec["chars"] is None else corpus.test[: rec["chars"] + 1]
+    text = text.to(device)
+    losses = {m: static_evaluate(models[m], text, segment_len=200).losses for m in rec["models"]}
+    profile_ = recovery_profile(losses, fraction=rec["fraction"], horizon=rec["horizon"])
+    results["recovery"] = {"models": list(rec["models"]), "chars": text.numel() - 1,
+                           "parameters": {m: results["models"][m]["parameters"] for m in rec["models"]},
+                           **profile_.as_dict()}
+    for m in rec["models"]:
+        log(f"  {m:16s} surprise {profile_.after[m][0]:.3f}  after {[round(a, 3) for a in profile_.after[m][1:]]}  "
+            f"overall {profile_.overall[m]:.3f} bits")
+    clock = tick("recovery", clock)
+
+    results["scaling"] = _scaling(settings, models, results["models"], corpus, run_root, device, progress, log)
+    tick("scaling", clock)
+
+    results["claims"] = _claims(results, settings)
+    results["paper"] = {"table_4_4": PAPER_TABLE_4_4, "table_6_1": PAPER_TABLE_6_1, "table_6_4": PAPER_TABLE_6_4,
+                        "fig_5_2": PAPER_FIG_5_2, "fig_3_3": PAPER_FIG_3_3, "melis_recovery": PAPER_MELIS_RECOVERY}
+    path = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
+    write_json_atomic(path, _jsonable(results))
+    record = provenance(root, profile, _jsonable(vars(settings)), None, started)
+    write_json_atomic(path.with_name(path.stem + ".provenance.json"), {**record, "seconds": seconds})
+    return path
+
+
+def _scaling(settings: DynEvalCharParams, models: dict[str, nn.Module], infos: dict[str, dict], corpus,
+             run_root: Path, device, progress: bool, log) -> dict[str, list[dict[str, Any]]]:
+    """Fig. 3.2: validation bits/char against parameters; the main models are reused at their own size."""
+    sc = settings.scaling
+    valid = (corpus.valid if sc["valid_chars"] is None else corpus.valid[: sc["valid_chars"] + 1]).to(device)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, sizes in sc["hidden_sizes"].items():
+        base = settings.models[name]
+        points = []
+        for hidden in sizes:
+            if hidden == base["hidden_size"]:
+                model, info = models[name], infos[name]
+            else:
+                spec = {**base, "hidden_size": hidden}
+                model, info = _train_or_load(f"{name}_h{hidden}", spec, settings, corpus, run_root, device, progress, log)
+            bpc = bits(static_evaluate(model, valid, segment_len=200))
+            points.append({"hidden_size": hidden, "parameters": info["parameters"], "valid_bpc": bpc})
+            log(f"  scaling {name} H={hidden}: {info['parameters']:,} parameters, valid {bpc:.4f} bits/char")
+        out[name] = sorted(points, key=lambda p: p["parameters"])
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON: tuples to lists, non-finite floats (diverged runs) to null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+__all__ = [
+    "EXPERIMENT", "PAPER_FIG_3_3", "PAPER_FIG_5_2", "PAPER_MELIS_RECOVERY", "PAPER_TABLE_4_4", "PAPER_TABLE_6_1",
+    "PAPER_TABLE_6_4", "ROWS", "CharMapping", "DynEvalCharParams", "RecurrentSparseAdaptation", "bits",
+    "chars_to_lines", "count_parameters", "map_words_to_chars", "run_dyneval_char", "with_recurrent_adaptation",
+]

@@ -1,0 +1,985 @@
+"""MICMCO on Penn Treebank: sentence VAEs, rate vs data-fit frontiers and Table 5.1 (Melis thesis §5.7.2, §5.B).
+
+Sentence-level language modelling with one set of latents per sentence (:class:`~paperlib.models.sentence_vae.
+SentenceVAE`: BiLSTM encoder, LSTM decoder with the latents added to its input, 40 Gaussian latents trained with
+DReG or 8 x 10 categorical latents trained with VIMCO). Sentences are truncated to 35 tokens in the training and
+validation sets (§5.7.2). Every curve of a thesis figure (:data:`FIGURES`, :data:`CURVES`) is an Optuna
+multi-objective study over the Table 5.2 ranges of its hyperparameters (:data:`PTB_RANGES`): learning rate, lambda,
+alpha (Renyi / power), and for validation curves three decoder dropout rates or an L2 coefficient. A trial trains
+one model and reports the per-token NLL (-IWAE with 100 samples) and the per-token KL (the estimate
+U^K - ln p^K of §5.7.1 with the same samples) on the training set ("training fit" curves, no regularisation) or on
+the validation set; the frontier of a curve is its non-dominated trials (minimise NLL, maximise KL).
+
+The machinery comes from :mod:`paperlib.micmco` (imported, not copied): the estimator configurations
+(:class:`~paperlib.micmco.Configuration`), the Table 5.2 ranges, :func:`~paperlib.micmco.step_surrogates`, the
+resumable study loop (:func:`~paperlib.micmco.open_study`, :func:`~paperlib.micmco.tune`, Halton start designs),
+and the frontier tools (:func:`~paperlib.micmco.pareto_front`, :func:`~paperlib.micmco.hypervolume`,
+:func:`~paperlib.micmco.nll_at_mi`). What is new here is the data, the curve definitions with their regularisation
+regime and compute variants, training on sentence batches, per-token evaluation, Table 5.1 and the claims.
+
+**Table 5.1**: for every column (DReG / VIMCO, 1 or 16 samples, KL or Renyi) and hidden size, the trial with the
+lowest validation NLL among the shared-mask dropout curves of that estimator (base length and twice as long) is
+evaluated on the test set with 500 samples; the thesis' numbers are :data:`THESIS_TABLE_5_1`.
+
+**Resuming**: each study is a SQLite file ``runs/micmco_ptb/<curve>-<profile>-<settings hash>.sqlite3``; the model of
+its best-validation trial is kept beside it (``.best.pt``) for Table 5.1, and test evaluations are cached as JSON.
+An interrupted run continues every study where it stopped (trials left running count as failed).
+
+Departures and readings (the thesis does not give them, or we chose differently):
+
+- Single-sample objectives: with one sample in the divergence term the KL and Renyi estimates coincide
+  (both are ln q(z|x) - ln p(z)), which is why the thesis merges "1 K / R" in Table 5.1; we run one curve for them
+  (and for 16/1). With one latent sample, shared and naive masks coincide, so the single-sample curves of
+  Fig. 5.10 are those of Fig. 5.12. "VIMCO 1" is REINFORCE 1 (§5.7.1).
+- Loss scale: the training loss is the negative objective summed over a batch's sentences divided by its number of
+  tokens (per-token, like the reported NLL); the L2 penalty is coefficient x ||theta||^2 over all weights (Adam's
+  ``weight_decay`` = 2 x coefficient). The thesis does not say which weights L2 covers or how the loss is scaled.
+- Not stated in the thesis, chosen here: batch size, number of trials, the batch-size variant of Figs. 5.16/5.19
+  (x2), whether Figs. 5.16-5.21 and 5.28-5.29 show training or validation NLL (robustness: validation with shared
+  masks, since Table 5.1's 256-unit rows need validation runs; power objective: training fit, as its synthetic
+  counterparts), the optimisation length of the paper profile (40k steps, the shorter length of Figs. 5.17-5.21),
+  and that the test set is not truncated (§5.7.2 truncates "the training and validation sets").
+- Tuning: a scrambled Halton start design followed by Optuna's GP sampler (the thesis uses batched GP bandits).
+  KL estimates above ``kl_cap`` nats per token are capped for the tuner, the frontiers and hypervolumes.
+- Hypervolumes: per figure (or per claim), the reference point is (lowest NLL of any trial of the compared curves
+  + ``hv_margin``, KL = 0), the KL axis is capped at ``kl_cap``; normalised by ``hv_margin * kl_cap``.
+- The ``cpu`` profile shrinks the problem (vocabulary, model, steps, subsets, trials; see ``params.yaml``), so its
+  perplexities are not comparable to the thesis'; only the relative claims are tested.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from paperlib.config import register_experiment
+from paperlib.data import SentenceBatch, pad_sentences, sentence_batches, truncate_sentences
+from paperlib.estimators import Surrogates, iwae_bound, mutual_information
+from paperlib.micmco import (
+    HV_TIE,
+    TABLE_5_2,
+    Configuration,
+    Figure,
+    Range,
+    TrainResult,
+    fail_stale_trials,
+    halton_design,
+    hypervolume,
+    json_safe,
+    nll_at_mi,
+    open_study,
+    pareto_front,
+    step_surrogates,
+    suggest_space,
+    trial_records,
+    tune,
+    verdict_of,
+)
+from paperlib.models.masks import DropoutRates
+from paperlib.models.sentence_vae import SentenceVAE
+
+EXPERIMENT = "micmco_ptb"
+
+# ---------------------------------------------------------------------------------------------------
+# the thesis' numbers
+
+# Table 5.1 of the Melis thesis (§5.7.2): best test results on PTB, IWAE with 500 samples; keyed by the hidden size,
+# then by column. "K / R": single-sample runs, where the KL and Renyi objectives coincide.
+THESIS_TABLE_5_1: dict[int, dict[str, dict[str, float]]] = {
+    128: {
+        "DReG 1 K/R": {"perplexity": 92.5, "nll": 4.527, "kl": 0.047},
+        "DReG 16 K": {"perplexity": 91.7, "nll": 4.518, "kl": 0.131},
+        "DReG 16 R": {"perplexity": 91.6, "nll": 4.517, "kl": 0.126},
+        "VIMCO 1 K/R": {"perplexity": 94.6, "nll": 4.549, "kl": 0.000},
+        "VIMCO 16 K": {"perplexity": 92.1, "nll": 4.523, "kl": 0.164},
+        "VIMCO 16 R": {"perplexity": 92.5, "nll": 4.527, "kl": 0.120},
+    },
+    256: {
+        "DReG 1 K/R": {"perplexity": 83.9, "nll": 4.429, "kl": 0.000},
+        "DReG 16 K": {"perplexity": 82.8, "nll": 4.416, "kl": 0.140},
+        "DReG 16 R": {"perplexity": 82.2, "nll": 4.409, "kl": 0.138},
+        "VIMCO 1 K/R": {"perplexity": 84.7, "nll": 4.439, "kl": 0.001},
+        "VIMCO 16 K": {"perplexity": 83.4, "nll": 4.424, "kl": 0.167},
+        "VIMCO 16 R": {"perplexity": 83.1, "nll": 4.420, "kl": 0.094},
+    },
+}
+TABLE_5_1_COLUMNS: dict[str, str] = {  # column -> estimator stem
+    "DReG 1 K/R": "dreg1", "DReG 16 K": "dreg16_kl", "DReG 16 R": "dreg16_renyi",
+    "VIMCO 1 K/R": "vimco1", "VIMCO 16 K": "vimco16_kl", "VIMCO 16 R": "vimco16_renyi",
+}
+TABLE_5_1_VARIANTS: dict[int, tuple[str, ...]] = {128: ("", ".T2"), 256: (".hs2", ".hs2.T2")}  # thesis hs -> curves
+
+# ---------------------------------------------------------------------------------------------------
+# hyperparameter ranges (Table 5.2) and curves
+
+PTB_RANGES: dict[str, Range] = {
+    **TABLE_5_2,
+    "input_dropout": Range(0.0, 0.9),
+    "state_dropout": Range(0.0, 0.8),
+    "output_dropout": Range(0.0, 0.95),
+    "l2_penalty": Range(5e-6, 1e-3, log=True),
+}
+REGIMES = ("train", "shared", "naive", "l2")
+_REGIME_HYPERPARAMETERS = {
+    "train": (),
+    "shared": ("input_dropout", "state_dropout", "output_dropout"),
+    "naive": ("input_dropout", "state_dropout", "output_dropout"),
+    "l2": ("l2_penalty",),
+}
+_REGIME_LABEL = {"train": "training fit", "shared": "dropout, shared masks", "naive": "dropout, naive masks",
+                 "l2": "L2"}
+# name suffix -> (steps factor, batch factor, hidden factor) and its label
+VARIANTS: dict[str, tuple[int, int, int]] = {
+    "": (1, 1, 1), ".T16": (16, 1, 1), ".bs16": (1, 16, 1), ".bs2": (1, 2, 1), ".T2": (2, 1, 1),
+    ".hs2": (1, 1, 2), ".hs2.T2": (2, 1, 2),
+}
+_PATHWISE_BASE = {"dreg": "gaussian", "vimco": "categorical"}
+
+
+def _estimators() -> dict[str, Configuration]:
+    configs: dict[str, Configuration] = {}
+    for base, latent in _PATHWISE_BASE.items():
+        configs[f"{base}1"] = Configuration(latent, base, "kl", 1, 1)
+        configs[f"{base}16-1"] = Configuration(latent, base, "kl", 16, 1)
+        for objective in ("kl", "renyi"):
+            configs[f"{base}16_{objective}"] = Configuration(latent, base, objective, 16, 16)
+            configs[f"{base}1-16_{objective}"] = Configuration(latent, base, objective, 1, 16)
+        configs[f"{base}16_power"] = Configuration(latent, base, "power", 16, 16)
+    return configs
+
+
+ESTIMATORS: dict[str, Configuration] = _estimators()
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One curve of a PTB figure: an estimator configuration, a regularisation regime and compute factors.
+
+    ``regime``: ``"train"`` (no regularisation, evaluated on the training set), ``"shared"`` / ``"naive"`` (decoder
+    dropout with masks shared across a sentence's latent samples or not) or ``"l2"``, all three evaluated on the
+    validation set. The factors multiply the profile's steps, batch size and hidden size.
+    """
+
+    estimator: Configuration
+    regime: str
+    steps_factor: int = 1
+    batch_factor: int = 1
+    hidden_factor: int = 1
+
+    def __post_init__(self) -> None:
+        if self.regime not in REGIMES:
+            raise ValueError(f"unknown regime {self.regime!r}; choose one of {REGIMES}")
+        if _PATHWISE_BASE.get(self.estimator.base) != self.estimator.latent:
+            raise ValueError("§5.7.2 pairs DReG with Gaussian and VIMCO with categorical latents; got "
+                             f"{self.estimator.base} with {self.estimator.latent}")
+        if min(self.steps_factor, self.batch_factor, self.hidden_factor) < 1:
+            raise ValueError("compute factors must be >= 1")
+
+    @property
+    def split(self) -> str:
+        return "train" if self.regime == "train" else "valid"
+
+    @property
+    def mask_mode(self) -> str:
+        return "naive" if self.regime == "naive" else "shared"
+
+    @property
+    def hyperparameters(self) -> tuple[str, ...]:
+        return self.estimator.hyperparameters + _REGIME_HYPERPARAMETERS[self.regime]
+
+    @property
+    def space(self) -> dict[str, Range]:
+        """The Table 5.2 ranges of the tuned hyperparameters."""
+        return {name: PTB_RANGES[name] for name in self.hyperparameters}
+
+    @property
+    def single_sample_divergence(self) -> bool:
+        """One sample in the divergence term: the KL and Renyi objectives coincide ("K / R")."""
+        return self.estimator.objective != "power" and self.estimator.kl_samples == 1
+
+    @property
+    def label(self) -> str:
+        e = self.estimator
+        if self.single_sample_divergence:
+            text = f"{e.label.rsplit(' ', 1)[0]} K/R"
+        else:
+            text = e.label
+        tags = {(16, 1, 1): "T×16", (1, 16, 1): "bs×16", (1, 2, 1): "bs×2", (2, 1, 1): "T×2", (1, 1, 2): "hs×2",
+                (2, 1, 2): "hs×2 T×2"}
+        factors = (self.steps_factor, self.batch_factor, self.hidden_factor)
+        return text if factors == (1, 1, 1) else f"{text} {tags[factors]}"
+
+    @property
+    def cost(self) -> float:
+        """Rough relative cost of a trial (decoder rows x steps; DReG's second backward), to schedule studies."""
+        base = 1.5 if self.estimator.base == "dreg" else 1.0
+        return base * self.steps_factor * self.batch_factor * self.estimator.num_samples * self.hidden_factor ** 2
+
+
+def curve_of(name: str) -> Curve:
+    """Parse ``"<estimator>.<regime><variant>"``, e.g. ``"dreg16_kl.shared.hs2.T2"``."""
+    stem, _, rest = name.partition(".")
+    regime, _, variant = rest.partition(".")
+    variant = f".{variant}" if variant else ""
+    if stem not in ESTIMATORS or regime not in REGIMES or variant not in VARIANTS:
+        raise ValueError(f"bad curve name {name!r}: want <estimator>.<regime><variant> with estimator in "
+                         f"{sorted(ESTIMATORS)}, regime in {REGIMES}, variant in {sorted(VARIANTS)}")
+    return Curve(ESTIMATORS[stem], regime, *VARIANTS[variant])
+
+
+def _curves(regime: str, stems: Sequence[str], variants: Sequence[str] = ("",)) -> list[str]:
+    return [f"{stem}.{regime}{v}" for v in variants for stem in stems]
+
+
+def _trio(base: str) -> list[str]:
+    return [f"{base}1", f"{base}16_kl", f"{base}16_renyi"]
+
+
+FIGURES: dict[str, Figure] = {
+    "5.8": Figure("training fit, DReG 1 vs 16", _curves("train", _trio("dreg")),
+                  "16 samples improve on 1: with both objectives at low KL, only with Rényi at high KL"),
+    "5.9": Figure("training fit, VIMCO 1 vs 16", _curves("train", _trio("vimco")),
+                  "16 samples improve markedly with either objective; discrete beats continuous"),
+    "5.10": Figure("validation, naive dropout masks",
+                   ["dreg1.shared", "dreg16_kl.naive", "dreg16_renyi.naive",
+                    "vimco1.shared", "vimco16_kl.naive", "vimco16_renyi.naive"],
+                   "no multi-sample gain with continuous latents; a small one with discrete, which trail continuous"),
+    "5.11": Figure("validation, L2 instead of dropout", _curves("l2", _trio("dreg") + _trio("vimco")),
+                   "multi-sample helps; discrete degrade faster than continuous; best NLL worse than with dropout"),
+    "5.12": Figure("validation, dropout masks shared across latent samples",
+                   _curves("shared", _trio("dreg") + _trio("vimco")),
+                   "multi-sample improves latent usage for both; discrete on par with continuous up to KL ≈ 0.5"),
+    "5.13": Figure("training fit, VIMCO at equal compute",
+                   _curves("train", ["vimco1"], ("", ".T16", ".bs16")) + _curves("train", _trio("vimco")[1:]),
+                   "more compute gives VIMCO 1 a better best fit at low KL, but its tradeoff stays as steep"),
+    "5.14": Figure("validation, VIMCO at equal compute",
+                   _curves("shared", ["vimco1"], ("", ".T16", ".bs16")) + _curves("shared", _trio("vimco")[1:]),
+                   "VIMCO 16 better than VIMCO 1 trained 16x longer or with 16x larger batches"),
+    "5.16": Figure("validation, DReG, batch size x2", _curves("shared", _trio("dreg"), ("", ".bs2")),
+                   "batch size shifts the curves but keeps their order"),
+    "5.17": Figure("validation, DReG, optimisation length x2", _curves("shared", _trio("dreg"), ("", ".T2")),
+                   "length shifts the curves but keeps their order"),
+    "5.18": Figure("validation, DReG, hidden x2, length x2", _curves("shared", _trio("dreg"), (".hs2", ".hs2.T2")),
+                   "at 256 units the three DReG estimators differ very little"),
+    "5.19": Figure("validation, VIMCO, batch size x2", _curves("shared", _trio("vimco"), ("", ".bs2")),
+                   "batch size shifts the curves but keeps their order"),
+    "5.20": Figure("validation, VIMCO, optimisation length x2", _curves("shared", _trio("vimco"), ("", ".T2")),
+                   "length shifts the curves but keeps their order"),
+    "5.21": Figure("validation, VIMCO, hidden x2, length x2",
+                   _curves("shared", _trio("vimco"), (".hs2", ".hs2.T2")),
+                   "length shifts the curves but keeps their order"),
+    "5.22": Figure("training fit, DReG asymmetric samples",
+                   _curves("train", ["dreg1", "dreg16-1", "dreg1-16_kl", "dreg1-16_renyi", "dreg16_kl",
+                                     "dreg16_renyi"]),
+                   "gains need multiple samples in both terms"),
+    "5.23": Figure("training fit, VIMCO asymmetric samples",
+                   _curves("train", ["vimco1", "vimco16-1", "vimco1-16_kl", "vimco1-16_renyi", "vimco16_kl",
+                                     "vimco16_renyi"]),
+                   "gains need multiple samples in both terms"),
+    "5.24": Figure("training fit, DReG at equal compute",
+                   _curves("train", ["dreg1"], ("", ".T16", ".bs16")) + _curves("train", _trio("dreg")[1:]),
+                   "more compute helps DReG 1's best fit at low KL, not its tradeoff"),
+    "5.25": Figure("validation, DReG at equal compute",
+                   _curves("shared", ["dreg1"], ("", ".T16", ".bs16")) + _curves("shared", _trio("dreg")[1:]),
+                   "DReG 16 generalises better than either (curves close)"),
+    "5.28": Figure("training fit, DReG power objective", _curves("train", ["dreg16_kl", "dreg16_renyi",
+                                                                          "dreg16_power"]),
+                   "power often better than KL but behind Rényi"),
+    "5.29": Figure("training fit, VIMCO power objective", _curves("train", ["vimco16_kl", "vimco16_renyi",
+                                                                           "vimco16_power"]),
+                   "power often better than KL but behind Rényi"),
+}
+CURVES: dict[str, Curve] = {name: curve_of(name) for f in FIGURES.values() for name in f.configurations}
+
+# ---------------------------------------------------------------------------------------------------
+# settings
+
+
+@register_experiment(EXPERIMENT)
+@dataclass(frozen=True)
+class MicmcoPtbParams:
+    """Settings of the PTB MICMCO experiment (one ``params.yaml`` profile).
+
+    ``figures``: thesis figure ids of :data:`FIGURES` (or ``["all"]``); their curves are tuned with ``trials``
+    trials each (the first ``startup_trials`` from a Halton design). A trial trains ``steps`` Adam steps on batches of
+    ``batch_size`` sentences (times the curve's factors), with a ``hidden_size`` model, on the first
+    ``train_sentences`` training sentences (None: all) truncated to ``max_len`` tokens, over the ``vocab_size`` most
+    frequent words (None: the corpus vocabulary; rarer words become ``<unk>``). It is evaluated with
+    ``eval_samples`` samples on ``train_eval_sentences`` of those training sentences (training-fit curves) or on
+    ``valid_sentences`` validation sentences (None: all; otherwise fixed random subsets). Table 5.1 (``table_5_1``) uses
+    ``test_samples`` samples on ``test_sentences`` test sentences. ``workers`` studies run in parallel processes with
+    ``threads`` torch threads each.
+    """
+
+    figures: list[str]
+    trials: int
+    startup_trials: int
+    steps: int
+    batch_size: int
+    hidden_size: int = 128
+    latent_dim: int = 40
+    num_categorical: int = 8
+    categories: int = 10
+    max_len: int = 35
+    vocab_size: int | None = None
+    train_sentences: int | None = None
+    train_eval_sentences: int | None = 1000
+    valid_sentences: int | None = None
+    test_sentences: int | None = None
+    eval_samples: int = 100
+    test_samples: int = 500
+    tie_embeddings: bool = False
+    table_5_1: bool = True
+    hv_margin: float = 0.3
+    kl_cap: float = 2.0
+    kl_levels: list[float] = field(default_factory=lambda: [0.1, 0.25, 0.5])
+    corpus: str = "ptb"
+    seed: int = 0
+    threads: int = 1
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.figures if f not in FIGURES and f != "all"]
+        if unknown or not self.figures:
+            raise ValueError(f"unknown figures {unknown}; choose 'all' or from: {', '.join(FIGURES)}")
+        positive = ("trials", "steps", "batch_size", "hidden_size", "latent_dim", "num_categorical", "categories",
+                    "max_len", "eval_samples", "test_samples", "threads", "workers")
+        bad = [n for n in positive if getattr(self, n) < 1]
+        optional = ("train_sentences", "train_eval_sentences", "valid_sentences", "test_sentences")
+        bad += [n for n in optional if getattr(self, n) is not None and getattr(self, n) < 1]
+        if bad or self.startup_trials < 0:
+            raise ValueError(f"{bad or 'startup_trials'} must be >= 1 (startup_trials >= 0)")
+        if self.vocab_size is not None and self.vocab_size < 3:
+            raise ValueError(f"vocab_size must be None (the corpus vocabulary) or >= 3; got {self.vocab_size}")
+        if self.hv_margin <= 0 or self.kl_cap <= 0 or not all(level > 0 for level in self.kl_levels):
+            raise ValueError("hv_margin, kl_cap and every kl_levels entry must be positive")
+
+    @property
+    def selected_figures(self) -> list[str]:
+        return list(FIGURES) if "all" in self.figures else list(dict.fromkeys(self.figures))
+
+    @property
+    def selected(self) -> list[str]:
+        """The curves of the selected figures, in figure order."""
+        return list(dict.fromkeys(n for f in self.selected_figures for n in FIGURES[f].configurations))
+
+    def trial_fingerprint(self) -> str:
+        """Hash of the settings that change a trial's outcome (not the budget, the selection or Table 5.1)."""
+        keys = ("steps", "batch_size", "hidden_size", "latent_dim", "num_categorical", "categories", "max_len",
+                "vocab_size", "train_sentences", "train_eval_sentences", "valid_sentences", "eval_samples",
+                "tie_embeddings", "kl_cap", "corpus", "seed")
+        blob = json.dumps({k: getattr(self, k) for k in keys}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+    def test_fingerprint(self) -> str:
+        blob = json.dumps({"samples": self.test_samples, "sentences": self.test_sentences, "seed": self.seed})
+        return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+# ---------------------------------------------------------------------------------------------------
+# data
+
+
+@dataclass
+class SentenceData:
+    """The sentences a run uses: training (truncated), the training-fit evaluation subset, validation, test."""
+
+    train: list[Tensor]
+    train_eval: list[Tensor]
+    valid: list[Tensor]
+    test: list[Tensor]
+    vocab_size: int
+    eos_id: int
+
+    def split(self, name: str) -> list[Tensor]:
+        return {"train": self.train_eval, "valid": self.valid, "test": self.test}[name]
+
+    def summary(self) -> dict[str, Any]:
+        def tokens(sentences: Sequence[Tensor]) -> int:
+            return int(sum(len(s) for s in sentences))
+
+        return {"vocab_size": self.vocab_size,
+                **{f"{name}_sentences": len(s) for name, s in
+                   (("train", self.train), ("train_eval", self.train_eval), ("valid", self.valid),
+                    ("test", self.test))},
+                **{f"{name}_tokens": tokens(s) for name, s in
+                   (("train", self.train), ("train_eval", self.train_eval), ("valid", self.valid),
+                    ("test", self.test))}}
+
+
+def _subset(sentences: list[Tensor], size: int | None, seed: int) -> list[Tensor]:
+    """A fixed random subset of ``size`` sentences in corpus order (all of them for None or a larger size)."""
+    if size is None or size >= len(sentences):
+        return list(sentences)
+    keep = torch.randperm(len(sentences), generator=torch.Generator().manual_seed(seed))[:size].sort().values
+    return [sentences[i] for i in keep.tolist()]
+
+
+def prepare_sentences(splits: Mapping[str, list[Tensor]], vocab_size: int, eos_id: int, unk_id: int | None,
+                      settings: MicmcoPtbParams) -> SentenceData:
+    """Apply the profile to sentence lists (each ending in ``<eos>``): vocabulary cut, truncation (train and valid,
+    §5.7.2), subsets. Ids are assumed sorted by training frequency (as :class:`~paperlib.data.Vocabulary` does)."""
+    vocab = vocab_size
+    if settings.vocab_size is not None and settings.vocab_size < vocab_size:
+        vocab = settings.vocab_size
+        if unk_id is None or unk_id >= vocab or eos_id >= vocab:
+            raise ValueError(f"cannot cut the vocabulary to {vocab}: <unk> ({unk_id}) and <eos> ({eos_id}) must "
+                             "be among the kept ids")
+
+    def cut(sentences: list[Tensor]) -> list[Tensor]:
+        return [torch.where(s < vocab, s, torch.full_like(s, unk_id)) if vocab < vocab_size else s
+                for s in sentences]
+
+    train = truncate_sentences(cut(list(splits["train"])), settings.max_len)
+    if settings.train_sentences is not None:
+        train = train[: settings.train_sentences]
+    valid = truncate_sentences(cut(list(splits["valid"])), settings.max_len)
+    return SentenceData(
+        train=train,
+        train_eval=_subset(train, settings.train_eval_sentences, settings.seed + 1),
+        valid=_subset(valid, settings.valid_sentences, settings.seed + 2),
+        test=_subset(cut(list(splits["test"])), settings.test_sentences, settings.seed + 3),
+        vocab_size=vocab, eos_id=eos_id,
+    )
+
+
+_DATA_CACHE: dict[tuple[str, str], SentenceData] = {}
+
+
+def load_data(settings: MicmcoPtbParams, data_root: str | os.PathLike) -> SentenceData:
+    """The profile's sentences of ``settings.corpus`` under ``data_root`` (cached per process)."""
+    from paperlib.data import EOS, UNK, load_corpus
+
+    key = (str(data_root), settings.trial_fingerprint() + settings.test_fingerprint())
+    if key not in _DATA_CACHE:
+        corpus = load_corpus(settings.corpus, data_root)
+        splits = {split: corpus.sentences(split) for split in ("train", "valid", "test")}
+        _DATA_CACHE[key] = prepare_sentences(splits, len(corpus.vocab), corpus.vocab.stoi[EOS],
+                                             corpus.vocab.stoi.get(UNK), settings)
+    return _DATA_CACHE[key]
+
+
+def _batch_stream(sentences: list[Tensor], batch_size: int, eos_id: int, seed: int) -> Iterator[SentenceBatch]:
+    """Endless shuffled epochs of full batches (an epoch's last, smaller batch is dropped unless it is the only one)."""
+    generator = torch.Generator().manual_seed(seed)
+    while True:
+        for batch in sentence_batches(sentences, batch_size, eos_id, shuffle=True, generator=generator):
+            if len(batch.lengths) == min(batch_size, len(sentences)):
+                yield batch
+
+
+# ---------------------------------------------------------------------------------------------------
+# training and evaluation
+
+
+def build_model(curve: Curve, params: Mapping[str, float], settings: MicmcoPtbParams, vocab_size: int) -> SentenceVAE:
+    """The §5.7.2 model of ``curve``, with the trial's dropout rates for the dropout regimes."""
+    dropout = None
+    if curve.regime in ("shared", "naive"):
+        dropout = DropoutRates(input=float(params["input_dropout"]), state=float(params["state_dropout"]),
+                               output=float(params["output_dropout"]))
+    return SentenceVAE(vocab_size, settings.hidden_size * curve.hidden_factor, curve.estimator.latent,
+                       settings.latent_dim, settings.num_categorical, settings.categories, dropout, curve.mask_mode,
+                       settings.tie_embeddings)
+
+
+def per_token(s: Surrogates, tokens: int) -> Surrogates:
+    """Rescale per-sentence surrogates ``[B]`` so that ``-mean`` becomes the negative objective per token."""
+    scale = s.model.shape[0] / tokens
+    if s.model is s.encoder:
+        scaled = s.model * scale
+        return Surrogates(scaled, scaled)
+    return Surrogates(s.model * scale, s.encoder * scale)
+
+
+def train(model: SentenceVAE, curve: Curve, params: Mapping[str, float], sentences: list[Tensor], eos_id: int,
+          steps: int, batch_size: int, seed: int) -> TrainResult:
+    """Adam (beta_1 = 0, beta_2 = 0.999, eps = 1e-8; §5.C) on the curve's objective, per-token loss.
+
+    L2 (``params["l2_penalty"]``, regime ``"l2"``) is Adam's weight decay of 2 x coefficient, i.e. the gradient of
+    coefficient x ||theta||^2. Stops early, flagged ``diverged``, when the objective becomes non-finite.
+    """
+    started = time.perf_counter()
+    l2 = float(params.get("l2_penalty", 0.0))
+    optimizer = torch.optim.Adam(model.parameters(), lr=float(params["learning_rate"]), betas=(0.0, 0.999), eps=1e-8,
+                                 weight_decay=2.0 * l2)
+    model.train()
+    stream = _batch_stream(sentences, batch_size, eos_id, seed)
+    tail = max(1, steps // 10)
+    tail_values: list[float] = []
+    for step in range(steps):
+        batch = next(stream)
+        tokens = int(batch.lengths.sum())
+        optimizer.zero_grad(set_to_none=True)
+        s = per_token(step_surrogates(model, batch, curve.estimator, params), tokens)
+        s.backward(model.model_parameters(), model.encoder_parameters())
+        value = float(s.model.detach().mean())  # the objective per token
+        if not math.isfinite(value):
+            model.eval()
+            return TrainResult(step + 1, time.perf_counter() - started, value, True)
+        optimizer.step()
+        if step >= steps - tail:
+            tail_values.append(value)
+    model.eval()
+    return TrainResult(steps, time.perf_counter() - started, float(np.mean(tail_values)), False)
+
+
+EVAL_TOKEN_SAMPLES = 2**16  # sample x token evaluations per evaluation chunk
+
+
+@torch.no_grad()
+def evaluate(model: SentenceVAE, sentences: Sequence[Tensor], eos_id: int, num_samples: int = 100,
+             seed: int = 0) -> dict[str, float]:
+    """Per-token NLL (-IWAE, eq. 5.8), KL (U^K - ln p^K, §5.7.1) and diagnostics with K = ``num_samples``.
+
+    Also the per-token ELBO NLL of the same samples (>= the IWAE NLL by Jensen), the closed-form representational
+    KL(q(z|x) || p(z)) per token, and the KL per sentence. Sentences are evaluated in length-sorted chunks without
+    dropout; the sampling is seeded, so the result is a deterministic function of the model.
+    """
+    model.eval()
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    chunks: list[list[int]] = [[]]
+    budget = 0
+    for i in order:
+        cost = num_samples * len(sentences[i])
+        if chunks[-1] and budget + cost > EVAL_TOKEN_SAMPLES:
+            chunks.append([])
+            budget = 0
+        chunks[-1].append(i)
+        budget += cost
+    totals = {"log_p": 0.0, "kl": 0.0, "elbo": 0.0, "q_kl": 0.0}
+    device = next(model.parameters()).device
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        for chunk in chunks:
+            batch = pad_sentences([sentences[i] for i in chunk], eos_id)
+            batch = SentenceBatch(*(t.to(device) for t in (batch.inputs, batch.targets, batch.mask, batch.lengths)))
+            log_px_z, log_pz, log_qz = model.log_densities(batch, num_samples)  # [K, b] each
+            totals["log_p"] += float(iwae_bound(log_px_z, log_pz, log_qz).sum())
+            totals["kl"] += float(mutual_information(log_px_z, log_pz, log_qz).sum())
+            totals["elbo"] += float((log_px_z + log_pz - log_qz).mean(0).sum())
+            totals["q_kl"] += float(model.representational_kl(batch).sum())
+    tokens = sum(len(s) for s in sentences)
+    return {"nll": -totals["log_p"] / tokens, "kl": totals["kl"] / tokens, "elbo_nll": -totals["elbo"] / tokens,
+            "q_kl": totals["q_kl"] / tokens, "kl_per_sentence": totals["kl"] / len(sentences),
+            "sentences": len(sentences), "tokens": tokens}
+
+
+def run_trial(curve: Curve, params: Mapping[str, float], data: SentenceData, settings: MicmcoPtbParams,
+              seed: int) -> tuple[dict[str, Any], SentenceVAE]:
+    """Train one model of ``curve`` with ``params`` and evaluate it on the curve's split; returns (record, model)."""
+    torch.manual_seed(seed)
+    model = build_model(curve, params, settings, data.vocab_size)
+    result = train(model, curve, params, data.train, data.eos_id, settings.steps * curve.steps_factor,
+                   settings.batch_size * curve.batch_factor, seed)
+    record: dict[str, Any] = {"steps": result.steps, "train_seconds": round(result.seconds, 2),
+                              "final_objective": result.final_objective, "diverged": result.diverged}
+    if result.diverged:
+        return {**record, "nll": math.nan, "kl": math.nan, "elbo_nll": math.nan, "q_kl": math.nan,
+                "eval_seconds": 0.0}, model
+    started = time.perf_counter()
+    scores = evaluate(model, data.split(curve.split), data.eos_id, settings.eval_samples, seed + 1)
+    return {**record, **{k: scores[k] for k in ("nll", "kl", "elbo_nll", "q_kl")},
+            "eval_seconds": round(time.perf_counter() - started, 2)}, model
+
+
+# ---------------------------------------------------------------------------------------------------
+# studies (one per curve, resumable)
+
+
+def study_name(curve_name: str, profile: str, settings: MicmcoPtbParams) -> str:
+    return f"{curve_name}-{profile}-{settings.trial_fingerprint()}"
+
+
+def _checkpoint_path(runs_dir: Path, study: str) -> Path:
+    return runs_dir / f"{study}.best.pt"
+
+
+def _save_checkpoint(path: Path, trial: int, model: SentenceVAE) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save({"trial": trial, "state": model.state_dict()}, tmp)
+    os.replace(tmp, path)
+
+
+def run_curve_study(name: str, settings: MicmcoPtbParams, data: SentenceData, runs_dir: str | os.PathLike,
+                    profile: str, progress: bool = False) -> list[dict[str, Any]]:
+    """Tune curve ``name`` until ``settings.trials`` trials have finished (resuming its SQLite study).
+
+    The tuner sees (NLL, min(KL, ``kl_cap``)) per token; the raw KL estimate is kept as ``kl_estimate``. The model
+    of the best trial so far (lowest NLL) is saved for Table 5.1. Returns the trial records (``kl`` = capped KL).
+    """
+    import optuna
+
+    curve = CURVES[name] if name in CURVES else curve_of(name)
+    runs_dir = Path(runs_dir)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    study_id = study_name(name, profile, settings)
+    study = open_study(study_id, f"sqlite:///{runs_dir / study_id}.sqlite3", settings.seed, settings.startup_trials)
+    fail_stale_trials(study)
+    space = curve.space
+    design = halton_design(space, settings.startup_trials, settings.seed)
+    checkpoint = _checkpoint_path(runs_dir, study_id)
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        params = suggest_space(trial, space)
+        record, model = run_trial(curve, params, data, settings, settings.seed + 1000 * trial.number)
+        for key in ("steps", "train_seconds", "eval_seconds", "final_objective", "diverged", "elbo_nll", "q_kl"):
+            trial.set_user_attr(key, record[key])
+        trial.set_user_attr("kl_estimate", record["kl"])
+        best = min((t.values[0] for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))),
+                   default=math.inf)
+        if math.isfinite(record["nll"]) and record["nll"] < best:
+            _save_checkpoint(checkpoint, trial.number, model)
+        if progress:
+            shown = ", ".join(f"{k}={v:.3g}" for k, v in params.items())
+            print(f"  {curve.label:<22} {curve.regime:<6} trial {trial.number:>3}: NLL {record['nll']:.4f}  "
+                  f"KL {record['kl']:.4f}  ({shown}; {record['train_seconds']:.0f}+{record['eval_seconds']:.0f}s)",
+                  flush=True)
+        return record["nll"], (record["kl"] if not record["kl"] > settings.kl_cap else settings.kl_cap)
+
+    tune(study, objective, design, settings.trials)
+    records = trial_records(study)
+    for r in records:
+        r["kl"] = r.pop("mi")
+    return records
+
+
+def _study_job(name: str, settings: MicmcoPtbParams, runs_dir: str, profile: str, progress: bool,
+               data_root: str | None, data: SentenceData | None) -> tuple[str, list[dict[str, Any]], float]:
+    import optuna
+
+    torch.set_num_threads(settings.threads)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if data is None:
+        data = load_data(settings, data_root)
+    if progress:
+        print(f"{EXPERIMENT} [{profile}]: {name} ({CURVES[name].label}, {CURVES[name].regime})", flush=True)
+    started = time.time()
+    records = run_curve_study(name, settings, data, runs_dir, profile, progress)
+    return name, records, round(time.time() - started, 1)
+
+
+# ---------------------------------------------------------------------------------------------------
+# frontiers, Table 5.1, claims
+
+
+def _points(records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    nll = np.array([np.nan if r.get("nll") is None else r["nll"] for r in records], dtype=float)
+    kl = np.array([np.nan if r.get("kl") is None else r["kl"] for r in records], dtype=float)
+    return nll, kl
+
+
+def frontier(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The non-dominated trials (minimise NLL, maximise KL), by increasing KL."""
+    nll, kl = _points(records)
+    return [{"trial": int(records[i]["number"]), "nll": float(nll[i]), "kl": float(kl[i])}
+            for i in pareto_front(nll, kl)]
+
+
+def compare_hypervolumes(curves: Mapping[str, Mapping[str, Any]], names: Sequence[str], margin: float,
+                         kl_cap: float) -> dict[str, Any]:
+    """Normalised hypervolumes of ``names`` against a common reference (best NLL among them + ``margin``, KL 0)."""
+    present = [n for n in names if n in curves]
+    nlls = [_points(curves[n]["trials"])[0] for n in present]
+    best = [v[np.isfinite(v)].min() for v in nlls if np.isfinite(v).any()]
+    if not best:
+        return {"reference_nll": None, "hypervolume": {n: None for n in present}}
+    reference = (float(min(best)) + margin, 0.0)
+    volumes = {}
+    for n in present:
+        nll, kl = _points(curves[n]["trials"])
+        volumes[n] = hypervolume(nll, kl, reference, mi_cap=kl_cap) / (margin * kl_cap)
+    return {"reference_nll": reference[0], "hypervolume": volumes}
+
+
+def summarise_figures(curves: Mapping[str, Mapping[str, Any]], settings: MicmcoPtbParams) -> dict[str, Any]:
+    """Per selected figure: the curves run, their normalised hypervolumes on the figure's common reference and
+    their NLL at the KL levels (interpolated along the frontier; None where a frontier does not reach a level)."""
+    out = {}
+    for fig_id in settings.selected_figures:
+        figure = FIGURES[fig_id]
+        names = [n for n in figure.configurations if n in curves]
+        hv = compare_hypervolumes(curves, names, settings.hv_margin, settings.kl_cap)
+        at_levels = {}
+        for n in names:
+            front = curves[n]["frontier"]
+            values = nll_at_mi([p["kl"] for p in front], [p["nll"] for p in front], settings.kl_levels)
+            at_levels[n] = [float(v) if math.isfinite(v) else None for v in values]
+        out[fig_id] = {"title": figure.title, "curves": figure.configurations, "thesis_says": figure.thesis_says,
+                       "regime": sorted({CURVES[n].regime for n in figure.configurations}),
+                       "reference_nll": hv["reference_nll"], "normalised_hypervolume": hv["hypervolume"],
+                       "nll_at_kl": at_levels}
+    return out
+
+
+def _best_trial(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    finite = [r for r in records if r.get("nll") is not None and math.isfinite(r["nll"])]
+    return min(finite, key=lambda r: r["nll"]) if finite else None
+
+
+def best_model(name: str, record: Mapping[str, Any], settings: MicmcoPtbParams, data: SentenceData,
+               runs_dir: Path, profile: str) -> SentenceVAE:
+    """The model of trial ``record`` of curve ``name``: from its checkpoint, or retrained (deterministic seed)."""
+    curve = CURVES[name]
+    path = _checkpoint_path(runs_dir, study_name(name, profile, settings))
+    if path.is_file():
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        if saved["trial"] == record["number"]:
+            model = build_model(curve, record["params"], settings, data.vocab_size)
+            model.load_state_dict(saved["state"])
+            return model.eval()
+    _, model = run_trial(curve, record["params"], data, settings, settings.seed + 1000 * int(record["number"]))
+    _save_checkpoint(path, int(record["number"]), model)
+    return model.eval()
+
+
+def table_5_1(curves: Mapping[str, Mapping[str, Any]], settings: MicmcoPtbParams, data: SentenceData,
+              runs_dir: str | os.PathLike, profile: str, progress: bool = False) -> list[dict[str, Any]]:
+    """Rows of Table 5.1: per hidden size and column, the best-validation trial of the column's shared-mask
+    curves, evaluated on the test set with ``test_samples`` samples (cached), beside the thesis' numbers."""
+    runs_dir = Path(runs_dir)
+    rows = []
+    for thesis_hs, variants in TABLE_5_1_VARIANTS.items():
+        factor = VARIANTS[variants[0]][2]
+        for column, stem in TABLE_5_1_COLUMNS.items():
+            row: dict[str, Any] = {"thesis_hidden": thesis_hs, "hidden_size": settings.hidden_size * factor,
+                                   "column": column, "thesis": THESIS_TABLE_5_1[thesis_hs][column]}
+            candidates = [(n, _best_trial(curves[n]["trials"])) for n in (f"{stem}.shared{v}" for v in variants)
+                          if n in curves]
+            candidates = [(n, r) for n, r in candidates if r is not None]
+            if not candidates:
+                rows.append({**row, "curve": None})
+                continue
+            name, record = min(candidates, key=lambda c: c[1]["nll"])
+            cache = runs_dir / f"{study_name(name, profile, settings)}.test-{record['number']}-" \
+                               f"{settings.test_fingerprint()}.json"
+            if cache.is_file():
+                scores = json.loads(cache.read_text())
+            else:
+                if progress:
+                    print(f"{EXPERIMENT}: Table 5.1 {column} (hs {row['hidden_size']}): test evaluation of {name} "
+                          f"trial {record['number']}", flush=True)
+                model = best_model(name, record, settings, data, runs_dir, profile)
+                started = time.perf_counter()
+                scores = evaluate(model, data.test, data.eos_id, settings.test_samples, settings.seed + 7)
+                scores["seconds"] = round(time.perf_counter() - started, 1)
+                cache.write_text(json.dumps(scores))
+            rows.append({**row, "curve": name, "trial": record["number"], "params": record["params"],
+                         "valid_nll": record["nll"], "valid_kl": record["kl"], "test_nll": scores["nll"],
+                         "test_perplexity": math.exp(scores["nll"]), "test_kl": scores["kl"],
+                         "test_elbo_nll": scores["elbo_nll"], "test_q_kl": scores["q_kl"],
+                         "test_sentences": scores["sentences"], "test_tokens": scores["tokens"]})
+    return rows
+
+
+PPL_TOLERANCE = 0.03  # "barely changes": best perplexities within 3% (the thesis' largest gap is 2.6%)
+LOW_KL = 0.2  # "low latent usage" of Table 5.1's optima, nats per token (the thesis' largest is 0.167)
+
+
+def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Decide the thesis' PTB claims on ``results`` (the JSON of :func:`run_micmco_ptb`) by explicit rules.
+
+    HV is the normalised hypervolume on a reference common to the compared curves; "A beats B" means
+    HV(A) > HV(B) + 0.02 (:data:`paperlib.micmco.HV_TIE`).
+
+    1. *Shared masks restore the validation frontiers* (Figs. 5.10 vs 5.12): for each 16-sample estimator run
+       with both, HV(shared) beats HV(naive).
+    2. *Multiple samples improve latent usage* (Figs. 5.8, 5.9, 5.12): in each of these figures, for each base
+       estimator and objective, HV(16) beats HV(1).
+    3. *Latents barely change the best perplexity* (Table 5.1): per base estimator and hidden size, the best test
+       perplexity of the 16-sample columns is within 3% of the single-sample one.
+    4. *Table 5.1's optima are at low latent usage*: every row's test KL is at most 0.2 nats per token.
+    5. *Dropout beats L2 on the best NLL* (Fig. 5.11): per base estimator, the lowest validation NLL with shared
+       dropout masks is below the lowest with L2.
+
+    Verdicts as in :func:`paperlib.micmco.verdict_of`; claims whose curves did not run say so.
+    """
+    curves = results["curves"]
+    margin, cap = results["settings"]["hv_margin"], results["settings"]["kl_cap"]
+    verdicts = []
+
+    # 1
+    wins, evidence = {}, {}
+    for stem in ("dreg16_kl", "dreg16_renyi", "vimco16_kl", "vimco16_renyi"):
+        shared, naive = f"{stem}.shared", f"{stem}.naive"
+        if shared in curves and naive in curves:
+            hv = compare_hypervolumes(curves, [shared, naive], margin, cap)["hypervolume"]
+            if hv[shared] is not None:
+                wins[stem] = hv[shared] > hv[naive] + HV_TIE
+                evidence[stem] = f"HV shared / naive = {hv[shared]:.3f} / {hv[naive]:.3f}"
+    verdicts.append({"claim": "shared dropout masks restore the validation frontiers",
+                     "rule": f"HV(shared) > HV(naive) + {HV_TIE} per 16-sample estimator (Figs. 5.10, 5.12)",
+                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
+    # 2
+    wins, evidence = {}, {}
+    for fig_id, regime, bases in (("5.8", "train", ("dreg",)), ("5.9", "train", ("vimco",)),
+                                  ("5.12", "shared", ("dreg", "vimco"))):
+        for base in bases:
+            one = f"{base}1.{regime}"
+            many = [f"{base}16_{o}.{regime}" for o in ("kl", "renyi")]
+            if one not in curves:
+                continue
+            hv = compare_hypervolumes(curves, [one, *many], margin, cap)["hypervolume"]
+            for name in many:
+                if name in curves and hv.get(name) is not None:
+                    wins[f"{fig_id} {name}"] = hv[name] > hv[one] + HV_TIE
+                    evidence[f"{fig_id} {name}"] = f"HV 16 / 1 = {hv[name]:.3f} / {hv[one]:.3f}"
+    verdicts.append({"claim": "multiple samples improve latent usage",
+                     "rule": f"HV(16) > HV(1) + {HV_TIE} per estimator and objective in Figs. 5.8, 5.9, 5.12",
+                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
+    # 3 and 4
+    rows = [r for r in results.get("table_5_1", []) if r.get("curve")]
+    wins, evidence = {}, {}
+    for thesis_hs in TABLE_5_1_VARIANTS:
+        for base, label in (("dreg", "DReG"), ("vimco", "VIMCO")):
+            one = [r for r in rows if r["thesis_hidden"] == thesis_hs and r["column"] == f"{label} 1 K/R"]
+            many = [r for r in rows if r["thesis_hidden"] == thesis_hs and r["column"].startswith(f"{label} 16")]
+            if one and many:
+                best = min(many, key=lambda r: r["test_perplexity"])
+                change = best["test_perplexity"] / one[0]["test_perplexity"] - 1.0
+                key = f"{label} hs {one[0]['hidden_size']}"
+                wins[key] = abs(change) <= PPL_TOLERANCE
+                evidence[key] = (f"perplexity 1 / best 16 = {one[0]['test_perplexity']:.1f} / "
+                                 f"{best['test_perplexity']:.1f} ({100 * change:+.1f}%)")
+    verdicts.append({"claim": "latents barely change the best perplexity",
+                     "rule": f"|best 16-sample / 1-sample test perplexity - 1| <= {PPL_TOLERANCE:.0%} per estimator "
+                             "and hidden size (Table 5.1)",
+                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
+    low = {f"{r['column']} hs {r['hidden_size']}": r["test_kl"] <= LOW_KL for r in rows}
+    verdicts.append({"claim": "Table 5.1's optima are at low latent usage",
+                     "rule": f"test KL <= {LOW_KL} nats per token in every row",
+                     "evidence": {f"{r['column']} hs {r['hidden_size']}": f"KL {r['test_kl']:.3f}" for r in rows},
+                     "verdict": verdict_of(sum(low.values()), len(low))})
+    # 5
+    wins, evidence = {}, {}
+    for base in ("dreg", "vimco"):
+        best = {}
+        for regime in ("shared", "l2"):
+            values = [_points(curves[f"{stem}.{regime}"]["trials"])[0] for stem in _trio(base)
+                      if f"{stem}.{regime}" in curves]
+            finite = [v[np.isfinite(v)] for v in values if np.isfinite(v).any()]
+            if finite:
+                best[regime] = float(min(v.min() for v in finite))
+        if len(best) == 2:
+            wins[base] = best["shared"] < best["l2"]
+            evidence[base] = f"best NLL dropout / L2 = {best['shared']:.4f} / {best['l2']:.4f}"
+    verdicts.append({"claim": "dropout reaches a better best NLL than L2",
+                     "rule": "min validation NLL over shared-mask curves < min over L2 curves, per base estimator",
+                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
+    return verdicts
+
+
+# ---------------------------------------------------------------------------------------------------
+# the experiment
+
+
+def run_experiment(settings: MicmcoPtbParams, runs_dir: str | os.PathLike, profile: str, progress: bool = False,
+                   data: SentenceData | None = None, data_root: str | os.PathLike | None = None
+                   ) -> tuple[dict[str, Any], dict[str, float]]:
+    """Run (or resume) every study of ``settings`` and assemble the results; returns (results, seconds per study).
+
+    Give either ``data`` (used in this process; requires ``workers == 1``) or ``data_root`` (each worker loads the
+    corpus). With ``workers > 1`` studies run in spawned processes, most expensive first.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    if data is None and data_root is None:
+        raise ValueError("give the sentences (data=...) or the corpus folder (data_root=...)")
+    if data is not None and settings.workers > 1:
+        raise ValueError("in-memory data needs workers == 1; give data_root for parallel workers")
+    runs_dir = Path(runs_dir)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    names = sorted(settings.selected, key=lambda n: CURVES[n].cost, reverse=True)
+    root_arg = None if data_root is None else str(data_root)
+    jobs = [(n, settings, str(runs_dir), profile, progress, root_arg, data) for n in names]
+    if settings.workers == 1:
+        threads = torch.get_num_threads()
+        try:
+            finished = [_study_job(*job) for job in jobs]
+        finally:
+            torch.set_num_threads(threads)
+    else:  # spawn: forking a process whose OpenMP pool is running can deadlock
+        with ProcessPoolExecutor(settings.workers, mp_context=get_context("spawn")) as pool:
+            finished = list(pool.map(_study_job, *zip(*jobs)))
+    curves: dict[str, Any] = {}
+    seconds: dict[str, float] = {}
+    for name, records, elapsed in sorted(finished, key=lambda job: settings.selected.index(job[0])):
+        curve = CURVES[name]
+        seconds[name] = elapsed
+        best = _best_trial(records)
+        curves[name] = {
+            "label": curve.label, "regime": curve.regime, "split": curve.split,
+            "estimator": asdict(curve.estimator), "steps_factor": curve.steps_factor,
+            "batch_factor": curve.batch_factor, "hidden_size": settings.hidden_size * curve.hidden_factor,
+            "search_space": {k: asdict(r) for k, r in curve.space.items()},
+            "trials": records, "frontier": frontier(records),
+            "best": None if best is None else {"trial": best["number"], "nll": best["nll"], "kl": best["kl"],
+                                               "perplexity": math.exp(best["nll"])},
+        }
+    if data is None:
+        data = load_data(settings, data_root)
+    results: dict[str, Any] = {
+        "experiment": EXPERIMENT, "profile": profile, "settings": asdict(settings), "data": data.summary(),
+        "curves": curves, "thesis_table_5_1": {str(k): v for k, v in THESIS_TABLE_5_1.items()},
+    }
+    results["figures"] = summarise_figures(curves, settings)
+    started = time.time()
+    if settings.table_5_1:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(settings.threads * settings.workers)
+        try:
+            results["table_5_1"] = table_5_1(curves, settings, data, runs_dir, profile, progress)
+        finally:
+            torch.set_num_threads(threads)
+    else:
+        results["table_5_1"] = []
+    seconds["table_5_1"] = round(time.time() - started, 1)
+    results["claims"] = claim_verdicts(results)
+    return results, seconds
+
+
+def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str | os.PathLike | None = None,
+                   runs_dir: str | os.PathLike | None = None, params: dict[str, Any] | None = None) -> Path:
+    """Run (or resume) the profile's studies and Table 5.1; write ``results/micmco_ptb.json`` plus provenance.
+
+    ``params``: an already loaded ``params.yaml`` mapping (default: the repository's). Studies live in
+    ``runs/micmco_ptb/`` (scratch; resumable).
+    """
+    from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.data import get_corpus
+    from paperlib.provenance import provenance, write_json_atomic
+
+    started = time.time()
+    root = repo_root()
+    params = params if params is not None else load_params()
+    profile = active_profile(profile, params)
+    settings: MicmcoPtbParams = experiment_params(EXPERIMENT, profile, params)
+    data_root = root / section_params("data", params).root
+    runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / EXPERIMENT
+    results, seconds = run_experiment(settings, runs_dir, profile, progress, data_root=data_root)
+    out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
+    write_json_atomic(out, json_safe(results))
+    checksums = {f.name: f.sha256 for f in get_corpus(settings.corpus).files if f.sha256}
+    write_json_atomic(out.with_suffix(".provenance.json"),
+                      {**provenance(root, profile, asdict(settings), checksums, started), "study_seconds": seconds})
+    return out
+
+
+__all__ = [
+    "CURVES", "ESTIMATORS", "FIGURES", "PTB_RANGES", "THESIS_TABLE_5_1", "Curve", "MicmcoPtbParams", "SentenceData",
+    "build_model", "claim_verdicts", "compare_hypervolumes", "curve_of", "evaluate", "frontier", "load_data",
+    "prepare_sentences", "run_curve_study", "run_experiment", "run_micmco_ptb", "run_trial", "summarise_figures",
+    "table_5_1", "train",
+]
