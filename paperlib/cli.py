@@ -141,6 +141,89 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def _key_values(pairs: list[str] | None, what: str) -> dict[str, list[float]]:
+    """``["lr=1e-4,3e-4", "decay=0.01"]`` -> ``{"lr": [1e-4, 3e-4], "decay": [0.01]}`` (a clear error otherwise)."""
+    out: dict[str, list[float]] = {}
+    for pair in pairs or []:
+        key, sep, values = pair.partition("=")
+        try:
+            if not sep or not key:
+                raise ValueError
+            out[key] = [int(v) if key == "segment_len" else float(v) for v in values.split(",")]
+        except ValueError:
+            raise ValueError(f"bad {what} {pair!r}: want KEY=V1,V2,... e.g. lr=0.0001,0.0003") from None
+    return out
+
+
+def cmd_dyneval_tune(args) -> int:
+    """Tune one row of Krause Tables 4.1/4.2 (an update rule of `paperlib.dyneval`) on a validation prefix.
+
+    The model is the dynamic-evaluation experiment's LM for the corpus (``experiments.dyneval`` of the profile):
+    ``--checkpoint`` (a Trainer checkpoint of that architecture), else the experiment's own checkpoint or trained
+    run under ``runs/dyneval/<corpus>``. The grid defaults to the profile's grid for the row; ``--search optuna``
+    samples ``--range``s, by default Melis Table 2.6 (global RMS rows) or the grid's span widened 10x each way.
+    """
+    import dataclasses
+    import math
+
+    import torch
+
+    from paperlib import dyneval as de
+    from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.data import load_corpus
+    from paperlib.search_spaces import get_space
+
+    rows = {key: (label, fixed, grid) for key, label, fixed, grid in de.TABLE_ROWS if grid is not None}
+    if args.row not in rows:
+        raise ValueError(f"unknown row {args.row!r}; tunable rows: {', '.join(rows)}")
+    label, fixed, grid_name = rows[args.row]
+    params = load_params()
+    profile = active_profile(args.profile, params)
+    settings = experiment_params("dyneval", profile, params)
+    if args.corpus not in settings.corpora:
+        raise ValueError(f"corpus {args.corpus!r} is not in experiments.dyneval.{profile}.corpora {settings.corpora}")
+    if args.checkpoint:
+        settings = dataclasses.replace(settings, checkpoints={**settings.checkpoints,
+                                                              args.corpus: str(Path(args.checkpoint).resolve())})
+    root = repo_root()
+    data_root = Path(args.data_root) if args.data_root else root / section_params("data", params).root
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    corpus = load_corpus(args.corpus, data_root)
+    model, _ = de._load_or_train(settings, args.corpus, corpus, root, device, not args.quiet)
+
+    fixed = de._row_settings(args.row, fixed, settings)
+    if fixed["rule"] == "global_rms":
+        gs = settings.gradient_stats
+        fixed["ms_g"] = de.mean_squared_gradients(
+            model, corpus.train.to(device), batch_size=gs["batch_size"], bptt=gs["bptt"],
+            max_batches=gs["max_batches"], sparse_units=fixed.get("sparse_units"))
+    grid = _key_values(args.grid, "--grid") or dict(settings.grids[grid_name])
+    ranges = {k: (v[0], v[-1]) for k, v in _key_values(args.range, "--range").items()}
+    if args.search == "optuna" and not ranges:
+        if fixed["rule"] == "global_rms":
+            table = get_space("dyneval_word")
+            ranges = {h.name: (h.low, h.high) for h in table.hyperparameters if h.name in grid}
+        else:
+            ranges = {k: (min(v) / 10, max(v) * 10) for k, v in grid.items()}
+    valid_tokens = args.valid_tokens if args.valid_tokens is not None else settings.valid_tokens
+    valid = de._prefix(corpus.valid, valid_tokens).to(device)
+    tuned = de.tune_dynamic_evaluation(model, valid, grid=grid, ranges=ranges, search=args.search,
+                                       n_trials=args.trials, seed=args.seed, **fixed)
+    fixed.pop("ms_g", None)
+    ppl = math.exp(tuned.nll) if tuned.nll < 700 else math.inf
+    print(f"{label} on {args.corpus} ({valid.numel() - 1} validation tokens, {len(tuned.trials)} trials, "
+          f"{args.search} search): best {json.dumps(tuned.best)} valid nll {tuned.nll:.4f} (ppl {ppl:.2f})")
+    if args.out:
+        from paperlib.provenance import write_json_atomic
+
+        write_json_atomic(Path(args.out), {"row": args.row, "label": label, "corpus": args.corpus, "profile": profile,
+                                           "fixed": fixed, "search": args.search, "best": tuned.best,
+                                           "valid_nll": tuned.nll, "valid_tokens": valid.numel() - 1,
+                                           "trials": tuned.trials})
+        print(f"wrote {args.out}")
+    return 0
+
+
 def cmd_index(args) -> int:
     from paperlib import results_index
     from paperlib.config import repo_root
@@ -230,6 +313,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="smoke, cpu or paper (model and training sizes)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_tune)
+
+    dyn = sub.add_parser("dyneval", help="dynamic evaluation: tune an update rule on validation data")
+    dyn_sub = dyn.add_subparsers(dest="dyneval_command", required=True, metavar="ACTION")
+    p = dyn_sub.add_parser("tune", help="tune one row of Krause Tables 4.1/4.2 on the validation set and print the best")
+    p.add_argument("corpus", help="a corpus of experiments.dyneval (e.g. ptb, wikitext2)")
+    p.add_argument("--row", default="global_rms_rms_decay",
+                   help="traditional_sgd, sgd, sgd_decay, global_rms_decay, global_rms_rms_decay (default) or sparse")
+    p.add_argument("--search", choices=("grid", "coordinate", "optuna"), default="grid")
+    p.add_argument("--grid", action="append", metavar="KEY=V1,V2",
+                   help="values to search, repeatable (default: the profile's grid for the row)")
+    p.add_argument("--range", action="append", metavar="KEY=LOW,HIGH",
+                   help="optuna ranges, repeatable (default: Melis Table 2.6 for global RMS rows)")
+    p.add_argument("--trials", type=int, default=20, help="optuna trials (default 20)")
+    p.add_argument("--seed", type=int, default=0, help="optuna sampler seed")
+    p.add_argument("--valid-tokens", type=int, help="validation prefix (default: the profile's valid_tokens)")
+    p.add_argument("--checkpoint", help="Trainer checkpoint of the profile's architecture (default: the experiment's)")
+    p.add_argument("--data-root", help="folder with the fetched corpora (default: params.yaml data.root)")
+    p.add_argument("--out", help="also write the trials and the best setting as JSON here")
+    p.add_argument("--profile", help="smoke, cpu or paper")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=cmd_dyneval_tune)
 
     p = sub.add_parser("index", help="write results/README.md (one row per table/figure of the seeds), "
                        "results/metrics.json and results/plots/*.csv for `dvc metrics/plots show`")

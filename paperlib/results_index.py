@@ -386,8 +386,12 @@ def _opt_ours(key: str) -> Callable[[Results], str]:
     def ours(results: Results) -> str:
         o = results["dyneval"]["optimizers"]
         rows = o[key]
+        open_ended = [r["label"] for r in rows if r.get("sweep") and r["sweep"][-1]["lr"] == r["lr"]
+                      and r["sweep"][-1]["nll"] == r["valid_nll"] and len(r["sweep"]) > 1]
         return (f"valid ppl (static {_f(o['static_valid_ppl'], 0)}): "
-                + ", ".join(f"{r['label']} {_f(r['valid_ppl'], 0)}" for r in rows))
+                + ", ".join(f"{r['label']} {_f(r['valid_ppl'], 0)}" for r in rows)
+                + (f"; learning-rate sweep stopped at its budget, optimum not bracketed: {', '.join(open_ended)}"
+                   if open_ended else ""))
     return ours
 
 
@@ -413,7 +417,8 @@ def _epsilon_verdict(results: Results) -> str:
     ppl = [r["valid_ppl"] for r in rows]
     if ppl[0] > min(ppl):
         return "reproduced: the smallest ε is not the best"
-    return "partly: at our scale the smallest ε is best (the thesis finds 1e-2 best; ours is a 3-point grid)"
+    return (f"partly: at our scale the smallest ε is best (the thesis finds 1e-2 best; ours is a {len(rows)}-point "
+            "grid)")
 
 
 # -- MICMCO synthetic (Melis ch. 5) ------------------------------------------------------------
@@ -429,24 +434,66 @@ def _micmco_figure(fig: str) -> tuple[Callable[[Results], str], Callable[[Result
         hv = ", ".join(f"{r['configurations'][n]['label']} {_f(r['configurations'][n]['normalised_hypervolume'], 3)}"
                        for n in have)
         missing = len(names) - len(have)
-        return f"normalised hypervolume: {hv}" + (f"; {missing} curve(s) not run at this profile" if missing else "")
+        blown = []  # curves most of whose tuned trials ended far above the optimum (Halton corners included)
+        for n in have:
+            trials = r["configurations"][n]["trials"]
+            bad = sum(t.get("nll") is None or not t["nll"] < 2 * r["optimum_nll"] for t in trials)
+            if 2 * bad > len(trials):
+                blown.append(f"{r['configurations'][n]['label']} {bad}/{len(trials)}")
+        return (f"normalised hypervolume: {hv}" + (f"; {missing} curve(s) not run at this profile" if missing else "")
+                + (f"; trials that blew up (NLL > 2 ln V): {', '.join(blown)}" if blown else ""))
 
     def verdict(results: Results) -> str:
         r = results["micmco_synthetic"]
         names = r["figures"][fig]["configurations"]
         have = [n for n in names if n in r["configurations"]]
         claims = {c["claim"]: c["verdict"] for c in r["claims"]}
-        checked = [(name, claims[name]) for name in _MICMCO_CLAIMS.get(fig, ()) if name in claims]
-        coverage = f"{len(have)} of {len(names)} curves"
+        checked = [(f"'{name}'", claims[name]) for name in _MICMCO_CLAIMS.get(fig, ()) if name in claims]
+        hv = {n: r["configurations"][n]["normalised_hypervolume"] for n in have}
+        checked += [_micmco_rule(text, pairs, hv) for text, pairs in _MICMCO_FIGURE_RULES.get(fig, ())]
+        checked = [(text, v) for text, v in checked if v != "not run at this profile"]
+        coverage = f"{len(have)}/{len(names)} curves drawn"
         if not checked:
-            return (f"partly: {coverage} drawn; no numeric rule for this figure's claim "
+            return (f"partly: {coverage}; no numeric rule for this figure's claim "
                     f"('{r['figures'][fig]['thesis_says']}'), compare the frontiers in the figure")
         words = [v.removesuffix(" reproduced") if v.startswith("partly") else v for _, v in checked]
         head = words[0] if len(set(words)) == 1 else "partly"
         if head == "reproduced" and len(have) < len(names):
             head = "partly"
-        return f"{head}: " + "; ".join(f"'{name}' {v}" for name, v in checked) + f" ({coverage})"
+        return f"{head}: " + "; ".join(f"{text} {v}" for text, v in checked) + f" ({coverage})"
     return ours, verdict
+
+
+def _micmco_rule(text: str, pairs: tuple[tuple[str, str], ...], hv: Mapping[str, float]) -> tuple[str, str]:
+    """One figure-specific reading: every (better, worse) pair must satisfy HV(better) > HV(worse) + HV_TIE."""
+    tie = 0.02  # paperlib.micmco.HV_TIE (not imported: the index does not load torch)
+    run = [(a, b) for a, b in pairs if hv.get(a) is not None and hv.get(b) is not None]
+    wins = sum(hv[a] > hv[b] + tie for a, b in run)
+    if not run:
+        return f"'{text}'", "not run at this profile"
+    word = "reproduced" if wins == len(run) else ("partly reproduced" if 2 * wins >= len(run) else "not reproduced")
+    evidence = ", ".join(f"{a} {hv[a]:.3f} vs {b} {hv[b]:.3f}" for a, b in run)
+    return f"'{text}' ({evidence})", word
+
+
+def _per_objective(better: str, worse: str) -> tuple[tuple[str, str], ...]:
+    """``("iwae16_{o}", "iwae1_{o}")`` for o in KL and Rényi (a name without ``{o}`` stays as it is)."""
+    return tuple((better.format(o=o), worse.format(o=o)) for o in ("kl", "renyi"))
+
+
+# The synthetic figures' own readings (``_MICMCO_SAYS``) as hypervolume comparisons, per objective.
+_MICMCO_FIGURE_RULES = {
+    "5.2": (("IWAE 1 worse than the ELBO", _per_objective("elbo", "iwae1_{o}")),
+            ("IWAE 16 better than IWAE 1", _per_objective("iwae16_{o}", "iwae1_{o}")),
+            ("IWAE 64 worse than IWAE 16", _per_objective("iwae16_{o}", "iwae64_{o}"))),
+    "5.3": (("DReG 1 beats the ELBO", _per_objective("dreg1_{o}", "elbo")),
+            ("DReG 16 improves on DReG 1", _per_objective("dreg16_{o}", "dreg1_{o}"))),
+    "5.5": (("REINFORCE 16 gains on REINFORCE 1", _per_objective("reinforce16_{o}", "reinforce1_{o}")),
+            ("REINFORCE 64 worse than REINFORCE 16", _per_objective("reinforce16_{o}", "reinforce64_{o}"))),
+    "5.6": (("VIMCO 64 much worse than VIMCO 16", _per_objective("vimco16_{o}", "vimco64_{o}")),),
+    "5.15": (("VQ-VAE better than REINFORCE 1", _per_objective("vqvae", "reinforce1_{o}")),
+             ("VQ-VAE worse than VIMCO 16", _per_objective("vimco16_{o}", "vqvae"))),
+}
 
 
 # Which of the chapter's numeric claims (``micmco_synthetic.json`` "claims") each figure is read for.
@@ -482,9 +529,15 @@ def _wg_scale(results: Results) -> str:
             f"{len(s['seeds'])} seed(s)")
 
 
+def _pm(row: Mapping[str, Any], key: str, digits: int = 2) -> str:
+    """``value ± std`` over seeds where the run had several, else the value."""
+    std = row.get(f"{key}_std")
+    return _f(row.get(key), digits) + (f" ± {_f(std, digits)}" if std is not None else "")
+
+
 def _wg_t1_ours(results: Results) -> str:
     rows = {r["model"]: r for r in _wg(results)["table1"]}
-    return "H[P_test, P̂] nats: " + ", ".join(f"{k} {_f(v['H_test'])}" for k, v in rows.items())
+    return "H[P_test, P̂] nats: " + ", ".join(f"{k} {_pm(v, 'H_test')}" for k, v in rows.items())
 
 
 def _wg_t1_verdict(results: Results) -> str:
@@ -494,10 +547,14 @@ def _wg_t1_verdict(results: Results) -> str:
     weighted = [v["H_test"] for k, v in rows.items() if "K=" in k]
     plain = [v["H_test"] for k, v in rows.items() if "K=" not in k and "BASELINE" not in k and "ORACLE" not in k]
     iw_helps = bool(weighted and plain and min(weighted) < min(plain))
+    stds = [v["H_test_std"] for v in rows.values() if v.get("H_test_std") is not None]
+    spread = (f" (seed std of H_test up to {max(stds):.2f} nats)" if stds else
+              " (one seed: differences carry no error bar)")
     if dssm < gru:
-        return "reproduced: the best DSSM beats the GRU baseline" + ("; importance weighting helps" if iw_helps else "")
+        return ("reproduced: the best DSSM beats the GRU baseline" + ("; importance weighting helps" if iw_helps else "")
+                + spread)
     return "partly: " + ("importance weighting helps as in the paper; " if iw_helps else "") + \
-        "the DSSM does not beat the GRU baseline at this training length"
+        "the DSSM does not beat the GRU baseline at this training length" + spread
 
 
 def _wg_t2_ours(results: Results) -> str:
@@ -528,6 +585,40 @@ def _wg_mi_verdict(results: Results) -> str:
         return "partly: every DSSM uses its noise (Ī > 0.05)" + (
             "; Ī is below the paper's 0.85–1.43 at our budget" if low else "")
     return "not reproduced: some DSSM ignores its noise (Ī ≤ 0.05)"
+
+
+def _wg_claim(results: Results, needle: str) -> Mapping[str, Any]:
+    from paperlib.word_generation import paper_claims
+
+    found = [c for c in paper_claims(_wg(results)) if needle in c["claim"]]
+    if not found:
+        raise MissingResult(f"word-generation claim '{needle}'")
+    return found[0]
+
+
+def _wg_fig2_ours(results: Results) -> str:
+    f2 = _wg(results)["figure2"]
+    run = f2["runs"][0]["I_t"]
+    return (f"I(t) over {len(run[0])} positions ({len(run)} noise trajectories, {len(f2['runs'])} seed(s)) for "
+            f"{f2['model']}: {_wg_claim(results, 'I(t)')['ours']}")
+
+
+def _wg_fig2_verdict(results: Results) -> str:
+    claim = _wg_claim(results, "I(t)")
+    return ("reproduced" if claim["holds"] else "not reproduced") + \
+        f": mean I(t) over the first three positions vs the last three, {claim['ours']}"
+
+
+def _wg_fig3_verdict(results: Results) -> str:
+    histories = [h for h in _wg(results)["figure3"]["histories"] if len(h) > 1]
+    falls = [h[-1]["emission_entropy"] < h[0]["emission_entropy"] for h in histories]
+    if not falls:
+        raise MissingResult("figure 3 histories")
+    i_bar = _wg_claim(results, "I_bar grows")
+    head = "reproduced" if all(falls) and i_bar["holds"] else ("partly" if any(falls) or i_bar["holds"]
+                                                                else "not reproduced")
+    return (f"{head}: emission entropy falls over training in {sum(falls)} of {len(falls)} seed(s); "
+            f"Ī {'grows' if i_bar['holds'] else 'does not grow'} ({i_bar['ours']})")
 
 
 def _wg_entropy_ours(results: Results) -> str:
@@ -650,6 +741,118 @@ def _tuning_verdict(results: Results) -> str:
 # -- the rows --------------------------------------------------------------------------------
 
 
+# -- MICMCO on PTB (Melis §5.7.2) ------------------------------------------------------------------
+
+# The thesis' reading of each PTB figure (paperlib.micmco_ptb.FIGURES), and the computed claims each is read for.
+_MICMCO_PTB_SAYS = {
+    "5.8": "16 samples improve on 1: with both objectives at low KL, only with Rényi at high KL",
+    "5.9": "16 samples improve markedly with either objective; discrete beats continuous",
+    "5.10": "no multi-sample gain with continuous latents; a small one with discrete, which trail continuous",
+    "5.11": "multi-sample helps; discrete degrade faster than continuous; best NLL worse than with dropout",
+    "5.12": "multi-sample improves latent usage for both; discrete on par with continuous up to KL ≈ 0.5",
+    "5.13": "more compute gives VIMCO 1 a better best fit at low KL, but its tradeoff stays as steep",
+    "5.14": "VIMCO 16 better than VIMCO 1 trained 16x longer or with 16x larger batches",
+    "5.16": "batch size shifts the curves but keeps their order",
+    "5.17": "length shifts the curves but keeps their order",
+    "5.18": "at 256 units the three DReG estimators differ very little",
+    "5.19": "batch size shifts the curves but keeps their order",
+    "5.20": "length shifts the curves but keeps their order",
+    "5.21": "length shifts the curves but keeps their order",
+    "5.22": "gains need multiple samples in both terms",
+    "5.23": "gains need multiple samples in both terms",
+    "5.24": "more compute helps DReG 1's best fit at low KL, not its tradeoff",
+    "5.25": "DReG 16 generalises better than either (curves close)",
+    "5.28": "power often better than KL but behind Rényi",
+    "5.29": "power often better than KL but behind Rényi",
+}
+_MICMCO_PTB_CLAIMS = {
+    "5.8": ("multiple samples improve latent usage",),
+    "5.9": ("multiple samples improve latent usage",),
+    "5.10": ("shared dropout masks restore the validation frontiers",),
+    "5.11": ("dropout reaches a better best NLL than L2",),
+    "5.12": ("shared dropout masks restore the validation frontiers", "multiple samples improve latent usage"),
+}
+_THESIS_TABLE_5_1 = {  # Melis thesis Table 5.1, test perplexity (paperlib.micmco_ptb.THESIS_TABLE_5_1 has NLL and KL)
+    128: "DReG 1 K/R 92.5, DReG 16 K 91.7, DReG 16 R 91.6, VIMCO 1 K/R 94.6, VIMCO 16 K 92.1, VIMCO 16 R 92.5",
+    256: "DReG 1 K/R 83.9, DReG 16 K 82.8, DReG 16 R 82.2, VIMCO 1 K/R 84.7, VIMCO 16 K 83.4, VIMCO 16 R 83.1",
+}
+_MIC_PTB_NB = "`notebooks/micmco_ptb.ipynb`, `figures/micmco_ptb.png`"
+
+
+def _micmco_ptb_missing(results: Results, fig: str) -> None:
+    r = results["micmco_ptb"]
+    if fig not in r["figures"]:
+        run = ", ".join(f"5.{f.split('.')[1]}" for f in r["figures"]) or "none"
+        raise MissingResult(f"Fig. {fig}: not in the {r['profile']} profile's figures (it runs {run} and Table 5.1; "
+                            "every figure runs in `paper` and, tiny, in `smoke`)")
+
+
+def _micmco_ptb_figure_ours(fig: str) -> Callable[[Results], str]:
+    def ours(results: Results) -> str:
+        _micmco_ptb_missing(results, fig)
+        r = results["micmco_ptb"]
+        hv = r["figures"][fig]["normalised_hypervolume"]
+        return "normalised hypervolume: " + ", ".join(
+            f"{r['curves'][n]['label']} {_f(v, 3)}" for n, v in hv.items() if n in r["curves"])
+    return ours
+
+
+def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], str]:
+    def verdict(results: Results) -> str:
+        _micmco_ptb_missing(results, fig)
+        r = results["micmco_ptb"]
+        claims = {c["claim"]: c for c in r["claims"]}
+        checked = [claims[name] for name in _MICMCO_PTB_CLAIMS.get(fig, ()) if name in claims
+                   and claims[name]["verdict"] != "not run at this profile"]
+        if not checked:
+            return (f"partly: {len(r['figures'][fig]['curves'])} curves drawn; no numeric rule for this figure's "
+                    f"claim ('{_MICMCO_PTB_SAYS[fig]}'), compare the frontiers in the figure")
+        words = [c["verdict"].removesuffix(" reproduced") if c["verdict"].startswith("partly") else c["verdict"]
+                 for c in checked]
+        head = words[0] if len(set(words)) == 1 else "partly"
+        return f"{head}: " + "; ".join(
+            f"'{c['claim']}' {c['verdict']} ({', '.join(f'{k}: {v}' for k, v in c['evidence'].items())})"
+            for c in checked)
+    return verdict
+
+
+def _micmco_ptb_scale(results: Results) -> str:
+    r = results["micmco_ptb"]
+    st, data = r["settings"], r.get("data", {})
+    trials = len(next(iter(r["curves"].values()))["trials"]) if r["curves"] else 0
+    vocab = f"vocabulary {st['vocab_size']:,}" if st.get("vocab_size") else "full vocabulary"
+    return (f"hidden {st['hidden_size']} (thesis 128/256), {vocab}, {st['steps']} steps × {st['batch_size']} "
+            f"sentences, {trials} tuned trials per curve, {len(r['curves'])} curves"
+            + (f", {data['valid_sentences']:,} validation sentences" if data.get("valid_sentences") else ""))
+
+
+def _micmco_ptb_table_ours(results: Results) -> str:
+    rows = [row for row in results["micmco_ptb"]["table_5_1"] if row.get("curve")]
+    if not rows:
+        raise MissingResult("Table 5.1 rows")
+    return "test perplexity (KL/token), " + "; ".join(
+        f"hs {row['hidden_size']} {row['column']} {_f(row['test_perplexity'], 1)} ({_f(row['test_kl'], 3)})"
+        for row in rows)
+
+
+def _micmco_ptb_table_verdict(results: Results) -> str:
+    claims = [c for c in results["micmco_ptb"]["claims"] if c["claim"] in (
+        "latents barely change the best perplexity", "Table 5.1's optima are at low latent usage")]
+    if not claims:
+        raise MissingResult("Table 5.1 claims")
+    words = [c["verdict"].removesuffix(" reproduced") if c["verdict"].startswith("partly") else c["verdict"]
+             for c in claims]
+    head = words[0] if len(set(words)) == 1 else "partly"
+    rows = [row for row in results["micmco_ptb"]["table_5_1"] if row.get("curve")]
+    missing = len(results["micmco_ptb"]["table_5_1"]) - len(rows)
+    if missing and head == "reproduced":
+        head = "partly"
+    return (f"{head}: " + "; ".join(f"'{c['claim']}' {c['verdict']}" for c in claims)
+            + (f"; {missing} of {missing + len(rows)} cells not run at this profile (hs 256 needs the robustness "
+               "curves)" if missing else "") + "; absolute perplexities far from the thesis' (smaller model, "
+            "vocabulary and budget)")
+
+
 def _diagram(impl: str) -> Row:
     return Row(file=impl, paper="diagram", ours="—", scale="—",
                verdict=f"diagram: nothing to measure; implemented in {impl}")
@@ -676,8 +879,6 @@ _DYN_NB = "`notebooks/dyneval.ipynb`, `figures/dyneval.png`"
 _AVG_NB = "`notebooks/averaging.ipynb`, `figures/averaging.png`"
 _MIC_NB = "`notebooks/micmco_synthetic.ipynb`, `figures/micmco_synthetic.png`"
 _WG_NB = "`notebooks/word_generation.ipynb`, `figures/word_generation.png`"
-_MICMCO_PTB = ("pending: stage `micmco_ptb` is built and runs in the smoke profile (CI); its cpu run (~50 min) has "
-               "not been made yet")
 _ENWIK8 = "enwik8 / text8 need the 100 MB corpora and GPU-days; no stage at any profile yet"
 
 ROWS: dict[str, Row] = {
@@ -733,11 +934,14 @@ for _fig, _item in (("5.2", "M-F5.2"), ("5.3", "M-F5.3"), ("5.4", "M-F5.4"), ("5
     ROWS[_item] = Row(file=_MIC_NB, paper=f"figure; the thesis reads it as: {_MICMCO_SAYS[_fig]}",
                       ours=_ours, scale=_micmco_scale, verdict=_verdict, needs=("micmco_synthetic",))
 
-for _item in ("M-F5.8", "M-F5.9", "M-F5.10", "M-F5.11", "M-F5.12", "M-F5.13", "M-F5.14", "M-F5.16", "M-F5.17",
-              "M-F5.18", "M-F5.19", "M-F5.20", "M-F5.21", "M-F5.22", "M-F5.23", "M-F5.24", "M-F5.25", "M-F5.28",
-              "M-F5.29", "M-T5.1"):
-    ROWS[_item] = Row(file="`notebooks/micmco_ptb.ipynb` (stage `micmco_ptb`)", paper="see the thesis figure",
-                      ours="—", scale="—", verdict=_MICMCO_PTB)
+for _fig in _MICMCO_PTB_SAYS:
+    ROWS[f"M-F{_fig}"] = Row(file=_MIC_PTB_NB, paper=f"figure; the thesis reads it as: {_MICMCO_PTB_SAYS[_fig]}",
+                             ours=_micmco_ptb_figure_ours(_fig), scale=_micmco_ptb_scale,
+                             verdict=_micmco_ptb_figure_verdict(_fig), needs=("micmco_ptb",))
+ROWS["M-T5.1"] = Row(file=_MIC_PTB_NB + ", `results/micmco_ptb.json` (`table_5_1`)",
+                     paper="test perplexity, " + "; ".join(f"hs {hs}: {row}" for hs, row in _THESIS_TABLE_5_1.items()),
+                     ours=_micmco_ptb_table_ours, scale=_micmco_ptb_scale, verdict=_micmco_ptb_table_verdict,
+                     needs=("micmco_ptb",))
 
 _LM_PTB_PAPER = "; ".join(f"{r['model']} {r['test']} ({r['source']})" for r in reference.LM_PTB)
 _LM_CHAR_PAPER = "; ".join(f"{r['model']} {r['test']} ({r['source']})" for r in reference.LM_PTB_CHAR)
@@ -861,11 +1065,9 @@ ROWS.update({
                 scale=_wg_scale, verdict=_wg_mi_verdict,
                 needs=("word_generation",)),
     "S-F2": Row(file=_WG_NB, paper="I(t) is highest at the first positions and decays (figure)",
-                ours=lambda r: f"I(t) over {len(r['word_generation']['figure2']['runs'][0]['I_t'])} positions "
-                               f"for {r['word_generation']['figure2']['model']}",
-                scale=_wg_scale, verdict="partly: curve drawn; compare shapes in the figure", needs=("word_generation",)),
+                ours=_wg_fig2_ours, scale=_wg_scale, verdict=_wg_fig2_verdict, needs=("word_generation",)),
     "S-F3": Row(file=_WG_NB, paper="emission entropy falls over training (figure)", ours=_wg_entropy_ours,
-                scale=_wg_scale, verdict="partly: curve drawn; compare shapes in the figure", needs=("word_generation",)),
+                scale=_wg_scale, verdict=_wg_fig3_verdict, needs=("word_generation",)),
 })
 
 

@@ -432,6 +432,9 @@ class TuningParams:
             raise ValueError("trials and threads must be >= 1 and startup_trials >= 0")
         if self.pruner is not None and sorted(self.pruner) != ["startup_trials", "warmup_steps"]:
             raise ValueError(f"pruner must be null or {{startup_trials, warmup_steps}}, got {self.pruner}")
+        if self.pruner is not None and self.train.get("averaging") != "2ta":
+            raise ValueError("pruning judges trials by their 2TA-averaged validation loss: a pruner needs "
+                             f"train.averaging: 2ta, got {self.train.get('averaging', 'none')!r}")
         for name in ("train_tokens", "eval_tokens"):
             value = getattr(self, name)
             if value is not None and value < 2:

@@ -54,3 +54,50 @@ def test_unknown_notebook_lists_the_available_ones(capsys, monkeypatch):
     assert main(["run-notebook", "no_such_notebook", "--profile", "smoke"]) == 2
     err = capsys.readouterr().err
     assert "available: " in err and "dataset_summary" in err
+
+
+def _smoke_dyneval_checkpoint(tmp_path):
+    """A checkpoint of the smoke profile's dynamic-evaluation LM (untrained weights, PTB vocabulary)."""
+    import torch
+
+    from paperlib.config import experiment_params
+    from paperlib.models import build_lm
+
+    spec = experiment_params("dyneval", "smoke").model
+    torch.manual_seed(0)
+    model = build_lm(spec["cell"], 10_000, spec["hidden_size"], spec["num_layers"], **spec.get("options", {}))
+    path = tmp_path / "lm.pt"
+    torch.save({"model": model.state_dict()}, path)
+    return path
+
+
+def test_dyneval_tune_searches_the_grid_and_reports_its_best_trial(data_root, tmp_path, capsys, monkeypatch):
+    import json
+    import math
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.delenv("PAPERLIB_ROOT", raising=False)
+    ckpt, out = _smoke_dyneval_checkpoint(tmp_path), tmp_path / "tuned.json"
+    args = ["dyneval", "tune", "ptb", "--row", "sgd_decay", "--grid", "lr=0,0.5", "--grid", "decay=0,0.1",
+            "--valid-tokens", "30", "--checkpoint", str(ckpt), "--data-root", str(data_root), "--profile", "smoke",
+            "--quiet", "--out", str(out)]
+    assert main(args) == 0
+    result = json.loads(out.read_text())
+    points = {(t["lr"], t["decay"]) for t in result["trials"]}
+    assert points == {(0.0, 0.0), (0.0, 0.1), (0.5, 0.0), (0.5, 0.1)}
+    best = min(result["trials"], key=lambda t: t["nll"])
+    assert result["best"] == {"lr": best["lr"], "decay": best["decay"]} and result["valid_nll"] == best["nll"]
+    # lr = 0 is static evaluation of an untrained model: about ln V nats per token
+    static = [t["nll"] for t in result["trials"] if t["lr"] == 0.0]
+    assert static[0] == pytest.approx(static[1], abs=1e-5) and abs(static[0] - math.log(10_000)) < 0.5
+    assert "best" in capsys.readouterr().out
+
+
+def test_dyneval_tune_rejects_unknown_rows_and_bad_grids_in_one_line(capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    monkeypatch.delenv("PAPERLIB_ROOT", raising=False)
+    assert main(["dyneval", "tune", "ptb", "--row", "static", "--profile", "smoke"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown row 'static'" in err and "global_rms_rms_decay" in err and "\n" not in err
+    assert main(["dyneval", "tune", "ptb", "--grid", "lr", "--profile", "smoke"]) == 2
+    assert "bad --grid 'lr'" in capsys.readouterr().err

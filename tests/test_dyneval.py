@@ -101,11 +101,13 @@ def _sum_of_probabilities_over_the_vocabulary(score, tokens: torch.Tensor, posit
     return total
 
 
-@pytest.mark.parametrize("rule", ["sgd", "global_rms"])
+@pytest.mark.parametrize("rule", ["sgd", "global_rms", "sparse"])
 def test_probabilities_stay_normalised_at_every_step(lm, ms_g, rule):
     """For every position, the dynamic model's probabilities of all possible tokens sum to one."""
     tokens = random_tokens((9,))
     extra = {"ms_g": ms_g, "decay": 0.1} if rule == "global_rms" else {}
+    if rule == "sparse":
+        rule, extra = "sgd", {"sparse_units": 4}
 
     def score(seq):
         return dynamic_evaluate(lm, seq, rule=rule, lr=2.0 if rule == "sgd" else 0.05, segment_len=3, **extra).losses
@@ -159,6 +161,8 @@ def test_dynamic_evaluation_exploits_a_repeated_random_block():
         ("lstm", {}),
         ("lstm", {"capped_input_gate": False}),
         ("rlstm", {}),
+        ("mlstm", {}),
+        ("mogrifier_lstm", {"mogrifier_rounds": 3, "mogrifier_rank": 2}),
         ("transformer", {"memory_length": 6, "positions": "relative"}),
     ],
 )

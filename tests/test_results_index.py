@@ -120,3 +120,43 @@ def test_compute_section_sums_the_recorded_wall_times():
     text = ri.render_compute({"a": ("cpu", 60.0), "b": ("cpu", 120.0), "c": ("smoke", None)})
     assert "| a | cpu | 1.0 min |" in text and "| c | smoke | n/a |" in text and "**3.0 min**" in text
     assert ri.render_compute({}) == ""
+
+
+def test_the_index_quotes_the_ptb_micmco_figures_and_table_as_the_experiment_module_does():
+    from paperlib.micmco_ptb import FIGURES, THESIS_TABLE_5_1
+
+    assert ri._MICMCO_PTB_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
+    for hs, columns in THESIS_TABLE_5_1.items():
+        assert ri._THESIS_TABLE_5_1[hs] == ", ".join(f"{c} {v['perplexity']}" for c, v in columns.items())
+
+
+def _ptb_micmco_results(figures, claim_verdicts, table_rows):
+    curve = {"label": "DReG 16 KL", "trials": [{}, {}]}
+    return {"micmco_ptb": {
+        "profile": "cpu", "settings": {"hidden_size": 64, "vocab_size": 1000, "steps": 250, "batch_size": 32},
+        "data": {"valid_sentences": 300}, "curves": {"dreg16_kl.shared": curve, "dreg16_kl.naive": curve},
+        "figures": {f: {"curves": ["dreg16_kl.shared", "dreg16_kl.naive"],
+                        "normalised_hypervolume": {"dreg16_kl.shared": 0.31, "dreg16_kl.naive": 0.12}}
+                    for f in figures},
+        "claims": [{"claim": c, "verdict": v, "evidence": {"dreg16_kl": "HV 0.31 / 0.12"}}
+                   for c, v in claim_verdicts.items()],
+        "table_5_1": table_rows}}
+
+
+def test_ptb_micmco_rows_read_the_computed_claims_and_name_figures_outside_the_profile():
+    results = _ptb_micmco_results(["5.10", "5.12"], {
+        "shared dropout masks restore the validation frontiers": "reproduced",
+        "multiple samples improve latent usage": "not reproduced",
+        "latents barely change the best perplexity": "reproduced",
+        "Table 5.1's optima are at low latent usage": "reproduced",
+    }, [{"curve": "dreg16_kl.shared", "hidden_size": 64, "column": "DReG 16 K", "test_perplexity": 301.5,
+         "test_kl": 0.04}, {"curve": None, "hidden_size": 128, "column": "DReG 16 K"}])
+    ours, scale, verdict, status = ri.ROWS["M-F5.10"].render(results)
+    assert status == "reproduced" and "DReG 16 KL 0.310" in ours and "hidden 64" in scale and "250 steps" in scale
+    assert "dreg16_kl: HV 0.31 / 0.12" in verdict
+    assert ri.ROWS["M-F5.12"].render(results)[3] == "partly"  # one claim held, the other did not
+    _, _, verdict, status = ri.ROWS["M-F5.8"].render(results)
+    assert status == "pending" and "not in the cpu profile's figures" in verdict
+    ours, _, verdict, status = ri.ROWS["M-T5.1"].render(results)
+    assert "hs 64 DReG 16 K 301.5 (0.040)" in ours
+    assert status == "partly" and "1 of 2 cells not run" in verdict  # both claims held, but a cell is missing

@@ -204,3 +204,28 @@ def test_early_stopping_ends_training_after_evaluations_without_improvement(tmp_
     assert result.steps == 10 and result.best_valid_nll == 2.0
     with pytest.raises(ValueError, match="valid choices: none, 2ta"):
         TrainConfig(averaging="swag")
+
+
+@pytest.mark.parametrize("name, cls", [("radam", torch.optim.RAdam), ("adam", torch.optim.Adam)])
+def test_optimizers_are_torch_radam_and_adam_with_beta1_zero_and_l2(tmp_path, name, cls):
+    config = TrainConfig(optimizer=name, lr=3e-3, weight_decay=1e-4, max_steps=1, eval_every=1, seed=0)
+    trainer = Trainer(tiny_model(), markov_stream(500, 0), markov_stream(200, 1), config, tmp_path, progress=False)
+    group = trainer.optimizer.param_groups[0]
+    assert type(trainer.optimizer) is cls and group["betas"] == (0.0, 0.999)  # Melis §4.4: β1 = 0
+    assert group["lr"] == 3e-3 and group["weight_decay"] == 1e-4
+    with pytest.raises(ValueError, match="valid optimizers: .*adam"):
+        TrainConfig(optimizer="sgd")
+
+
+@pytest.mark.parametrize("clip_norm", [1e-3, 0.0])
+def test_gradients_are_clipped_to_the_configured_norm(tmp_path, clip_norm):
+    config = TrainConfig(batch_size=4, bptt=8, clip_norm=clip_norm, max_steps=1, eval_every=1, seed=0)
+    trainer = Trainer(tiny_model(), markov_stream(500, 0), markov_stream(200, 1), config, tmp_path, progress=False)
+    inputs, targets = next(iter(bptt_windows(markov_stream(500, 0).view(4, -1), 8)))
+    trainer._train_step(inputs, targets)
+    norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in trainer.model.parameters()
+                                                 if p.grad is not None]))
+    if clip_norm > 0:
+        assert norm == pytest.approx(clip_norm, rel=1e-4)  # the raw gradient of an untrained LM is far larger
+    else:
+        assert norm > 0.1

@@ -359,6 +359,10 @@ def test_lm_objective_trains_with_sampled_settings_and_reports_2ta_losses(tmp_pa
         if t.user_attrs["rollbacks"] == 0:
             assert t.value == min(t.intermediate_values.values())  # the best 2TA validation loss
         metrics = json.loads((tmp_path / "runs" / f"trial{t.number}" / "metrics.json").read_text())
+        # the reported values are the losses of the weights 2TA recommends at each evaluation
+        evaluations = [h for h in metrics["history"] if "valid_nll" in h and "monitor" not in h]
+        assert {h["step"]: h["valid_nll"] for h in evaluations} == t.intermediate_values
+        assert all("averaged_length" in h and "action" in h for h in evaluations)
         assert metrics["best_valid_nll"] == t.value and metrics["steps"] == 20
         assert not list((tmp_path / "runs" / f"trial{t.number}").glob("*.pt"))  # checkpoints removed
         ratio = t.params["input_embedding_ratio"]
@@ -428,3 +432,16 @@ def test_pipeline_runner_writes_every_trial_and_resumes_its_studies(data_root, t
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     redone = json.loads(run_tuning("smoke", progress=False).read_text())["models"]["lstm"]
     assert [t["steps"] for t in redone["trials"]] == [3, 3]
+
+
+def test_a_pruner_needs_2ta_averaging():
+    from paperlib.config import experiment_params, load_params
+
+    params = load_params()
+    cpu = params["experiments"]["tuning_ptb"]["cpu"]
+    assert cpu["pruner"] is not None and experiment_params("tuning_ptb", "cpu", params).pruner
+    raw = {**cpu, "train": {**cpu["train"], "averaging": "ema"}}
+    bad = {**params, "experiments": {**params["experiments"], "tuning_ptb": {**params["experiments"]["tuning_ptb"],
+                                                                             "cpu": raw}}}
+    with pytest.raises(ValueError, match="train.averaging: 2ta"):
+        experiment_params("tuning_ptb", "cpu", bad)

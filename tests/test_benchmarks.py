@@ -1,0 +1,40 @@
+"""The benchmarks run (at toy sizes, untimed): a broken benchmark is caught here, its speed is measured by hand."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+RATIO = r"\d+\.\d+x?"
+
+
+def _run(script: str, *args: str) -> str:
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args], capture_output=True, text=True,
+                          cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_cell_benchmark_prints_a_ratio_to_nn_lstm_for_every_cell():
+    out = _run("cells.py", "--hidden", "8", "--vocab", "50", "--batch", "2", "--bptt", "3", "--warmup", "0",
+               "--steps", "1", "--threads", "1")
+    for label in ("torch.nn.LSTM", "lstm (capped gate, fused)", "mogrifier_lstm", "rlstm"):
+        assert re.search(rf"^{re.escape(label)}.*\s{RATIO}\s+{RATIO}\s*$", out, re.M), (label, out)
+    assert re.search(r"^torch\.nn\.LSTM .*1\.00x\s+1\.00x", out, re.M)
+
+
+@pytest.mark.slow
+def test_dyneval_benchmark_compares_dynamic_static_training_and_batched_streams():
+    out = _run("dyneval.py", "--tokens", "12", "--streams", "2", "--repeats", "1", "--threads", "1")
+    for label in ("static evaluation", "dynamic: global RMS + RMS decay", "dynamic: sparse", "training step, batch 1",
+                  "dynamic, 2 streams batched (vmap)", "dynamic, 2 streams one by one"):
+        assert len(re.findall(rf"^{re.escape(label)}.*\s\d+\s+{RATIO}\s+{RATIO}\s*$", out, re.M)) == 2, (label, out)
+
+
+def test_estimator_benchmark_gives_every_objective_relative_to_its_base_step():
+    out = _run("estimators.py", "--batch-size", "4", "--repeats", "1", "--samples", "2", "--threads", "1")
+    for estimator in ("reparam", "stl", "dreg", "reinforce", "vimco"):
+        assert re.search(rf"\s{estimator}\s+2\s+\S+ms\s+{RATIO}\s+{RATIO}\s+{RATIO}\s*$", out, re.M), (estimator, out)
