@@ -398,9 +398,10 @@ def _opt_ours(key: str) -> Callable[[Results], str]:
 def _momentum_verdict(results: Results) -> str:
     rows = results["dyneval"]["optimizers"]["momentum"]
     ppl = [r["valid_ppl"] for r in rows]
-    if ppl[0] <= min(ppl) + 1.0:
-        return "reproduced: momentum does not help (within 1 ppl)"
-    return "not reproduced: momentum helps at our scale"
+    gain = ppl[0] / min(ppl) - 1.0
+    if gain <= 0.005:  # the thesis' whole momentum effect is 1%; 0.5% is within our validation noise
+        return f"reproduced: momentum gains at most {100 * gain:.1f}% over plain SGD (tolerance 0.5%)"
+    return f"not reproduced: momentum helps at our scale ({100 * gain:.1f}% lower perplexity)"
 
 
 def _adaptive_verdict(results: Results) -> str:
