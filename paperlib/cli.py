@@ -182,6 +182,8 @@ def cmd_dyneval_tune(args) -> int:
     settings = experiment_params("dyneval", profile, params)
     if args.corpus not in settings.corpora:
         raise ValueError(f"corpus {args.corpus!r} is not in experiments.dyneval.{profile}.corpora {settings.corpora}")
+    grid = _key_values(args.grid, "--grid") or dict(settings.grids[grid_name])  # bad input fails before any work
+    ranges = {k: (v[0], v[-1]) for k, v in _key_values(args.range, "--range").items()}
     if args.checkpoint:
         settings = dataclasses.replace(settings, checkpoints={**settings.checkpoints,
                                                               args.corpus: str(Path(args.checkpoint).resolve())})
@@ -197,8 +199,6 @@ def cmd_dyneval_tune(args) -> int:
         fixed["ms_g"] = de.mean_squared_gradients(
             model, corpus.train.to(device), batch_size=gs["batch_size"], bptt=gs["bptt"],
             max_batches=gs["max_batches"], sparse_units=fixed.get("sparse_units"))
-    grid = _key_values(args.grid, "--grid") or dict(settings.grids[grid_name])
-    ranges = {k: (v[0], v[-1]) for k, v in _key_values(args.range, "--range").items()}
     if args.search == "optuna" and not ranges:
         if fixed["rule"] == "global_rms":
             table = get_space("dyneval_word")
