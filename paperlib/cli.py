@@ -105,6 +105,7 @@ RUNNERS = {
     "tuning_ptb": "paperlib.tuning:run_tuning",
     "dyneval_char": "paperlib.dyneval_char:run_dyneval_char",
     "micmco_ptb": "paperlib.micmco_ptb:run_micmco_ptb",
+    "lm_wt2_bytes": "paperlib.byte_lm:run_byte_lm",
 }
 
 

@@ -230,7 +230,8 @@ def _type_name(hint: Any) -> str:
 SCHEMA_MODULES: tuple[str, ...] = ("paperlib.experiments", "paperlib.averaging_experiment", "paperlib.micmco",
                                    "paperlib.word_generation", "paperlib.dyneval",
                                    "paperlib.reverse_copy", "paperlib.tuning",
-                                   "paperlib.dyneval_char", "paperlib.micmco_ptb")
+                                   "paperlib.dyneval_char", "paperlib.micmco_ptb",
+                                   "paperlib.byte_lm")
 
 
 def _import_schema_modules() -> None:

@@ -27,6 +27,11 @@ def _lm_metrics(result: Mapping[str, Any]) -> dict[str, float]:
     return {f"{model}.test_{unit}": row[f"test_{unit}"] for model, row in result["summary"].items()}
 
 
+def _byte_lm_metrics(result: Mapping[str, Any]) -> dict[str, float]:
+    return {f"{model}.{key}": row[key] for model, row in result["summary"].items()
+            for key in ("test_bpb", "test_word_ppl")}
+
+
 def _averaging_metrics(result: Mapping[str, Any]) -> dict[str, float]:
     return {f"{name}.best_valid_nll": row["best"] for name, row in result["summary"]["methods"].items()}
 
@@ -71,6 +76,7 @@ HEADLINES: dict[str, Callable[[Mapping[str, Any]], dict[str, float]]] = {
     "reverse_copy": _reverse_copy_metrics,
     "dyneval_char": _dyneval_char_metrics,
     "tuning_ptb": _tuning_metrics,
+    "lm_wt2_bytes": _byte_lm_metrics,
 }
 
 

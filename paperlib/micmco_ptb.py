@@ -802,6 +802,10 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     4. *Table 5.1's optima are at low latent usage*: every row's test KL is at most 0.2 nats per token.
     5. *Dropout beats L2 on the best NLL* (Fig. 5.11): per base estimator, the lowest validation NLL with shared
        dropout masks is below the lowest with L2.
+    6. *Discrete latents fit the training data better* (Figs. 5.8 vs 5.9): per 16-sample objective (KL, Rényi),
+       HV(VIMCO) beats HV(DReG) on the training-fit curves.
+    7. *The power objective is better than KL but behind Rényi* (Figs. 5.28, 5.29): per base estimator, HV(power)
+       beats HV(KL), and HV(Rényi) beats HV(power) -- two checks per figure.
 
     Verdicts as in :func:`paperlib.micmco.verdict_of`; claims whose curves did not run say so.
     """
@@ -876,6 +880,35 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             evidence[base] = f"best NLL dropout / L2 = {best['shared']:.4f} / {best['l2']:.4f}"
     verdicts.append({"claim": "dropout reaches a better best NLL than L2",
                      "rule": "min validation NLL over shared-mask curves < min over L2 curves, per base estimator",
+                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
+    # 6
+    wins, evidence = {}, {}
+    for objective in ("kl", "renyi"):
+        discrete, continuous = f"vimco16_{objective}.train", f"dreg16_{objective}.train"
+        if discrete in curves and continuous in curves:
+            hv = compare_hypervolumes(curves, [discrete, continuous], margin, cap)["hypervolume"]
+            if hv[discrete] is not None:
+                wins[objective] = hv[discrete] > hv[continuous] + HV_TIE
+                evidence[objective] = f"HV VIMCO 16 / DReG 16 = {hv[discrete]:.3f} / {hv[continuous]:.3f}"
+    verdicts.append({"claim": "discrete latents fit the training data better",
+                     "rule": f"HV(VIMCO 16) > HV(DReG 16) + {HV_TIE} per objective on the training fit (Figs. 5.8, "
+                             "5.9)",
+                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
+    # 7
+    wins, evidence = {}, {}
+    for fig_id, base in (("5.28", "dreg"), ("5.29", "vimco")):
+        kl, renyi, power = (f"{base}16_{o}.train" for o in ("kl", "renyi", "power"))
+        if not all(n in curves for n in (kl, renyi, power)):
+            continue
+        hv = compare_hypervolumes(curves, [kl, renyi, power], margin, cap)["hypervolume"]
+        if hv[power] is None:
+            continue
+        wins[f"{fig_id} power > KL"] = hv[power] > hv[kl] + HV_TIE
+        wins[f"{fig_id} Rényi > power"] = hv[renyi] > hv[power] + HV_TIE
+        evidence[fig_id] = f"HV KL / power / Rényi = {hv[kl]:.3f} / {hv[power]:.3f} / {hv[renyi]:.3f}"
+    verdicts.append({"claim": "the power objective is better than KL but behind Rényi",
+                     "rule": f"HV(power) > HV(KL) + {HV_TIE} and HV(Rényi) > HV(power) + {HV_TIE} per base estimator "
+                             "on the training fit (Figs. 5.28, 5.29)",
                      "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
     return verdicts
 

@@ -371,3 +371,22 @@ def test_claim_rules_decide_on_hypervolumes_and_table_rows():
     verdicts = {v["claim"]: v["verdict"] for v in claim_verdicts(_fake_results({}, rows))}
     assert verdicts["latents barely change the best perplexity"] == "partly reproduced"  # DReG 2% yes, VIMCO 10% no
     assert verdicts["Table 5.1's optima are at low latent usage"] == "partly reproduced"
+
+
+def test_claim_rules_for_discrete_training_fit_and_the_power_objective():
+    # VIMCO beats DReG with KL, not with Renyi; DReG: KL < power < Renyi; VIMCO: power below KL
+    levels = {"vimco16_kl.train": 1.5, "dreg16_kl.train": 0.5, "vimco16_renyi.train": 1.0,
+              "dreg16_renyi.train": 1.0, "dreg16_power.train": 0.8, "vimco16_power.train": 0.3}
+    verdicts = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}
+    discrete = verdicts["discrete latents fit the training data better"]
+    assert discrete["verdict"] == "partly reproduced" and set(discrete["evidence"]) == {"kl", "renyi"}
+    power = verdicts["the power objective is better than KL but behind Rényi"]
+    assert power["verdict"] == "partly reproduced"  # 3 of 4 checks: VIMCO's power is below its KL
+    assert set(power["evidence"]) == {"5.28", "5.29"}
+    levels.update({"dreg16_power.train": 0.3, "vimco16_power.train": 1.2})
+    power = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}[
+        "the power objective is better than KL but behind Rényi"]
+    assert power["verdict"] == "not reproduced"  # only DReG's Renyi > power holds: 1 of 4
+    del levels["dreg16_power.train"], levels["vimco16_power.train"]
+    absent = {v["claim"]: v["verdict"] for v in claim_verdicts(_fake_results(levels))}
+    assert absent["the power objective is better than KL but behind Rényi"] == "not run at this profile"

@@ -118,8 +118,23 @@ def test_the_index_quotes_the_micmco_figures_as_the_experiment_module_does():
 
 def test_compute_section_sums_the_recorded_wall_times():
     text = ri.render_compute({"a": ("cpu", 60.0), "b": ("cpu", 120.0), "c": ("smoke", None)})
-    assert "| a | cpu | 1.0 min |" in text and "| c | smoke | n/a |" in text and "**3.0 min**" in text
+    assert "| a | cpu | 1.0 min | n/a | 1.0 min |" in text and "| c | smoke | n/a | n/a | n/a |" in text
+    assert "**3.0 min**" in text
+    # a resumed stage: its last run was short, its records account for more work
+    text = ri.render_compute({"a": ("cpu", 60.0, 600.0), "b": ("cpu", 120.0, 30.0)})
+    assert "| a | cpu | 1.0 min | 10.0 min | 10.0 min |" in text and "| b | cpu | 2.0 min | 0.5 min | 2.0 min |" in text
+    assert "| **total** | | **3.0 min** | **10.5 min** | **12.0 min** |" in text
     assert ri.render_compute({}) == ""
+
+
+def test_recorded_work_counts_trials_over_workers_or_per_run_times():
+    trials = [{"train_seconds": 10.0, "eval_seconds": 2.0}, {"train_seconds": 20.0}]
+    result = {"settings": {"workers": 2}, "curves": {"x": {"trials": trials}, "y": {"trials": trials}}}
+    assert ri.recorded_work({}, result) == pytest.approx(32.0)  # (12 + 20) * 2 curves / 2 workers
+    assert ri.recorded_work({"train_seconds": {"a": 5.0, "b": 7.0}}, {"summary": {}}) == 12.0
+    assert ri.recorded_work({"run_seconds": {"a": {"seed1": 3.0, "seed2": 1.0}}}, None) == 4.0
+    assert ri.recorded_work({"run_seconds": {"a": 3.0, "b": 5.0}}, {"settings": {"workers": 2}}) == 4.0
+    assert ri.recorded_work({"seconds": {"a": 3.0}}, None) is None
 
 
 def test_the_index_quotes_the_ptb_micmco_figures_and_table_as_the_experiment_module_does():
@@ -160,3 +175,15 @@ def test_ptb_micmco_rows_read_the_computed_claims_and_name_figures_outside_the_p
     ours, _, verdict, status = ri.ROWS["M-T5.1"].render(results)
     assert "hs 64 DReG 16 K 301.5 (0.040)" in ours
     assert status == "partly" and "1 of 2 cells not run" in verdict  # both claims held, but a cell is missing
+
+
+def test_ptb_micmco_power_and_discrete_figures_read_their_own_claims():
+    results = _ptb_micmco_results(["5.9", "5.28"], {
+        "multiple samples improve latent usage": "reproduced",
+        "discrete latents fit the training data better": "not reproduced",
+        "the power objective is better than KL but behind Rényi": "not reproduced",
+    }, [])
+    _, _, verdict, status = ri.ROWS["M-F5.28"].render(results)
+    assert status == "not reproduced" and "power objective" in verdict
+    _, _, verdict, status = ri.ROWS["M-F5.9"].render(results)
+    assert status == "partly" and "discrete latents" in verdict and "multiple samples" in verdict
