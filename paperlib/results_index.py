@@ -777,7 +777,8 @@ def _byte_lm_scale(results: Results) -> str:
     runs, train = r["runs"], r["train"]
     params = sorted({s["parameters"] for s in r["summary"].values()})
     seen = max(run["train_tokens"] for run in runs) if runs else 0
-    size = f"{params[0] / 1e6:.2f}" + (f"–{params[-1] / 1e6:.2f}" if params[-1] != params[0] else "")
+    low, high = (f"{p / 1e6:.2f}" for p in (params[0], params[-1]))
+    size = low if low == high else f"{low}–{high}"
     return (f"1 layer, {size}M params each, {seen / 1e6:.1f}M of "
             f"{r['train_bytes'] / 1e6:.1f}M training bytes ({train['max_steps']:,} steps), "
             f"{r['eval_bytes']['test']:,} test bytes, {max(s['seeds'] for s in r['summary'].values())} seed(s)")
@@ -1274,7 +1275,8 @@ def write_index(root: str | os.PathLike) -> Path:
 
 # -- the README's summary: a few headline rows of the index, kept current by a test ---------------
 
-HEADLINE = ("M-T4.1", "M-T2.2", "M-T2.3", "M-F2.4", "M-F3.3", "K-T4.1", "K-T4.2", "M-F5.4", "M-F5.6", "S-T1")
+HEADLINE = ("M-T4.1", "M-T2.2", "M-T2.3", "M-F2.4", "M-F3.3", "K-T3.3", "K-T4.1", "K-T4.2", "M-F5.4", "M-F5.6", "M-T5.1",
+            "S-T1")
 README_START = "<!-- results-summary:start (written by `paperlib index --readme`; do not edit) -->"
 README_END = "<!-- results-summary:end -->"
 
