@@ -4,9 +4,9 @@ Krause models the three WikiText-2 files as raw UTF-8 bytes with an mLSTM and co
 word-level perplexity by eq. (3.15): bits/word = bits/symbol x symbols/file / words/file, perplexity = 2^bits/word.
 "Words" there are the word-level models' tokens: whitespace-split words plus one end-of-line token per line
 (the test file has 1,256,449 bytes and 245,569 such tokens, 5.12 bytes per word). The thesis' byte mLSTM (46M
-parameters, embedding layer, weight normalisation, variational dropout 0.5) reaches 1.2649 bits/byte on test, a
-perplexity of 88.8, on par with word-level LSTMs with variational dropout (87.0-99.3) and behind the tuned ones
-(65.8-65.9).
+parameters: 2800 units, embedding layer 400, weight normalisation, variational dropout 0.5) reaches 1.2649 bits/byte
+on test, a perplexity of 88.8, on par with the word-level LSTMs with variational dropout (Inan et al.: 87.0 tied,
+93.1 untied) and behind the tuned ones (65.8-65.9).
 
 This module holds:
 
@@ -18,13 +18,15 @@ This module holds:
   (:func:`paperlib.lm_experiment.evaluate_run`: deterministic, validation-optimal temperature, MC dropout),
   converts bits per byte to word perplexity and writes ``results/lm_wt2_bytes.json`` with provenance.
 - :func:`claim_verdicts`: the conversion reproduces the thesis' 88.8 from its 1.2649 bits/byte on our copy of the
-  test file; the mLSTM beats an LSTM of about the same size at the byte level; and whether our perplexity is
-  within the thesis' word-level LSTM range (it cannot be at a CPU budget; the verdict says so).
+  test file (a check of the data and eq. 3.15, not of a model); the mLSTM beats an LSTM of the same size at the
+  byte level (the thesis shows this on enwik8 / text8, Tables 3.1-3.2, not on WikiText-2); and whether our
+  perplexity reaches the thesis' word-level VD LSTMs (it cannot at a CPU budget; the verdict says so).
 
 Departures: our mLSTM (Krause eqs. 3.5-3.9, :mod:`paperlib.models.mlstm`) has no weight normalisation; the
 dropouts are the library's input / state / output masks. When ``eval_tokens`` evaluates a prefix of a split, the
-words of exactly that prefix are counted (a cut line contributes its words but no end-of-line token), so eq. 3.15
-is applied to the bytes actually scored.
+words of exactly that prefix are counted (a cut line contributes its words but no end-of-line token) and eq. 3.15
+uses the prefix's bytes; evaluation runs ``eval_batch_size`` parallel streams whose first bytes have no context
+and are not scored (20 of 100,000 bytes at ``cpu``), a difference of under 0.03% in the ratio.
 """
 
 from __future__ import annotations
@@ -60,8 +62,9 @@ THESIS_TABLE_3_3: dict[str, tuple[float, float]] = {
 }
 THESIS_TEST_BITS_PER_BYTE = 1.2649
 THESIS_TEST_BYTES, THESIS_TEST_WORDS = 1_256_449, 245_569
-# The word-level LSTMs with variational dropout the thesis calls the byte mLSTM "similar" to.
-THESIS_VD_LSTM_RANGE = (87.0, 99.3)
+# The word-level LSTMs with variational dropout (Inan et al., tied and untied) the thesis calls the byte mLSTM
+# "similar" to.
+THESIS_VD_LSTM_RANGE = (87.0, 93.1)
 
 register_experiment(EXPERIMENT)(LanguageModelParams)  # same schema as the PTB comparisons; corpus = wikitext2
 
@@ -139,11 +142,12 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 def claim_verdicts(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The Table 3.3 claims, decided on ``results`` (the JSON of :func:`run_byte_lm`) by explicit rules.
 
-    1. *Eq. 3.15 turns 1.2649 bits/byte into perplexity 88.8* on our test file's byte and word counts (to 0.1).
-    2. *The mLSTM beats the LSTM* at the byte level (Krause ch. 3): test bits per byte lower, by more than twice
-       the larger seed std when there are several seeds.
-    3. *The byte mLSTM is on par with word-level LSTMs with variational dropout*: its word perplexity lies within
-       (or below) the thesis' range 87.0-99.3.
+    1. *Eq. 3.15 turns 1.2649 bits/byte into perplexity 88.8* on our test file's byte and word counts (to 0.1): a
+       check of our data and of the conversion, whatever the models do.
+    2. *The mLSTM beats the LSTM* at the byte level (Krause Tables 3.1-3.2 on enwik8 / text8; Table 3.3 has no
+       byte LSTM): test bits per byte lower, by more than twice the larger seed std when there are several seeds.
+    3. *The byte mLSTM is on par with word-level LSTMs with variational dropout*: its word perplexity is at most
+       the worse of Inan et al.'s two (93.1; the better is 87.0).
     """
     verdicts = []
     check = results["conversion_check"]
@@ -158,7 +162,7 @@ def claim_verdicts(results: dict[str, Any]) -> list[dict[str, Any]]:
         resolved = min(m["seeds"], s["seeds"]) > 1 and gap > noise
         verdict = ("reproduced" if resolved else "partly reproduced (within seed noise or one seed)") if gap > 0 \
             else "not reproduced"
-        verdicts.append({"claim": "the mLSTM beats the LSTM at the byte level",
+        verdicts.append({"claim": "the mLSTM beats the LSTM at the byte level (Tables 3.1-3.2 on enwik8 / text8)",
                          "evidence": f"test bits/byte mLSTM {m['test_bpb']:.3f} vs LSTM {s['test_bpb']:.3f} "
                                      f"({m['parameters'] / 1e6:.2f}M vs {s['parameters'] / 1e6:.2f}M params)",
                          "verdict": verdict})

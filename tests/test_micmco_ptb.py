@@ -379,10 +379,18 @@ def test_claim_rules_for_discrete_training_fit_and_the_power_objective():
               "dreg16_renyi.train": 1.0, "dreg16_power.train": 0.8, "vimco16_power.train": 0.3}
     verdicts = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}
     discrete = verdicts["discrete latents fit the training data better"]
-    assert discrete["verdict"] == "partly reproduced" and set(discrete["evidence"]) == {"kl", "renyi"}
+    assert discrete["verdict"] == "partly reproduced" and set(discrete["evidence"]) == {"kl", "renyi", "ties"}
+    assert discrete["evidence"]["ties"] == "1 of 2 comparisons within the 0.02 tie"  # Renyi: equal curves
     power = verdicts["the power objective is better than KL but behind Rényi"]
     assert power["verdict"] == "partly reproduced"  # 3 of 4 checks: VIMCO's power is below its KL
-    assert set(power["evidence"]) == {"5.28", "5.29"}
+    assert set(power["evidence"]) == {"5.28", "5.29", "ties"}
+    # KL is capped at what 2 categorical latents of 10 classes carry per token: 2 ln 10 / 10 tokens = 0.46 nats
+    results = _fake_results({"vimco16_kl.train": 0.5, "dreg16_kl.train": 1.5})
+    results["settings"].update(num_categorical=2, categories=10)
+    results["data"] = {"train_eval_sentences": 10, "train_eval_tokens": 100}
+    capped = {v["claim"]: v for v in claim_verdicts(results)}["discrete latents fit the training data better"]
+    assert "(0.46 nats)" in capped["rule"]
+    assert capped["evidence"]["kl"] == "HV VIMCO 16 / DReG 16 = 0.667 / 1.000"  # uncapped: 0.167 / 0.750
     levels.update({"dreg16_power.train": 0.3, "vimco16_power.train": 1.2})
     power = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}[
         "the power objective is better than KL but behind Rényi"]
