@@ -31,7 +31,6 @@ and are not scored (20 of 100,000 bytes at ``cpu``), a difference of under 0.03%
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -180,16 +179,13 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
                 runs_dir: str | os.PathLike | None = None) -> Path:
     """Train and evaluate every model x seed of ``lm_wt2_bytes``; write ``results/lm_wt2_bytes.json``.
 
-    The loop mirrors :func:`paperlib.lm_experiment.run_lm_experiment` (same trainer, checkpoints and evaluation)
+    Training and evaluation are those of the PTB comparisons (:func:`paperlib.lm_experiment.train_and_evaluate`),
     on byte streams instead of a tokenised corpus.
     """
     from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
-    from paperlib.data.corpora import sha256_of
     from paperlib.distributed import is_main_process
-    from paperlib.lm_experiment import evaluate_run, num_parameters, seed_everything
-    from paperlib.models import build_lm
+    from paperlib.lm_experiment import train_and_evaluate
     from paperlib.provenance import provenance, write_json_atomic
-    from paperlib.train import Trainer, TrainConfig, forget_stale_run
 
     started = time.time()
     root = repo_root()
@@ -205,40 +201,10 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
     eval_bytes = {"valid": int(valid.numel()), "test": int(test.numel())}
     eval_words = {s: corpus.words(s, limit) for s in ("valid", "test")}
     train, valid, test = (t.to(device) for t in (corpus.split("train"), valid, test))
-    config = TrainConfig(**settings.train)
     runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / EXPERIMENT
-    runs = []
-    for model_name, spec in settings.models.items():
-        for seed in settings.seeds:
-            run_dir = runs_dir / f"{model_name}-seed{seed}"
-            done = run_dir / "done.json"
-            forget_stale_run(run_dir, {"model": spec, "train": settings.train, "seed": seed,
-                                        "eval_tokens": limit, "mc_samples": settings.mc_samples,
-                                        "corpus": settings.corpus})
-            if done.exists():
-                runs.append(json.loads(done.read_text()))
-                continue
-            seed_everything(seed)
-            model = build_lm(spec["cell"], corpus.vocab_size, spec["hidden_size"], spec["num_layers"],
-                             **spec.get("options", {}))
-            if progress:
-                print(f"{EXPERIMENT}: training {model_name} (seed {seed}, {num_parameters(model):,} parameters)",
-                      flush=True)
-            trainer = Trainer(model, train, valid, TrainConfig(**{**settings.train, "seed": seed}), run_dir,
-                              device=device, progress=progress)
-            result = trainer.fit(resume=True)
-            trainer.write_metrics()
-            trainer.load(trainer.best_path, restore_position=False)
-            with trainer.recommended_weights():
-                scores = evaluate_run(trainer.model, valid, test, config, settings.mc_samples, seed)
-            record = {"model": model_name, "seed": seed, "cell": spec["cell"], "parameters": num_parameters(model),
-                      "steps": result.steps, "train_tokens": result.tokens, "rollbacks": result.rollbacks,
-                      "train_seconds": round(trainer.train_seconds, 1), "eval_bytes": eval_bytes,
-                      "eval_words": eval_words, "history": [h for h in result.history if "valid_nll" in h],
-                      **scores}
-            if is_main_process():
-                write_json_atomic(done, record)
-            runs.append(record)
+    runs = train_and_evaluate(EXPERIMENT, settings, corpus.vocab_size, train, valid, test, runs_dir, device, progress,
+                              spec_extra={"corpus": settings.corpus},
+                              record_extra={"eval_bytes": eval_bytes, "eval_words": eval_words})
     test_bytes, test_words = len(corpus.raw["test"]), corpus.words("test")
     results = {
         "experiment": EXPERIMENT, "corpus": settings.corpus, "level": "byte", "profile": profile,
@@ -255,8 +221,7 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
     out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     if is_main_process():
         write_json_atomic(out, results)
-        spec = get_corpus(settings.corpus)
-        checksums = {f.name: sha256_of(corpus_dir(spec.name, data_root) / f.name) for f in spec.files}
+        checksums = {f.name: f.sha256 for f in get_corpus(settings.corpus).files}  # verified by load_bytes
         write_json_atomic(out.with_suffix(".provenance.json"),
                           {**provenance(root, profile, vars(settings), checksums, started),
                            "train_seconds": {f"{r['model']}-seed{r['seed']}": r["train_seconds"] for r in runs}})

@@ -67,6 +67,54 @@ def evaluate_run(model: torch.nn.Module, valid: torch.Tensor, test: torch.Tensor
     }
 
 
+def train_and_evaluate(name: str, settings: Any, vocab_size: int, train_ids: torch.Tensor, valid_ids: torch.Tensor,
+                       test_ids: torch.Tensor, runs_dir: Path, device: torch.device, progress: bool = True,
+                       spec_extra: dict[str, Any] | None = None,
+                       record_extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Train every model x seed of ``settings`` (a :class:`paperlib.experiments.LanguageModelParams`) on the id
+    streams, evaluate its best weights with :func:`evaluate_run`, and return one record per run.
+
+    Each run lives in ``runs_dir/<model>-seed<seed>`` and resumes from its checkpoint; a finished run is read back
+    from its ``done.json``, and a run folder made with other settings (``spec_extra`` joins them) is redone.
+    ``record_extra`` is stored in every new record.
+    """
+    config = TrainConfig(**settings.train)
+    runs = []
+    for model_name, spec in settings.models.items():
+        for seed in settings.seeds:
+            run_dir = runs_dir / f"{model_name}-seed{seed}"
+            done = run_dir / "done.json"
+            forget_stale_run(run_dir, {"model": spec, "train": settings.train, "seed": seed,
+                                        "eval_tokens": settings.eval_tokens, "mc_samples": settings.mc_samples,
+                                        **(spec_extra or {})})
+            if done.exists():
+                runs.append(json.loads(done.read_text()))
+                continue
+            seed_everything(seed)
+            model = build_lm(spec["cell"], vocab_size, spec["hidden_size"], spec["num_layers"],
+                             **spec.get("options", {}))
+            run_config = TrainConfig(**{**settings.train, "seed": seed})
+            if progress:
+                print(f"{name}: training {model_name} (seed {seed}, {num_parameters(model):,} parameters)", flush=True)
+            trainer = Trainer(model, train_ids, valid_ids, run_config, run_dir, device=device, progress=progress)
+            result = trainer.fit(resume=True)
+            trainer.write_metrics()
+            trainer.load(trainer.best_path, restore_position=False)
+            with trainer.recommended_weights():
+                scores = evaluate_run(trainer.model, valid_ids, test_ids, config, settings.mc_samples, seed)
+            record = {
+                "model": model_name, "seed": seed, "cell": spec["cell"], "parameters": num_parameters(model),
+                "steps": result.steps, "train_tokens": result.tokens, "rollbacks": result.rollbacks,
+                "train_seconds": round(trainer.train_seconds, 1), **(record_extra or {}),
+                "history": [h for h in result.history if "valid_nll" in h],
+                **scores,
+            }
+            if is_main_process():  # under torchrun every rank has the same record; one writes it
+                write_json_atomic(done, record)
+            runs.append(record)
+    return runs
+
+
 def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.PathLike | None = None,
                       out: str | os.PathLike | None = None, progress: bool = True,
                       averaging: str | None = None) -> Path:
@@ -91,40 +139,9 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
     corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
     valid_ids, test_ids = (s[: settings.eval_tokens] for s in (corpus.valid, corpus.test))
     train_ids, valid_ids, test_ids = (s.to(device) for s in (corpus.train, valid_ids, test_ids))
-    config = TrainConfig(**settings.train)
     runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / name
-    runs = []
-    for model_name, spec in settings.models.items():
-        for seed in settings.seeds:
-            run_dir = runs_dir / f"{model_name}-seed{seed}"
-            done = run_dir / "done.json"
-            forget_stale_run(run_dir, {"model": spec, "train": settings.train, "seed": seed,
-                                        "eval_tokens": settings.eval_tokens, "mc_samples": settings.mc_samples})
-            if done.exists():
-                runs.append(json.loads(done.read_text()))
-                continue
-            seed_everything(seed)
-            model = build_lm(spec["cell"], len(corpus.vocab), spec["hidden_size"], spec["num_layers"],
-                             **spec.get("options", {}))
-            run_config = TrainConfig(**{**settings.train, "seed": seed})
-            if progress:
-                print(f"{name}: training {model_name} (seed {seed}, {num_parameters(model):,} parameters)", flush=True)
-            trainer = Trainer(model, train_ids, valid_ids, run_config, run_dir, device=device, progress=progress)
-            result = trainer.fit(resume=True)
-            trainer.write_metrics()
-            trainer.load(trainer.best_path, restore_position=False)
-            with trainer.recommended_weights():
-                scores = evaluate_run(trainer.model, valid_ids, test_ids, config, settings.mc_samples, seed)
-            record = {
-                "model": model_name, "seed": seed, "cell": spec["cell"], "parameters": num_parameters(model),
-                "steps": result.steps, "train_tokens": result.tokens, "rollbacks": result.rollbacks,
-                "train_seconds": round(trainer.train_seconds, 1),
-                "history": [h for h in result.history if "valid_nll" in h],
-                **scores,
-            }
-            if is_main_process():  # under torchrun every rank has the same record; one writes it
-                write_json_atomic(done, record)
-            runs.append(record)
+    runs = train_and_evaluate(name, settings, len(corpus.vocab), train_ids, valid_ids, test_ids, runs_dir, device,
+                              progress)
     level = get_corpus(settings.corpus).level
     results = {"experiment": name, "corpus": settings.corpus, "level": level, "profile": profile,
                "vocab_size": len(corpus.vocab), "train": settings.train, "mc_samples": settings.mc_samples,
