@@ -157,70 +157,24 @@ def _key_values(pairs: list[str] | None, what: str) -> dict[str, list[float]]:
 
 
 def cmd_dyneval_tune(args) -> int:
-    """Tune one row of Krause Tables 4.1/4.2 (an update rule of `paperlib.dyneval`) on a validation prefix.
-
-    The model is the dynamic-evaluation experiment's LM for the corpus (``experiments.dyneval`` of the profile):
-    ``--checkpoint`` (a Trainer checkpoint of that architecture), else the experiment's own checkpoint or trained
-    run under ``runs/dyneval/<corpus>``. The grid defaults to the profile's grid for the row; ``--search optuna``
-    samples ``--range``s, by default Melis Table 2.6 (global RMS rows) or the grid's span widened 10x each way.
-    """
-    import dataclasses
+    """Tune one row of Krause Tables 4.1/4.2 on a validation prefix (`paperlib.dyneval.tune_table_row`)."""
     import math
 
-    import torch
+    from paperlib.dyneval import tune_table_row
 
-    from paperlib import dyneval as de
-    from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
-    from paperlib.data import load_corpus
-    from paperlib.search_spaces import get_space
-
-    rows = {key: (label, fixed, grid) for key, label, fixed, grid in de.TABLE_ROWS if grid is not None}
-    if args.row not in rows:
-        raise ValueError(f"unknown row {args.row!r}; tunable rows: {', '.join(rows)}")
-    label, fixed, grid_name = rows[args.row]
-    params = load_params()
-    profile = active_profile(args.profile, params)
-    settings = experiment_params("dyneval", profile, params)
-    if args.corpus not in settings.corpora:
-        raise ValueError(f"corpus {args.corpus!r} is not in experiments.dyneval.{profile}.corpora {settings.corpora}")
-    grid = _key_values(args.grid, "--grid") or dict(settings.grids[grid_name])  # bad input fails before any work
+    grid = _key_values(args.grid, "--grid")  # bad input fails before any work
     ranges = {k: (v[0], v[-1]) for k, v in _key_values(args.range, "--range").items()}
-    if args.checkpoint:
-        settings = dataclasses.replace(settings, checkpoints={**settings.checkpoints,
-                                                              args.corpus: str(Path(args.checkpoint).resolve())})
-    root = repo_root()
-    data_root = Path(args.data_root) if args.data_root else root / section_params("data", params).root
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    corpus = load_corpus(args.corpus, data_root)
-    model, _ = de._load_or_train(settings, args.corpus, corpus, root, device, not args.quiet)
-
-    fixed = de._row_settings(args.row, fixed, settings)
-    if fixed["rule"] == "global_rms":
-        gs = settings.gradient_stats
-        fixed["ms_g"] = de.mean_squared_gradients(
-            model, corpus.train.to(device), batch_size=gs["batch_size"], bptt=gs["bptt"],
-            max_batches=gs["max_batches"], sparse_units=fixed.get("sparse_units"))
-    if args.search == "optuna" and not ranges:
-        if fixed["rule"] == "global_rms":
-            table = get_space("dyneval_word")
-            ranges = {h.name: (h.low, h.high) for h in table.hyperparameters if h.name in grid}
-        else:
-            ranges = {k: (min(v) / 10, max(v) * 10) for k, v in grid.items()}
-    valid_tokens = args.valid_tokens if args.valid_tokens is not None else settings.valid_tokens
-    valid = de._prefix(corpus.valid, valid_tokens).to(device)
-    tuned = de.tune_dynamic_evaluation(model, valid, grid=grid, ranges=ranges, search=args.search,
-                                       n_trials=args.trials, seed=args.seed, **fixed)
-    fixed.pop("ms_g", None)
-    ppl = math.exp(tuned.nll) if tuned.nll < 700 else math.inf
-    print(f"{label} on {args.corpus} ({valid.numel() - 1} validation tokens, {len(tuned.trials)} trials, "
-          f"{args.search} search): best {json.dumps(tuned.best)} valid nll {tuned.nll:.4f} (ppl {ppl:.2f})")
+    tuned = tune_table_row(args.corpus, args.row, profile=args.profile, grid=grid, ranges=ranges, search=args.search,
+                           trials=args.trials, seed=args.seed, valid_tokens=args.valid_tokens,
+                           checkpoint=args.checkpoint, data_root=args.data_root, progress=not args.quiet)
+    ppl = math.exp(tuned["valid_nll"]) if tuned["valid_nll"] < 700 else math.inf
+    print(f"{tuned['label']} on {args.corpus} ({tuned['valid_tokens']} validation tokens, {len(tuned['trials'])} "
+          f"trials, {args.search} search): best {json.dumps(tuned['best'])} valid nll {tuned['valid_nll']:.4f} "
+          f"(ppl {ppl:.2f})")
     if args.out:
         from paperlib.provenance import write_json_atomic
 
-        write_json_atomic(Path(args.out), {"row": args.row, "label": label, "corpus": args.corpus, "profile": profile,
-                                           "fixed": fixed, "search": args.search, "best": tuned.best,
-                                           "valid_nll": tuned.nll, "valid_tokens": valid.numel() - 1,
-                                           "trials": tuned.trials})
+        write_json_atomic(Path(args.out), tuned)
         print(f"wrote {args.out}")
     return 0
 

@@ -1677,3 +1677,62 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
+
+
+def tune_table_row(corpus_name: str, row: str = "global_rms_rms_decay", *, profile: str | None = None,
+                   grid: Mapping[str, Sequence[float]] | None = None,
+                   ranges: Mapping[str, tuple[float, float]] | None = None, search: str = "grid", trials: int = 20,
+                   seed: int = 0, valid_tokens: int | None = None, checkpoint: str | None = None,
+                   data_root: str | None = None, progress: bool = True) -> dict[str, Any]:
+    """Tune one row of Krause Tables 4.1/4.2 (``TABLE_ROWS``) on a validation prefix; returns the trials and best.
+
+    The model is the ``dyneval`` experiment's LM for the corpus under ``profile``: ``checkpoint`` (a Trainer
+    checkpoint of that architecture), else the experiment's own checkpoint or trained run under
+    ``runs/dyneval/<corpus>``. ``grid`` defaults to the profile's grid for the row; ``search="optuna"`` samples
+    ``ranges``, by default Melis Table 2.6 (global RMS rows) or the grid's span widened 10x each way. Bad rows,
+    corpora and grids are rejected before any data is loaded.
+    """
+    import dataclasses
+    from pathlib import Path
+
+    from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.data import load_corpus
+    from paperlib.search_spaces import get_space
+
+    rows = {key: (label, fixed, grid_name) for key, label, fixed, grid_name in TABLE_ROWS if grid_name is not None}
+    if row not in rows:
+        raise ValueError(f"unknown row {row!r}; tunable rows: {', '.join(rows)}")
+    label, fixed, grid_name = rows[row]
+    params = load_params()
+    profile = active_profile(profile, params)
+    settings = experiment_params("dyneval", profile, params)
+    if corpus_name not in settings.corpora:
+        raise ValueError(f"corpus {corpus_name!r} is not in experiments.dyneval.{profile}.corpora {settings.corpora}")
+    grid = dict(grid) if grid else dict(settings.grids[grid_name])
+    ranges = dict(ranges or {})
+    if checkpoint:
+        settings = dataclasses.replace(settings, checkpoints={**settings.checkpoints,
+                                                              corpus_name: str(Path(checkpoint).resolve())})
+    root = repo_root()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    corpus = load_corpus(corpus_name, Path(data_root) if data_root else root / section_params("data", params).root)
+    model, _ = _load_or_train(settings, corpus_name, corpus, root, device, progress)
+
+    fixed = _row_settings(row, fixed, settings)
+    if fixed["rule"] == "global_rms":
+        gs = settings.gradient_stats
+        fixed["ms_g"] = mean_squared_gradients(
+            model, corpus.train.to(device), batch_size=gs["batch_size"], bptt=gs["bptt"],
+            max_batches=gs["max_batches"], sparse_units=fixed.get("sparse_units"))
+    if search == "optuna" and not ranges:
+        if fixed["rule"] == "global_rms":
+            table = get_space("dyneval_word")
+            ranges = {h.name: (h.low, h.high) for h in table.hyperparameters if h.name in grid}
+        else:
+            ranges = {k: (min(v) / 10, max(v) * 10) for k, v in grid.items()}
+    valid = _prefix(corpus.valid, settings.valid_tokens if valid_tokens is None else valid_tokens).to(device)
+    tuned = tune_dynamic_evaluation(model, valid, grid=grid, ranges=ranges, search=search, n_trials=trials, seed=seed,
+                                    **fixed)
+    fixed.pop("ms_g", None)
+    return {"row": row, "label": label, "corpus": corpus_name, "profile": profile, "fixed": fixed, "search": search,
+            "best": tuned.best, "valid_nll": tuned.nll, "valid_tokens": valid.numel() - 1, "trials": tuned.trials}
