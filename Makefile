@@ -22,7 +22,8 @@ endif
 .PHONY: reproduce test env lab clean-env
 
 reproduce: $(VENV)/.installed
-	dvc repro
+	@start=$$(date +%s); dvc repro && paperlib index --readme && \
+	echo "make reproduce: $$(( ($$(date +%s) - start + 59) / 60 )) min wall time for this run (stages already up to date are skipped)"
 
 test: $(VENV)/.installed
 	$(PY) -m pytest

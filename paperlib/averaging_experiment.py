@@ -26,7 +26,7 @@ import torch
 
 from paperlib.averaging import build_averager
 from paperlib.config import active_profile, experiment_params, load_params, register_experiment, repo_root, section_params
-from paperlib.data import load_corpus
+from paperlib.data import load_corpus, pinned_checksums
 from paperlib.lm_experiment import seed_everything
 from paperlib.train import forget_stale_run
 from paperlib.models import CELL_OPTIONS, VALID_CELLS, build_lm
@@ -192,6 +192,6 @@ def run_averaging_experiment(profile: str | None = None, progress: bool = True) 
     out = root / "results" / "averaging_ptb.json"
     write_json_atomic(out, results)
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, spec, None, started),
+                      {**provenance(root, profile, spec, pinned_checksums(settings.corpus), started),
                        "train_seconds": {"main": main["train_seconds"], "overfit": overfit["train_seconds"]}})
     return out

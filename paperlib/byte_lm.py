@@ -41,7 +41,7 @@ from typing import Any
 import torch
 
 from paperlib.config import register_experiment
-from paperlib.data.corpora import DataError, corpus_dir, get_corpus, is_fetched
+from paperlib.data.corpora import DataError, corpus_dir, get_corpus, is_fetched, pinned_checksums
 from paperlib.experiments import LanguageModelParams
 
 EXPERIMENT = "lm_wt2_bytes"
@@ -221,9 +221,8 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
     out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     if is_main_process():
         write_json_atomic(out, results)
-        checksums = {f.name: f.sha256 for f in get_corpus(settings.corpus).files}  # verified by load_bytes
         write_json_atomic(out.with_suffix(".provenance.json"),
-                          {**provenance(root, profile, vars(settings), checksums, started),
+                          {**provenance(root, profile, vars(settings), pinned_checksums(settings.corpus), started),
                            "train_seconds": {f"{r['model']}-seed{r['seed']}": r["train_seconds"] for r in runs}})
     return out
 

@@ -187,7 +187,7 @@ def cmd_index(args) -> int:
     table = results_index.current_table(root)
     if args.readme or args.check:
         readme = root / "README.md"
-        text = results_index.readme_with_summary(readme.read_text(), table)
+        text = results_index.readme_with_summary(readme.read_text(), table, results_index.load_wall_times(root))
         if args.check:
             stale = [name for name, new, path in (
                 ("README.md", text, readme),
@@ -207,6 +207,7 @@ def cmd_index(args) -> int:
     for row in table:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     print(f"wrote {out} ({len(table)} seed items: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
+    print(results_index.render_budget(results_index.load_wall_times(root)).replace("**", ""))
     return 0
 
 

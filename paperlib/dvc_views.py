@@ -60,6 +60,16 @@ def _dyneval_char_metrics(result: Mapping[str, Any]) -> dict[str, float]:
             for model, table in result["tables"].items() for row in table["rows"]}
 
 
+def _micmco_ptb_metrics(result: Mapping[str, Any]) -> dict[str, float]:
+    out = {}
+    for row in result["table_5_1"]:
+        if row.get("curve"):
+            key = f"table_5_1.hs{row['hidden_size']}.{row['column'].replace(' ', '_').replace('/', '')}"
+            out[f"{key}.test_ppl"] = row["test_perplexity"]
+            out[f"{key}.test_kl"] = row["test_kl"]
+    return out
+
+
 def _tuning_metrics(result: Mapping[str, Any]) -> dict[str, float]:
     return {f"{model}.best_valid_nll": rec["best"]["value"] for model, rec in result["models"].items() if rec["best"]}
 
@@ -77,6 +87,7 @@ HEADLINES: dict[str, Callable[[Mapping[str, Any]], dict[str, float]]] = {
     "dyneval_char": _dyneval_char_metrics,
     "tuning_ptb": _tuning_metrics,
     "lm_wt2_bytes": _byte_lm_metrics,
+    "micmco_ptb": _micmco_ptb_metrics,
 }
 
 
@@ -111,6 +122,15 @@ def _reverse_copy_curves(result: Mapping[str, Any]) -> Iterable[tuple[float, flo
             yield length, value, model
 
 
+def _micmco_ptb_frontiers(result: Mapping[str, Any]) -> Iterable[tuple[float, float, str]]:
+    """The Pareto frontiers of Fig. 5.12 (validation, shared dropout masks), the thesis' main PTB figure."""
+    figure = result["figures"].get("5.12", {})
+    for name in figure.get("curves", []):
+        curve = result["curves"].get(name)
+        for point in (curve or {}).get("frontier", []):
+            yield point["kl"], point["nll"], curve["label"]
+
+
 # plot name -> (results name, x label, y label, points)
 CURVES: dict[str, tuple[str, str, str, Callable[[Mapping[str, Any]], Iterable[tuple[float, float, str]]]]] = {
     "lm_ptb_valid": ("lm_ptb", "step", "valid_nll", _lm_curves),
@@ -118,6 +138,7 @@ CURVES: dict[str, tuple[str, str, str, Callable[[Mapping[str, Any]], Iterable[tu
     "averaging_valid": ("averaging_ptb", "step", "valid_nll", _averaging_curves),
     "dyneval_timescale": ("dyneval", "words", "nll", _timescale_curves),
     "reverse_copy": ("reverse_copy", "length", "test_cross_entropy", _reverse_copy_curves),
+    "micmco_ptb_fig_5_12": ("micmco_ptb", "kl", "nll", _micmco_ptb_frontiers),
 }
 
 

@@ -1582,7 +1582,7 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
     from pathlib import Path
 
     from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
-    from paperlib.data import load_corpus
+    from paperlib.data import load_corpus, pinned_checksums
     from paperlib.provenance import provenance, write_json_atomic
 
     started = time.time()
@@ -1658,7 +1658,7 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
 
     path = Path(out) if out is not None else root / "results" / "dyneval.json"
     write_json_atomic(path, _jsonable(results))
-    record = provenance(root, profile, _jsonable(vars(settings)), None, started)
+    record = provenance(root, profile, _jsonable(vars(settings)), pinned_checksums(*settings.corpora), started)
     write_json_atomic(path.with_name(path.stem + ".provenance.json"), {**record, "seconds": seconds})
     return path
 
@@ -1696,7 +1696,7 @@ def tune_table_row(corpus_name: str, row: str = "global_rms_rms_decay", *, profi
     from pathlib import Path
 
     from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
-    from paperlib.data import load_corpus
+    from paperlib.data import load_corpus, pinned_checksums
     from paperlib.search_spaces import get_space
 
     rows = {key: (label, fixed, grid_name) for key, label, fixed, grid_name in TABLE_ROWS if grid_name is not None}

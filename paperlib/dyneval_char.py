@@ -568,7 +568,7 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
     ``runs/dyneval_char/<model>/`` and are reused when their settings are unchanged.
     """
     from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
-    from paperlib.data import load_corpus
+    from paperlib.data import DataError, get_corpus, is_fetched, load_corpus, pinned_checksums
     from paperlib.data.text import read_split_lines
     from paperlib.provenance import provenance, write_json_atomic
 
@@ -593,7 +593,11 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
 
     corpus = load_corpus(settings.corpus, data_root)
     vocab = corpus.vocab
+    if not is_fetched(get_corpus(settings.ood_corpus), data_root):
+        raise DataError(f"{settings.ood_corpus} is missing or fails its checksums under {data_root}; run "
+                        f"`paperlib data fetch {settings.ood_corpus}`")
     mapped = map_words_to_chars(read_split_lines(settings.ood_corpus, data_root, "test"), vocab)
+
     def prefix(ids: Tensor, chars: int | None) -> Tensor:
         return (ids if chars is None else ids[: chars + 1]).to(device)
 
@@ -678,7 +682,8 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
                         "fig_5_2": PAPER_FIG_5_2, "fig_3_3": PAPER_FIG_3_3, "melis_recovery": PAPER_MELIS_RECOVERY}
     path = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     write_json_atomic(path, _jsonable(results))
-    record = provenance(root, profile, _jsonable(vars(settings)), None, started)
+    record = provenance(root, profile, _jsonable(vars(settings)),
+                        pinned_checksums(*dict.fromkeys((settings.corpus, settings.ood_corpus))), started)
     write_json_atomic(path.with_name(path.stem + ".provenance.json"), {**record, "seconds": seconds})
     return path
 

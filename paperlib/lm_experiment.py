@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
-from paperlib.data import batchify, bptt_windows, get_corpus, load_corpus
+from paperlib.data import batchify, bptt_windows, get_corpus, load_corpus, pinned_checksums
 from paperlib.distributed import is_main_process
 from paperlib.models import build_lm, collect_logits, evaluate_nll, mc_dropout_nll, optimal_temperature
 from paperlib.provenance import provenance, write_json_atomic
@@ -153,7 +153,8 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
         write_json_atomic(out, results)
         timing = {r["model"] + f"-seed{r['seed']}": r["train_seconds"] for r in runs}
         write_json_atomic(out.with_suffix(".provenance.json"),
-                          {**provenance(root, profile, vars(settings), None, started), "train_seconds": timing})
+                          {**provenance(root, profile, vars(settings), pinned_checksums(settings.corpus), started),
+                           "train_seconds": timing})
     return out
 
 

@@ -863,11 +863,24 @@ def open_study(name: str, storage: str, seed: int, startup_trials: int):
 
 
 def fail_stale_trials(study) -> None:
-    """Trials left RUNNING by an interrupted run (we run one study at a time in one process) become FAIL."""
+    """Trials left RUNNING by an interrupted run (we run one study at a time in one process) become FAIL, marked
+    ``interrupted``: :func:`tune` runs them again (same design point, same seed) and the records leave them out, so
+    a resumed study gives the trials an uninterrupted one would."""
     from optuna.trial import TrialState
 
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        study._storage.set_trial_user_attr(t._trial_id, "interrupted", True)
         study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
+
+
+def _interrupted(trial) -> bool:
+    return bool(trial.user_attrs.get("interrupted"))
+
+
+def trial_index(trial) -> int:
+    """The trial's place among the study's trials that were not interrupted: the trial number an uninterrupted run
+    would have given it (seeds derive from it, so a resumed trial repeats the interrupted one exactly)."""
+    return sum(1 for t in trial.study.get_trials(deepcopy=False) if t.number < trial.number and not _interrupted(t))
 
 
 def study_name(config_name: str, profile: str, settings: MicmcoSyntheticParams) -> str:
@@ -893,7 +906,7 @@ def run_study(config_name: str, settings: MicmcoSyntheticParams, storage: str, p
 
     def objective(trial: optuna.Trial) -> tuple[float, float]:
         params = suggest(trial, config)
-        record = run_trial(config, params, settings, settings.seed + 1000 * trial.number)
+        record = run_trial(config, params, settings, settings.seed + 1000 * trial_index(trial))
         for key in ("steps", "train_seconds", "final_objective", "diverged"):
             trial.set_user_attr(key, record[key])
         trial.set_user_attr("mi_estimate", record["mi"])
@@ -912,12 +925,14 @@ def tune(study, objective, design: Sequence[Mapping[str, float | int]], trials: 
     """Run ``objective`` one trial at a time until ``study`` holds ``trials`` finished (complete or failed) trials.
 
     Finished trial i < len(design) was asked for design point i (enqueued just before it runs, so a resumed study
-    continues the design where it stopped); later trials come from the study's sampler.
+    continues the design where it stopped); later trials come from the study's sampler. Interrupted trials
+    (:func:`fail_stale_trials`) do not count.
     """
     from optuna.trial import TrialState
 
     while True:
-        done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
+        done = sum(1 for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL))
+                   if not _interrupted(t))
         if done >= trials:
             break
         if done < len(design):
@@ -926,11 +941,13 @@ def tune(study, objective, design: Sequence[Mapping[str, float | int]], trials: 
 
 
 def trial_records(study) -> list[dict[str, Any]]:
-    """JSON-able records of a study's finished trials (failed ones have NaN values)."""
+    """JSON-able records of a study's finished trials (failed ones have NaN values; interrupted ones are left out)."""
     from optuna.trial import TrialState
 
     records = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        if _interrupted(t):
+            continue
         nll, mi = (t.values if t.values is not None else (math.nan, math.nan))
         records.append({"number": t.number, "state": t.state.name, "params": dict(t.params), "nll": nll, "mi": mi,
                         **t.user_attrs})
@@ -1048,5 +1065,5 @@ __all__ = [
     "MicmcoSyntheticParams", "Range", "VQVAE", "build_model", "claim_verdicts", "evaluate", "fail_stale_trials",
     "halton_design", "hypervolume", "json_safe", "nll_at_mi", "open_study", "pareto_front", "run_micmco_synthetic",
     "run_study", "run_trial", "search_space", "start_design", "step_surrogates", "suggest", "suggest_space",
-    "summarise_configuration", "trial_records", "tune", "train", "verdict_of",
+    "summarise_configuration", "trial_index", "trial_records", "tune", "train", "verdict_of",
 ]

@@ -82,6 +82,7 @@ from paperlib.micmco import (
     pareto_front,
     step_surrogates,
     suggest_space,
+    trial_index,
     trial_records,
     tune,
     verdict_of,
@@ -576,9 +577,17 @@ def evaluate(model: SentenceVAE, sentences: Sequence[Tensor], eos_id: int, num_s
             "sentences": len(sentences), "tokens": tokens}
 
 
+DIVERGED_NLL = 10.0  # x ln V: an evaluated NLL per token this far above the uniform model's means a broken model
+
+
 def run_trial(curve: Curve, params: Mapping[str, float], data: SentenceData, settings: MicmcoPtbParams,
               seed: int) -> tuple[dict[str, Any], SentenceVAE]:
-    """Train one model of ``curve`` with ``params`` and evaluate it on the curve's split; returns (record, model)."""
+    """Train one model of ``curve`` with ``params`` and evaluate it on the curve's split; returns (record, model).
+
+    A trial diverged when its training objective became non-finite or when the evaluated NLL per token exceeds
+    ``DIVERGED_NLL`` x ln V (a finite objective can still leave e.g. posterior means so large that the bound
+    explodes); its NLL and KL are then NaN, which fails the Optuna trial.
+    """
     torch.manual_seed(seed)
     model = build_model(curve, params, settings, data.vocab_size)
     result = train(model, curve, params, data.train, data.eos_id, settings.steps * curve.steps_factor,
@@ -590,8 +599,11 @@ def run_trial(curve: Curve, params: Mapping[str, float], data: SentenceData, set
                 "eval_seconds": 0.0}, model
     started = time.perf_counter()
     scores = evaluate(model, data.split(curve.split), data.eos_id, settings.eval_samples, seed + 1)
-    return {**record, **{k: scores[k] for k in ("nll", "kl", "elbo_nll", "q_kl")},
-            "eval_seconds": round(time.perf_counter() - started, 2)}, model
+    seconds = round(time.perf_counter() - started, 2)
+    if not scores["nll"] <= DIVERGED_NLL * math.log(data.vocab_size):
+        return {**record, "diverged": True, "nll": math.nan, "kl": math.nan, "elbo_nll": math.nan, "q_kl": math.nan,
+                "eval_seconds": seconds}, model
+    return {**record, **{k: scores[k] for k in ("nll", "kl", "elbo_nll", "q_kl")}, "eval_seconds": seconds}, model
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -633,7 +645,7 @@ def run_curve_study(name: str, settings: MicmcoPtbParams, data: SentenceData, ru
 
     def objective(trial: optuna.Trial) -> tuple[float, float]:
         params = suggest_space(trial, space)
-        record, model = run_trial(curve, params, data, settings, settings.seed + 1000 * trial.number)
+        record, model = run_trial(curve, params, data, settings, settings.seed + 1000 * trial_index(trial))
         for key in ("steps", "train_seconds", "eval_seconds", "final_objective", "diverged", "elbo_nll", "q_kl"):
             trial.set_user_attr(key, record[key])
         trial.set_user_attr("kl_estimate", record["kl"])
@@ -729,8 +741,9 @@ def _best_trial(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | Non
 
 
 def best_model(name: str, record: Mapping[str, Any], settings: MicmcoPtbParams, data: SentenceData,
-               runs_dir: Path, profile: str) -> SentenceVAE:
-    """The model of trial ``record`` of curve ``name``: from its checkpoint, or retrained (deterministic seed)."""
+               runs_dir: Path, profile: str, index: int | None = None) -> SentenceVAE:
+    """The model of trial ``record`` of curve ``name``: from its checkpoint, or retrained with the trial's seed
+    (``index``: its place among the curve's records, see :func:`paperlib.micmco.trial_index`; default its number)."""
     curve = CURVES[name]
     path = _checkpoint_path(runs_dir, study_name(name, profile, settings))
     if path.is_file():
@@ -739,7 +752,8 @@ def best_model(name: str, record: Mapping[str, Any], settings: MicmcoPtbParams, 
             model = build_model(curve, record["params"], settings, data.vocab_size)
             model.load_state_dict(saved["state"])
             return model.eval()
-    _, model = run_trial(curve, record["params"], data, settings, settings.seed + 1000 * int(record["number"]))
+    index = int(record["number"]) if index is None else index
+    _, model = run_trial(curve, record["params"], data, settings, settings.seed + 1000 * index)
     _save_checkpoint(path, int(record["number"]), model)
     return model.eval()
 
@@ -770,7 +784,8 @@ def table_5_1(curves: Mapping[str, Mapping[str, Any]], settings: MicmcoPtbParams
                 if progress:
                     print(f"{EXPERIMENT}: Table 5.1 {column} (hs {row['hidden_size']}): test evaluation of {name} "
                           f"trial {record['number']}", flush=True)
-                model = best_model(name, record, settings, data, runs_dir, profile)
+                model = best_model(name, record, settings, data, runs_dir, profile,
+                                   index=curves[name]["trials"].index(record))
                 started = time.perf_counter()
                 scores = evaluate(model, data.test, data.eos_id, settings.test_samples, settings.seed + 7)
                 scores["seconds"] = round(time.perf_counter() - started, 1)
@@ -794,6 +809,14 @@ def _tie_note(ties: int, total: int) -> str:
     return f"{ties} of {total} comparisons within the {HV_TIE} tie"
 
 
+def _claim_with_ties(claim: str, rule: str, wins: Mapping[str, bool], evidence: dict[str, str],
+                     ties: int) -> dict[str, Any]:
+    """A verdict whose evidence also counts the comparisons that fell within the tie."""
+    if wins:
+        evidence["ties"] = _tie_note(ties, len(wins))
+    return {"claim": claim, "rule": rule, "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))}
+
+
 def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Decide the thesis' PTB claims on ``results`` (the JSON of :func:`run_micmco_ptb`) by explicit rules.
 
@@ -802,7 +825,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
 
     1. *Shared masks restore the validation frontiers* (Figs. 5.10 vs 5.12): for each 16-sample estimator run
        with both, HV(shared) beats HV(naive).
-    2. *Multiple samples improve latent usage* (Figs. 5.8, 5.9, 5.12): in each of these figures, for each base
+    2. *Multiple samples improve latent usage* (Figs. 5.8, 5.9, 5.11, 5.12): in each of these figures, for each base
        estimator and objective, HV(16) beats HV(1).
     3. *Latents barely change the best perplexity* (Table 5.1): per base estimator and hidden size, the best test
        perplexity of the 16-sample columns is within 3% of the single-sample one.
@@ -816,7 +839,17 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     7. *The power objective is better than KL but behind Rényi* (Figs. 5.28, 5.29): per base estimator, HV(power)
        beats HV(KL), and HV(Rényi) beats HV(power) -- two checks per figure.
 
-    Verdicts as in :func:`paperlib.micmco.verdict_of`; claims whose curves did not run say so. For 6 and 7 the
+    8. *Gains need multiple samples in both terms* (Figs. 5.22, 5.23): per base estimator and objective (KL, Rényi),
+       on the training fit, HV(16/16) beats both HV(16/1) (16 samples in the likelihood term only) and HV(1/16)
+       (16 in the divergence term only), on the reference of the figure's curves.
+    9. *16 samples beat one sample given the same compute* (Figs. 5.13, 5.14, 5.24, 5.25): per figure, the better
+       of HV(16 KL) and HV(16 Rényi) beats the single-sample estimator trained 16x longer (T×16) and the one trained
+       with 16x larger batches (bs×16), on the reference of the figure's curves.
+    10. *More compute improves the single-sample best fit* (Figs. 5.13, 5.24): on the training fit, the lowest NLL
+        of the single-sample estimator trained 16x longer, and with 16x larger batches, is below its lowest NLL at
+        the base budget.
+
+    Verdicts as in :func:`paperlib.micmco.verdict_of`; claims whose curves did not run say so. For 6-9 the
     evidence also counts the comparisons within the tie, which separates "no difference detected" from "the
     opposite holds".
     """
@@ -839,7 +872,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     # 2
     wins, evidence = {}, {}
     for fig_id, regime, bases in (("5.8", "train", ("dreg",)), ("5.9", "train", ("vimco",)),
-                                  ("5.12", "shared", ("dreg", "vimco"))):
+                                  ("5.11", "l2", ("dreg", "vimco")), ("5.12", "shared", ("dreg", "vimco"))):
         for base in bases:
             one = f"{base}1.{regime}"
             many = [f"{base}16_{o}.{regime}" for o in ("kl", "renyi")]
@@ -851,7 +884,8 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                     wins[f"{fig_id} {name}"] = hv[name] > hv[one] + HV_TIE
                     evidence[f"{fig_id} {name}"] = f"HV 16 / 1 = {hv[name]:.3f} / {hv[one]:.3f}"
     verdicts.append({"claim": "multiple samples improve latent usage",
-                     "rule": f"HV(16) > HV(1) + {HV_TIE} per estimator and objective in Figs. 5.8, 5.9, 5.12",
+                     "rule": f"HV(16) > HV(1) + {HV_TIE} per estimator and objective in Figs. 5.8, 5.9, 5.11, "
+                             "5.12",
                      "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
     # 3 and 4
     rows = [r for r in results.get("table_5_1", []) if r.get("curve")]
@@ -907,12 +941,9 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 wins[objective] = hv[discrete] > hv[continuous] + HV_TIE
                 ties += abs(hv[discrete] - hv[continuous]) <= HV_TIE
                 evidence[objective] = f"HV VIMCO 16 / DReG 16 = {hv[discrete]:.3f} / {hv[continuous]:.3f}"
-    if wins:
-        evidence["ties"] = _tie_note(ties, len(wins))
-    verdicts.append({"claim": "discrete latents fit the training data better",
-                     "rule": f"HV(VIMCO 16) > HV(DReG 16) + {HV_TIE} per objective on the training fit (Figs. 5.8, "
-                             f"5.9), KL capped at the discrete latents' entropy per token ({discrete_cap:.2f} nats)",
-                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
+    rule = (f"HV(VIMCO 16) > HV(DReG 16) + {HV_TIE} per objective on the training fit (Figs. 5.8, 5.9), KL capped "
+            f"at the discrete latents' entropy per token ({discrete_cap:.2f} nats)")
+    verdicts.append(_claim_with_ties("discrete latents fit the training data better", rule, wins, evidence, ties))
     # 7
     wins, evidence, ties = {}, {}, 0
     for fig_id, base in (("5.28", "dreg"), ("5.29", "vimco")):
@@ -926,12 +957,66 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         wins[f"{fig_id} Rényi > power"] = hv[renyi] > hv[power] + HV_TIE
         ties += (abs(hv[power] - hv[kl]) <= HV_TIE) + (abs(hv[renyi] - hv[power]) <= HV_TIE)
         evidence[fig_id] = f"HV KL / power / Rényi = {hv[kl]:.3f} / {hv[power]:.3f} / {hv[renyi]:.3f}"
-    if wins:
-        evidence["ties"] = _tie_note(ties, len(wins))
-    verdicts.append({"claim": "the power objective is better than KL but behind Rényi",
-                     "rule": f"HV(power) > HV(KL) + {HV_TIE} and HV(Rényi) > HV(power) + {HV_TIE} per base estimator "
-                             "on the training fit (Figs. 5.28, 5.29)",
-                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
+    rule = (f"HV(power) > HV(KL) + {HV_TIE} and HV(Rényi) > HV(power) + {HV_TIE} per base estimator on the training "
+            "fit (Figs. 5.28, 5.29)")
+    verdicts.append(_claim_with_ties("the power objective is better than KL but behind Rényi", rule, wins, evidence,
+                                     ties))
+    # 8
+    wins, evidence, ties = {}, {}, 0
+    for fig_id, base in (("5.22", "dreg"), ("5.23", "vimco")):
+        both = {o: f"{base}16_{o}.train" for o in ("kl", "renyi")}
+        lik_only = f"{base}16-1.train"
+        div_only = {o: f"{base}1-16_{o}.train" for o in ("kl", "renyi")}
+        names = [n for n in FIGURES[fig_id].configurations if n in curves]
+        if not all(n in curves for n in (*both.values(), lik_only, *div_only.values())):
+            continue
+        hv = compare_hypervolumes(curves, names, margin, cap)["hypervolume"]
+        if any(hv[n] is None for n in (*both.values(), lik_only, *div_only.values())):
+            continue
+        for o, name in both.items():
+            for other, tag in ((lik_only, "16/1"), (div_only[o], "1/16")):
+                wins[f"{fig_id} {o} 16/16 > {tag}"] = hv[name] > hv[other] + HV_TIE
+                ties += abs(hv[name] - hv[other]) <= HV_TIE
+        evidence[fig_id] = (f"HV 16/1 {hv[lik_only]:.3f}; KL 1/16 / 16/16 = {hv[div_only['kl']]:.3f} / "
+                            f"{hv[both['kl']]:.3f}; Rényi 1/16 / 16/16 = {hv[div_only['renyi']]:.3f} / "
+                            f"{hv[both['renyi']]:.3f}")
+    rule = (f"HV(16/16) > HV(16/1) + {HV_TIE} and HV(16/16) > HV(1/16) + {HV_TIE} per base estimator and objective "
+            "on the training fit (Figs. 5.22, 5.23)")
+    verdicts.append(_claim_with_ties("gains need multiple samples in both terms", rule, wins, evidence, ties))
+    # 9 and 10
+    wins, evidence, ties = {}, {}, 0
+    fit_wins, fit_evidence = {}, {}
+    for fig_id, base, regime in (("5.13", "vimco", "train"), ("5.14", "vimco", "shared"),
+                                 ("5.24", "dreg", "train"), ("5.25", "dreg", "shared")):
+        single = f"{base}1.{regime}"
+        longer, larger = f"{single}.T16", f"{single}.bs16"
+        many = [f"{base}16_{o}.{regime}" for o in ("kl", "renyi")]
+        if not all(n in curves for n in (single, longer, larger, *many)):
+            continue
+        hv = compare_hypervolumes(curves, [single, longer, larger, *many], margin, cap)["hypervolume"]
+        if any(hv[n] is None for n in (longer, larger, *many)):
+            continue
+        best = max(hv[n] for n in many)
+        for name, tag in ((longer, "T×16"), (larger, "bs×16")):
+            wins[f"{fig_id} 16 > 1 {tag}"] = best > hv[name] + HV_TIE
+            ties += abs(best - hv[name]) <= HV_TIE
+        evidence[fig_id] = (f"HV 1 / 1 T×16 / 1 bs×16 / best 16 = {hv[single]:.3f} / {hv[longer]:.3f} / "
+                            f"{hv[larger]:.3f} / {best:.3f}")
+        if regime == "train":
+            lowest = {}
+            for name in (single, longer, larger):
+                values = _points(curves[name]["trials"])[0]
+                lowest[name] = float(values[np.isfinite(values)].min()) if np.isfinite(values).any() else math.inf
+            for name, tag in ((longer, "T×16"), (larger, "bs×16")):
+                fit_wins[f"{fig_id} {tag}"] = lowest[name] < lowest[single]
+            fit_evidence[fig_id] = (f"lowest NLL 1 / T×16 / bs×16 = {lowest[single]:.4f} / {lowest[longer]:.4f} / "
+                                    f"{lowest[larger]:.4f}")
+    rule = (f"max(HV(16 KL), HV(16 Rényi)) > HV(1 T×16) + {HV_TIE} and > HV(1 bs×16) + {HV_TIE} per figure "
+            "(Figs. 5.13, 5.14, 5.24, 5.25)")
+    verdicts.append(_claim_with_ties("16 samples beat one sample given the same compute", rule, wins, evidence, ties))
+    verdicts.append({"claim": "more compute improves the single-sample best fit",
+                     "rule": "lowest training NLL of 1 T×16 and of 1 bs×16 < lowest of 1 (Figs. 5.13, 5.24)",
+                     "evidence": fit_evidence, "verdict": verdict_of(sum(fit_wins.values()), len(fit_wins))})
     return verdicts
 
 
@@ -1013,7 +1098,7 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
     ``runs/micmco_ptb/`` (scratch; resumable).
     """
     from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
-    from paperlib.data import get_corpus
+    from paperlib.data import pinned_checksums
     from paperlib.provenance import provenance, write_json_atomic
 
     started = time.time()
@@ -1026,9 +1111,9 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
     results, seconds = run_experiment(settings, runs_dir, profile, progress, data_root=data_root)
     out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     write_json_atomic(out, json_safe(results))
-    checksums = {f.name: f.sha256 for f in get_corpus(settings.corpus).files if f.sha256}
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, asdict(settings), checksums, started), "study_seconds": seconds})
+                      {**provenance(root, profile, asdict(settings), pinned_checksums(settings.corpus), started),
+                       "study_seconds": seconds})
     return out
 
 

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paperlib.config import active_profile, repo_root
+
+if TYPE_CHECKING:
+    import pandas
 
 NOTEBOOK_DIR = "notebooks"
 EXECUTED_DIR = "results/notebooks"
 FIGURE_DIR = "figures"
+TABLE_DIR = "results"
+TABLE_NAME = re.compile(r"[a-z0-9_]+")
+RESERVED_TABLES = frozenset({"seed_items"})  # results/seed_items.csv is an input of the results index
 
 
 class NotebookError(RuntimeError):
@@ -66,3 +73,24 @@ def save_figure(fig, name: str, root: str | os.PathLike | None = None) -> list[P
     fig.savefig(paths[0], dpi=150, bbox_inches="tight", metadata={"Software": None})
     fig.savefig(paths[1], bbox_inches="tight", metadata={"CreationDate": None, "Producer": None})
     return paths
+
+
+def save_table(table: pandas.DataFrame, name: str, root: str | os.PathLike | None = None) -> Path:
+    """Save a pandas DataFrame as `results/<name>.csv`, index included, so that every table of the compendium
+    can be read without opening a notebook. Written to a temp file beside the target, then renamed, so readers
+    never see half a file; no timestamps, so identical tables give identical files."""
+    if not isinstance(name, str) or not TABLE_NAME.fullmatch(name):
+        raise ValueError(f"table name {name!r}: use only lowercase letters, digits and underscores ([a-z0-9_]+)")
+    if name in RESERVED_TABLES:
+        raise ValueError(f"table name {name!r} is reserved: {TABLE_DIR}/{name}.csv is an input, not a notebook output")
+    root = Path(root) if root is not None else repo_root()
+    folder = root / TABLE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.csv"
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        table.to_csv(tmp, lineterminator="\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path

@@ -35,6 +35,10 @@ class MissingResult(LookupError):
     """A row's results file (or a key in it) does not exist yet."""
 
 
+class NotAttempted(LookupError):
+    """The active profile deliberately does not run what a row needs; the message says why."""
+
+
 @dataclass(frozen=True)
 class Row:
     """How the index fills one seed item's row; callables receive the loaded results files."""
@@ -53,6 +57,8 @@ class Row:
             return "—", "—", f"pending: {stages}", "pending"
         try:
             ours, scale, verdict = (_text(part, results) for part in (self.ours, self.scale, self.verdict))
+        except NotAttempted as reason:
+            return "—", "—", f"not attempted: {reason}", "not attempted"
         except (KeyError, IndexError, MissingResult) as error:
             return "—", "—", f"pending: results lack {error}", "pending"
         return ours, scale, verdict, _status(verdict)
@@ -821,8 +827,14 @@ _MICMCO_PTB_CLAIMS = {
     "5.8": ("multiple samples improve latent usage",),
     "5.9": ("multiple samples improve latent usage", "discrete latents fit the training data better"),
     "5.10": ("shared dropout masks restore the validation frontiers",),
-    "5.11": ("dropout reaches a better best NLL than L2",),
+    "5.11": ("dropout reaches a better best NLL than L2", "multiple samples improve latent usage"),
     "5.12": ("shared dropout masks restore the validation frontiers", "multiple samples improve latent usage"),
+    "5.13": ("16 samples beat one sample given the same compute", "more compute improves the single-sample best fit"),
+    "5.14": ("16 samples beat one sample given the same compute",),
+    "5.22": ("gains need multiple samples in both terms",),
+    "5.23": ("gains need multiple samples in both terms",),
+    "5.24": ("16 samples beat one sample given the same compute", "more compute improves the single-sample best fit"),
+    "5.25": ("16 samples beat one sample given the same compute",),
     "5.28": ("the power objective is better than KL but behind Rényi",),
     "5.29": ("the power objective is better than KL but behind Rényi",),
 }
@@ -833,12 +845,32 @@ _THESIS_TABLE_5_1 = {  # Melis thesis Table 5.1, test perplexity (paperlib.micmc
 _MIC_PTB_NB = "`notebooks/micmco_ptb.ipynb`, `figures/micmco_ptb.png`"
 
 
+def micmco_ptb_extra_minutes(result: Mapping[str, Any], fig: str) -> float | None:
+    """Minutes figure ``fig`` would add to the ``micmco_ptb`` stage at its profile: the cost units
+    (:attr:`paperlib.micmco_ptb.Curve.cost`) of its curves not yet run, times the measured seconds per unit of
+    the curves that did run, over the parallel workers. None without timed trials."""
+    from paperlib.micmco_ptb import CURVES, FIGURES
+
+    curves = result["curves"]
+    seconds = sum(float(t.get("train_seconds") or 0.0) + float(t.get("eval_seconds") or 0.0)
+                  for c in curves.values() for t in c.get("trials", []))
+    units = sum(CURVES[n].cost * len(c.get("trials", [])) for n, c in curves.items() if n in CURVES)
+    if not seconds or not units:
+        return None
+    missing = [n for n in FIGURES[fig].configurations if n not in curves]
+    workers = max(1, int(result["settings"].get("workers") or 1))
+    return sum(CURVES[n].cost for n in missing) * result["settings"]["trials"] * seconds / units / workers / 60
+
+
 def _micmco_ptb_missing(results: Results, fig: str) -> None:
     r = results["micmco_ptb"]
     if fig not in r["figures"]:
-        run = ", ".join(f"5.{f.split('.')[1]}" for f in r["figures"]) or "none"
-        raise MissingResult(f"Fig. {fig}: not in the {r['profile']} profile's figures (it runs {run} and Table 5.1; "
-                            "every figure runs in `paper` and, tiny, in `smoke`)")
+        run = ", ".join(sorted(r["figures"], key=lambda f: tuple(int(p) for p in f.split(".")))) or "none"
+        extra = micmco_ptb_extra_minutes(r, fig)
+        cost = "" if extra is None else f"; it would add ≈ {extra:.0f} min at this profile's trial budget"
+        raise NotAttempted(f"the {r['profile']} profile runs Figs. {run} and Table 5.1, not this figure{cost} "
+                           "(measured per cost unit on the curves that ran); every figure runs in `paper` and, "
+                           "tiny, in `smoke`")
 
 
 def _micmco_ptb_figure_ours(fig: str) -> Callable[[Results], str]:
@@ -1193,6 +1225,15 @@ def load_wall_times(root: str | os.PathLike) -> dict[str, tuple[str, float | Non
     return out
 
 
+def scratch_estimate(entry: tuple) -> float | None:
+    """Seconds a stage would take from scratch: the larger of its last run's wall time and its recorded work."""
+    seconds = entry[1]
+    work = entry[2] if len(entry) > 2 else None
+    if seconds is None and work is None:
+        return None
+    return max(seconds or 0.0, work or 0.0)
+
+
 def render_compute(wall_times: Mapping[str, tuple]) -> str:
     """The compute section: per stage, the wall time of its last run as its provenance records it, and the work
     its records account for including parts reused from earlier runs; totals of both and of their maximum."""
@@ -1213,7 +1254,7 @@ def render_compute(wall_times: Mapping[str, tuple]) -> str:
     for name, entry in wall_times.items():
         profile, seconds = entry[0], entry[1]
         work = entry[2] if len(entry) > 2 else None
-        scratch = max(seconds or 0.0, work or 0.0) if seconds is not None or work is not None else None
+        scratch = scratch_estimate(entry)
         for i, value in enumerate((seconds, work, scratch)):
             totals[i] += value or 0.0
         lines.append(f"| {name} | {profile} | {minutes(seconds)} | {minutes(work)} | {minutes(scratch)} |")
@@ -1296,13 +1337,42 @@ def render_summary(table: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def readme_with_summary(readme: str, table: list[dict[str, str]]) -> str:
-    """``readme`` with the text between the summary markers replaced by :func:`render_summary`."""
-    if README_START not in readme or README_END not in readme:
-        raise ValueError("README.md lacks the results-summary markers; add them where the table belongs")
-    head, rest = readme.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    return f"{head}{README_START}\n{render_summary(table)}\n{README_END}{tail}"
+BUDGET_START = "<!-- compute-budget:start (written by `paperlib index --readme`; do not edit) -->"
+BUDGET_END = "<!-- compute-budget:end -->"
+AIM_MINUTES = 90  # the compendium issue's aim for a `cpu` rebuild on 2 cores
+
+
+def render_budget(wall_times: Mapping[str, tuple], largest: int = 3) -> str:
+    """The README's time-budget sentence: the from-scratch estimates of the compute section, summed, with the
+    ``largest`` stages named and the ratio to the 90-minute aim."""
+    estimates = {name: scratch_estimate(entry) or 0.0 for name, entry in wall_times.items()}
+    total = sum(estimates.values()) / 60
+    top = sorted(estimates, key=lambda n: -estimates[n])[:largest]
+    named = ", ".join(f"`{n}` ≈ {estimates[n] / 60:.0f}" for n in top)
+    profiles = sorted({entry[0] for entry in wall_times.values()}) or ["cpu"]
+    return (f"**Time budget:** rebuilding everything at `{'/'.join(profiles)}` takes about {total / 60:.1f} hours on a "
+            "2-core machine "
+            f"(≈ {total:.0f} min by the per-stage estimates in the [results index's Compute section]"
+            f"(results/README.md#compute); the largest are {named} min), {total / AIM_MINUTES:.1f}× our "
+            f"{AIM_MINUTES}-minute aim.")
+
+
+def _replace_between(text: str, start: str, end: str, body: Callable[[], str], what: str) -> str:
+    if start not in text or end not in text:
+        raise ValueError(f"README.md lacks the {what} markers; add them where the {what} belongs")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{body()}\n{end}{tail}"
+
+
+def readme_with_summary(readme: str, table: list[dict[str, str]],
+                        wall_times: Mapping[str, tuple] | None = None) -> str:
+    """``readme`` with the text between the summary markers replaced by :func:`render_summary` and, given
+    ``wall_times``, the text between the budget markers by :func:`render_budget`."""
+    text = _replace_between(readme, README_START, README_END, lambda: render_summary(table), "results-summary")
+    if wall_times is not None:
+        text = _replace_between(text, BUDGET_START, BUDGET_END, lambda: render_budget(wall_times), "compute-budget")
+    return text
 
 
 def current_table(root: str | os.PathLike) -> list[dict[str, str]]:

@@ -547,7 +547,7 @@ def run_tuning(profile: str | None = None, progress: bool = True, out: str | os.
     made with other settings is deleted and redone. The sampler is seeded from ``seed`` (one worker).
     """
     from paperlib.config import repo_root, section_params
-    from paperlib.data import load_corpus
+    from paperlib.data import load_corpus, pinned_checksums
     from paperlib.provenance import provenance, write_json_atomic
 
     started = time.time()
@@ -569,7 +569,7 @@ def run_tuning(profile: str | None = None, progress: bool = True, out: str | os.
     out = Path(out) if out is not None else root / "results" / "tuning_ptb.json"
     write_json_atomic(out, results)
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      provenance(root, profile, dataclasses.asdict(settings), None, started))
+                      provenance(root, profile, dataclasses.asdict(settings), pinned_checksums(settings.corpus), started))
     return out
 
 

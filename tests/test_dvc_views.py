@@ -46,3 +46,17 @@ def test_dvc_yaml_declares_the_metrics_and_every_plot_with_its_axes():
         spec = declared[f"{dv.PLOTS}/{name}.csv"]
         assert (spec["x"], spec["y"], spec["template"]) == (x, y, "series")
     assert (REPO / ".dvc" / "plots" / "series.json").exists()
+
+
+def test_micmco_ptb_views_hold_table_5_1_and_the_fig_5_12_frontiers():
+    result = {"table_5_1": [{"curve": "dreg1.shared", "hidden_size": 64, "column": "DReG 1 K/R",
+                             "test_perplexity": 120.5, "test_kl": 0.01}, {"curve": None, "hidden_size": 128,
+                                                                            "column": "DReG 16 K"}],
+              "figures": {"5.12": {"curves": ["dreg1.shared", "vimco1.shared"]}},
+              "curves": {"dreg1.shared": {"label": "DReG 1 K/R", "frontier": [{"kl": 0.0, "nll": 4.9},
+                                                                             {"kl": 0.1, "nll": 5.0}]}}}
+    metrics = dv.headline_metrics({"micmco_ptb": result})["micmco_ptb"]
+    assert metrics == {"table_5_1.hs64.DReG_1_KR.test_ppl": 120.5, "table_5_1.hs64.DReG_1_KR.test_kl": 0.01}
+    rows = list(csv.DictReader(io.StringIO(dv.plot_tables({"micmco_ptb": result})["micmco_ptb_fig_5_12"])))
+    assert [(r["kl"], r["nll"], r["series"]) for r in rows] == [("0.0", "4.9", "DReG 1 K/R"),
+                                                                ("0.1", "5", "DReG 1 K/R")]

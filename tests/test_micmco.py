@@ -6,6 +6,7 @@ union of dominated rectangles for the hypervolume); models at tiny sizes so that
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -28,6 +29,7 @@ from paperlib.micmco import (
     evaluate,
     hypervolume,
     nll_at_mi,
+    open_study,
     pareto_front,
     run_study,
     start_design,
@@ -346,3 +348,30 @@ def test_build_model_of_each_latent_type():
     assert isinstance(build_model(CONFIGURATIONS["vimco16_kl"], V, H), CategoricalVAE)
     vq = build_model(CONFIGURATIONS["vqvae"], V, H, params=params)
     assert (vq.num_latents, vq.categories, vq.beta, vq.decay) == (3, 7, 0.5, pytest.approx(0.99))
+
+
+def test_an_interrupted_trial_is_retried_with_its_design_point_and_seed_and_costs_no_budget(tmp_path):
+    """A trial a killed run left RUNNING is retried with the same design point and seed and left out of the
+    records: the resumed study still finishes ``trials`` real trials, and its start-design trials equal those of a
+    study that was never interrupted. (Later, sampler-chosen trials may differ: the sampler's random state
+    restarts with each process.)"""
+    settings = MicmcoSyntheticParams(configurations=["dreg16_renyi"], trials=3, startup_trials=2, steps=3,
+                                     batch_size=4, vocab_size=20, eval_symbols=6, eval_samples=5, hidden_size=8,
+                                     latent_dim=2, workers=1)
+    clean = run_study("dreg16_renyi", settings, f"sqlite:///{tmp_path / 'clean.sqlite3'}", "smoke")
+
+    storage = f"sqlite:///{tmp_path / 'killed.sqlite3'}"
+    run_study("dreg16_renyi", dataclasses.replace(settings, trials=1), storage, "smoke")
+    study = open_study(study_name("dreg16_renyi", "smoke", settings), storage, settings.seed,
+                       settings.startup_trials)
+    study.enqueue_trial(dict(start_design(CONFIGURATIONS["dreg16_renyi"], 2, settings.seed)[1]))
+    study.ask()  # trial 1 starts, then the process dies: it stays RUNNING
+    resumed = run_study("dreg16_renyi", settings, storage, "smoke")
+    assert [r["number"] for r in resumed] == [0, 2, 3]  # trial 1 was interrupted and is not a record
+    assert all(r["state"] == "COMPLETE" for r in resumed)
+
+    def same(record):
+        return {k: v for k, v in record.items() if k not in ("number", "train_seconds")}
+    assert [same(r) for r in resumed[:2]] == [same(r) for r in clean[:2]]  # same design points, same seeds
+    states = {t.number: (t.state.name, t.user_attrs.get("interrupted")) for t in study.get_trials(deepcopy=False)}
+    assert states[1] == ("FAIL", True)

@@ -28,6 +28,7 @@ from paperlib.micmco_ptb import (
     prepare_sentences,
     run_curve_study,
     run_experiment,
+    run_trial,
     train,
 )
 from paperlib.models.lstm import lstm_step
@@ -398,3 +399,60 @@ def test_claim_rules_for_discrete_training_fit_and_the_power_objective():
     del levels["dreg16_power.train"], levels["vimco16_power.train"]
     absent = {v["claim"]: v["verdict"] for v in claim_verdicts(_fake_results(levels))}
     assert absent["the power objective is better than KL but behind Rényi"] == "not run at this profile"
+
+
+def test_claim_rules_for_samples_in_both_terms_and_equal_compute():
+    # DReG: 16/16 beats both asymmetric variants with either objective; VIMCO: 1/16 Renyi ties 16/16 Renyi
+    levels = {"dreg1.train": 0.1, "dreg16-1.train": 0.4, "dreg1-16_kl.train": 0.5, "dreg1-16_renyi.train": 0.6,
+              "dreg16_kl.train": 1.0, "dreg16_renyi.train": 1.2,
+              "vimco1.train": 0.1, "vimco16-1.train": 0.3, "vimco1-16_kl.train": 0.3, "vimco1-16_renyi.train": 1.1,
+              "vimco16_kl.train": 0.9, "vimco16_renyi.train": 1.1}
+    both = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}["gains need multiple samples in both terms"]
+    assert both["verdict"] == "partly reproduced"  # 7 of 8 comparisons hold
+    assert both["evidence"]["ties"] == "1 of 8 comparisons within the 0.02 tie"
+    assert set(both["evidence"]) == {"5.22", "5.23", "ties"}
+    del levels["vimco16-1.train"]  # a figure missing one of its curves is not judged
+    both = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}["gains need multiple samples in both terms"]
+    assert both["verdict"] == "reproduced" and set(both["evidence"]) == {"5.22", "ties"}
+
+    # equal compute: VIMCO 16 beats 1 x16 on the training fit; on validation the longer run catches up
+    levels = {"vimco1.train": 0.2, "vimco1.train.T16": 0.5, "vimco1.train.bs16": 0.4, "vimco16_kl.train": 1.0,
+              "vimco16_renyi.train": 0.8,
+              "vimco1.shared": 0.2, "vimco1.shared.T16": 1.2, "vimco1.shared.bs16": 0.3, "vimco16_kl.shared": 1.0,
+              "vimco16_renyi.shared": 0.9}
+    verdicts = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}
+    equal = verdicts["16 samples beat one sample given the same compute"]
+    assert equal["verdict"] == "partly reproduced" and set(equal["evidence"]) == {"5.13", "5.14", "ties"}
+    assert equal["evidence"]["ties"] == "0 of 4 comparisons within the 0.02 tie"
+    fit = verdicts["more compute improves the single-sample best fit"]
+    assert fit["verdict"] == "reproduced" and set(fit["evidence"]) == {"5.13"}  # validation figures not judged
+    levels["vimco1.train.bs16"] = 0.1  # a larger batch that fits worse than the base run
+    fit = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}[
+        "more compute improves the single-sample best fit"]
+    assert fit["verdict"] == "partly reproduced"
+    absent = {v["claim"]: v["verdict"] for v in claim_verdicts(_fake_results({"vimco1.train": 0.2}))}
+    assert absent["16 samples beat one sample given the same compute"] == "not run at this profile"
+    assert absent["more compute improves the single-sample best fit"] == "not run at this profile"
+
+
+def test_l2_curves_count_towards_the_multi_sample_claim():
+    levels = {"dreg1.l2": 0.1, "dreg16_kl.l2": 0.8, "dreg16_renyi.l2": 0.1}
+    claim = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}["multiple samples improve latent usage"]
+    assert set(claim["evidence"]) == {"5.11 dreg16_kl.l2", "5.11 dreg16_renyi.l2"}
+    assert claim["verdict"] == "partly reproduced"  # KL beats 1, Renyi ties it
+
+
+def test_a_trial_whose_evaluated_bound_explodes_counts_as_diverged(monkeypatch, toy_data):
+    import paperlib.micmco_ptb as mp
+
+    settings = MicmcoPtbParams(figures=["5.22"], **SMOKE)
+    data = prepare_sentences(toy_data, V, EOS, UNK, settings)
+    params = {"learning_rate": 1e-3, "lam": 0.5}
+    record, _ = run_trial(CURVES["dreg16-1.train"], params, data, settings, seed=3)
+    assert not record["diverged"] and math.isfinite(record["nll"])
+    bound = mp.DIVERGED_NLL * math.log(data.vocab_size)
+    for nll, diverged in ((bound * 0.99, False), (2e19, True), (math.inf, True)):
+        monkeypatch.setattr(mp, "evaluate", lambda *a, nll=nll, **k: {"nll": nll, "kl": 2e19, "elbo_nll": nll,
+                                                                      "q_kl": 1.0})
+        record, _ = run_trial(CURVES["dreg16-1.train"], params, data, settings, seed=3)
+        assert record["diverged"] == diverged and math.isnan(record["kl"]) == diverged, nll

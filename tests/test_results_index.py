@@ -102,12 +102,28 @@ def test_committed_index_and_readme_summary_are_current():
     expected = ri.render_markdown(table, ri.load_wall_times(REPO))
     assert (REPO / ri.INDEX).read_text() == expected, "run `paperlib index --readme`"
     readme = (REPO / "README.md").read_text()
-    assert ri.readme_with_summary(readme, table) == readme, "run `paperlib index --readme`"
+    assert ri.readme_with_summary(readme, table, ri.load_wall_times(REPO)) == readme, "run `paperlib index --readme`"
 
 
-def test_readme_without_markers_is_a_clear_error():
+def test_readme_without_markers_is_a_clear_error(monkeypatch):
     with pytest.raises(ValueError, match="markers"):
         ri.readme_with_summary("# no markers here\n", [])
+    monkeypatch.setattr(ri, "render_summary", lambda table: "summary")
+    with pytest.raises(ValueError, match="compute-budget markers"):
+        ri.readme_with_summary(f"{ri.README_START}\n{ri.README_END}\n", [], {})
+
+
+def test_budget_sentence_sums_the_from_scratch_estimates_and_names_the_largest(monkeypatch):
+    monkeypatch.setattr(ri, "render_summary", lambda table: "summary")
+    wall_times = {"a": ("cpu", 600.0, 1200.0), "b": ("cpu", 3600.0, None), "c": ("cpu", None, 300.0),
+                  "d": ("cpu", None, None)}
+    text = ri.render_budget(wall_times, largest=2)
+    # from scratch: a 20 min (recorded work beats the resumed run), b 60, c 5, d nothing -> 85 min
+    assert "about 1.4 hours" in text and "≈ 85 min" in text and "0.9× our 90-minute aim" in text
+    assert "`b` ≈ 60, `a` ≈ 20 min" in text and "`c`" not in text
+    readme = f"x\n{ri.BUDGET_START}\nold\n{ri.BUDGET_END}\ny\n{ri.README_START}\n{ri.README_END}\n"
+    written = ri.readme_with_summary(readme, [], wall_times)
+    assert written.split(ri.BUDGET_START)[1].startswith(f"\n{ri.render_budget(wall_times)}\n{ri.BUDGET_END}\ny\n")
 
 
 def test_the_index_quotes_the_micmco_figures_as_the_experiment_module_does():
@@ -171,7 +187,7 @@ def test_ptb_micmco_rows_read_the_computed_claims_and_name_figures_outside_the_p
     assert "dreg16_kl: HV 0.31 / 0.12" in verdict
     assert ri.ROWS["M-F5.12"].render(results)[3] == "partly"  # one claim held, the other did not
     _, _, verdict, status = ri.ROWS["M-F5.8"].render(results)
-    assert status == "pending" and "not in the cpu profile's figures" in verdict
+    assert status == "not attempted" and "the cpu profile runs Figs. 5.10, 5.12 and Table 5.1" in verdict
     ours, _, verdict, status = ri.ROWS["M-T5.1"].render(results)
     assert "hs 64 DReG 16 K 301.5 (0.040)" in ours
     assert status == "partly" and "1 of 2 cells not run" in verdict  # both claims held, but a cell is missing
@@ -187,3 +203,29 @@ def test_ptb_micmco_power_and_discrete_figures_read_their_own_claims():
     assert status == "not reproduced" and "power objective" in verdict
     _, _, verdict, status = ri.ROWS["M-F5.9"].render(results)
     assert status == "partly" and "discrete latents" in verdict and "multiple samples" in verdict
+
+
+def test_every_committed_result_records_commit_versions_wall_time_and_the_corpora_checksums():
+    from paperlib.data import pinned_checksums
+
+    for path in sorted((REPO / "results").glob("*.provenance.json")):
+        record = json.loads(path.read_text())
+        assert record["git_commit"], path.name
+        assert {"python", "torch"} <= set(record["versions"]) and record["wall_time_s"] >= 0, path.name
+        params = record["params"]
+        corpora = list(params.get("corpora") or []) + [params[k] for k in ("corpus", "ood_corpus") if params.get(k)]
+        if corpora:
+            pinned = set(pinned_checksums(*dict.fromkeys(corpora)).values())
+            assert pinned and set(record["data_sha256"].values()) >= pinned, path.name
+
+
+def test_micmco_ptb_figures_outside_the_profile_are_not_attempted_with_their_measured_cost():
+    trial = {"train_seconds": 50.0, "eval_seconds": 10.0}
+    # dreg1.train (cost 1.5) and vimco1.train (1.0) ran 2 trials each: 240 s over 5 units = 48 s per unit
+    result = {"profile": "cpu", "figures": {"5.8": {}}, "settings": {"trials": 2, "workers": 2},
+              "curves": {"dreg1.train": {"trials": [trial, trial]}, "vimco1.train": {"trials": [trial, trial]}}}
+    # Fig. 5.9 lacks vimco16_kl.train and vimco16_renyi.train (16 units each): 32 x 2 trials x 48 s / 2 workers
+    assert ri.micmco_ptb_extra_minutes(result, "5.9") == pytest.approx(32 * 2 * 48 / 2 / 60)
+    ours, scale, verdict, status = ri.ROWS["M-F5.9"].render({"micmco_ptb": result})
+    assert status == "not attempted" and (ours, scale) == ("—", "—")
+    assert verdict.startswith("not attempted: the cpu profile runs Figs. 5.8 and Table 5.1") and "≈ 26 min" in verdict

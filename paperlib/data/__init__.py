@@ -9,7 +9,8 @@ from paperlib.data.batching import (
     sentence_batches,
     truncate_sentences,
 )
-from paperlib.data.corpora import CORPORA, MIRROR_ENV, Corpus, CorpusFile, DataError, fetch_corpus, get_corpus, is_fetched
+from paperlib.data.corpora import (CORPORA, MIRROR_ENV, Corpus, CorpusFile, DataError, fetch_corpus, get_corpus, is_fetched,
+                                   pinned_checksums)
 from paperlib.data.synthetic import ReverseCopyData, reverse_copy, uniform_symbols
 from paperlib.data.text import EOS, SPLITS, UNK, TokenizedCorpus, Vocabulary, load_corpus, tokenize
 from paperlib.data.wordlist import END_OF_WORD, WordList, english_word_list, split_tokens, split_types

@@ -143,6 +143,17 @@ def get_corpus(name: str) -> Corpus:
         raise DataError(f"unknown corpus {name!r}; known corpora: {', '.join(CORPORA)}") from None
 
 
+def pinned_checksums(*names: str) -> dict[str, str]:
+    """The pinned sha256 of every file of the named corpora: what `load_corpus` (which verifies them) read.
+
+    Keys are file names for one corpus and ``<corpus>/<file>`` for several; files without a pinned checksum are
+    left out. Results record this in their provenance.
+    """
+    prefix = len(names) > 1
+    return {(f"{name}/{f.name}" if prefix else f.name): f.sha256
+            for name in names for f in get_corpus(name).files if f.sha256}
+
+
 def sha256_of(path: str | os.PathLike) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:

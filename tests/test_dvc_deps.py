@@ -1,0 +1,164 @@
+"""Every DVC stage declares, as deps, each paperlib module its command can import (transitively).
+
+A stage that misses a module it runs would not re-run when that module changes, so `dvc repro` could leave
+results made by old code. The imports are read statically (``import`` statements anywhere in a module, including
+inside functions), starting from the module the stage's command dispatches to.
+"""
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from paperlib.cli import RUNNERS
+
+REPO = Path(__file__).resolve().parents[1]
+# dispatch only (argument parsing, version): a change there cannot change a result
+NOT_RESULT_CODE = {"paperlib/__init__.py", "paperlib/__main__.py", "paperlib/cli.py"}
+
+
+def module_file(name: str) -> Path | None:
+    """The file of module ``paperlib.x.y`` (a module or a package's ``__init__``), None if it is not one."""
+    parts = name.split(".")
+    if parts[0] != "paperlib":
+        return None
+    base = REPO.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Names of the paperlib modules ``path`` imports anywhere (``from paperlib import x`` counts x if a module)."""
+    tree = ast.parse(path.read_text())
+    package = ".".join(path.relative_to(REPO).with_suffix("").parts)
+    if path.name != "__init__.py":
+        package = package.rpartition(".")[0]
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    found = set()
+    for name in names:
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
+            if module_file(".".join(parts[:i])) is not None:
+                found.add(".".join(parts[:i]))
+    return found
+
+
+def closure(modules: set[str]) -> set[str]:
+    """Repository-relative files of ``modules`` and everything they import from paperlib, transitively."""
+    todo, seen = list(modules), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = module_file(name)
+        if path is not None:
+            todo.extend(imported_modules(path) - seen)
+    files = {str(module_file(n).relative_to(REPO)) for n in seen if module_file(n) is not None}
+    return files - NOT_RESULT_CODE
+
+
+def notebook_modules(name: str) -> set[str]:
+    nb = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())
+    source = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return {n for n in names if module_file(n) is not None}
+
+
+def entry_modules(cmd: str) -> set[str]:
+    """The paperlib modules a stage's ``paperlib ...`` command dispatches to (see ``paperlib.cli``)."""
+    words = cmd.split()
+    assert words[0] == "paperlib", cmd
+    if words[1] == "run":
+        return {RUNNERS[words[2]].split(":")[0]}
+    if words[1] == "train":
+        return {"paperlib.lm_experiment"}
+    if words[1] == "run-notebook":
+        return {"paperlib.notebooks"} | notebook_modules(words[2])
+    if words[1:3] == ["data", "fetch"]:
+        return {"paperlib.data.corpora"}
+    if words[1:3] == ["data", "summary"]:
+        return {"paperlib.config", "paperlib.data.corpora", "paperlib.data.summary", "paperlib.provenance"}
+    if words[1] == "index":
+        return {"paperlib.results_index", "paperlib.dvc_views"}
+    raise AssertionError(f"unknown command {cmd!r}: teach entry_modules about it")
+
+
+def covered(file: str, deps: list[str]) -> bool:
+    return any(file == d or file.startswith(d.rstrip("/") + "/") for d in deps)
+
+
+STAGES = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_stage_declares_every_paperlib_module_it_runs(stage):
+    spec = STAGES[stage]
+    needed = closure(entry_modules(spec["cmd"]))
+    missing = sorted(f for f in needed if not covered(f, spec.get("deps", [])))
+    assert not missing, f"stage {stage}: add to deps {missing}"
+
+
+def test_the_import_reader_follows_relative_function_level_and_package_imports():
+    files = closure({"paperlib.micmco_ptb"})
+    assert "paperlib/micmco_ptb.py" in files and "paperlib/models/sentence_vae.py" in files  # direct
+    assert "paperlib/models/__init__.py" in files and "paperlib/config.py" in files
+    assert "paperlib/cli.py" not in files
+    assert not covered("paperlib/models/lstm.py", ["paperlib/model"]) and covered("paperlib/models/lstm.py",
+                                                                                  ["paperlib/models"])
+
+
+@pytest.mark.parametrize("stage", sorted(s for s in STAGES if STAGES[s]["cmd"].split()[1] == "run-notebook"))
+def test_notebook_stage_declares_every_result_file_its_notebook_reads(stage):
+    import re
+
+    name = STAGES[stage]["cmd"].split()[2]
+    text = (REPO / "notebooks" / f"{name}.ipynb").read_text()
+    read = set(re.findall(r"results/[A-Za-z0-9_]+\.(?:provenance\.)?json", text))
+    missing = sorted(read - set(STAGES[stage].get("deps", [])))
+    assert not missing, f"stage {stage}: add to deps {missing}"
+
+
+def saved_tables(name: str) -> list[str]:
+    """The table names a notebook passes to ``save_table`` (a literal, so DVC can declare the file)."""
+    nb = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())
+    source = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "save_table":
+            assert isinstance(node.args[1], ast.Constant), f"{name}: save_table needs a literal name"
+            names.append(node.args[1].value)
+    return names
+
+
+@pytest.mark.parametrize("stage", sorted(s for s in STAGES if STAGES[s]["cmd"].split()[1] == "run-notebook"))
+def test_notebook_stage_declares_every_table_its_notebook_writes(stage):
+    name = STAGES[stage]["cmd"].split()[2]
+    outs = {next(iter(o)) if isinstance(o, dict) else o for o in STAGES[stage]["outs"]}
+    tables = saved_tables(name)
+    assert tables, f"{name} writes no table to results/"
+    assert {f"results/{t}.csv" for t in tables} <= outs
+    assert len(tables) == len(set(tables))
