@@ -854,7 +854,8 @@ def open_study(name: str, storage: str, seed: int, startup_trials: int):
         study = optuna.create_study(storage=storage, study_name=name, directions=["minimize", "maximize"],
                                     load_if_exists=True)
         finished = [t for t in study.get_trials(deepcopy=False)
-                    if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)]
+                    if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
+                    and not _interrupted(t)]
         # Re-seeding with the number of finished trials keeps a resumed study deterministic without repeating
         # the random choices made before it was interrupted.
         study.sampler = optuna.samplers.GPSampler(seed=seed + len(finished), n_startup_trials=max(2, startup_trials),
@@ -864,8 +865,10 @@ def open_study(name: str, storage: str, seed: int, startup_trials: int):
 
 def fail_stale_trials(study) -> None:
     """Trials left RUNNING by an interrupted run (we run one study at a time in one process) become FAIL, marked
-    ``interrupted``: :func:`tune` runs them again (same design point, same seed) and the records leave them out, so
-    a resumed study gives the trials an uninterrupted one would."""
+    ``interrupted``: :func:`tune` runs them again (a start-design trial with the same design point and seed) and the
+    records leave them out, so an interruption costs no trial of the budget. Start-design trials then equal those of
+    an uninterrupted study; sampler-chosen trials may differ, as the sampler's random state restarts with the
+    process (:func:`open_study`)."""
     from optuna.trial import TrialState
 
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
@@ -879,7 +882,7 @@ def _interrupted(trial) -> bool:
 
 def trial_index(trial) -> int:
     """The trial's place among the study's trials that were not interrupted: the trial number an uninterrupted run
-    would have given it (seeds derive from it, so a resumed trial repeats the interrupted one exactly)."""
+    would have given it. Seeds derive from it, so a retried start-design trial repeats the interrupted one."""
     return sum(1 for t in trial.study.get_trials(deepcopy=False) if t.number < trial.number and not _interrupted(t))
 
 
@@ -895,7 +898,8 @@ def run_study(config_name: str, settings: MicmcoSyntheticParams, storage: str, p
     The tuner sees (NLL, min(MI, ln V)): the true I(X, Z) cannot exceed H(X) = ln V, and larger estimates come from
     loose bounds (the MI estimate U^K - S^K grows with the gap of S^K), which the tuner would otherwise chase. Each
     record holds the trial number, state, hyperparameters, NLL, capped MI (``mi``) and the raw estimate
-    (``mi_estimate``), and training diagnostics. Trials an interruption left running count as failed.
+    (``mi_estimate``), and training diagnostics. Trials an interruption left running are retried
+    (:func:`fail_stale_trials`).
     """
     import optuna
 

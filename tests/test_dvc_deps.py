@@ -2,7 +2,9 @@
 
 A stage that misses a module it runs would not re-run when that module changes, so `dvc repro` could leave
 results made by old code. The imports are read statically (``import`` statements anywhere in a module, including
-inside functions), starting from the module the stage's command dispatches to.
+inside functions), starting from the module the stage's command dispatches to. Modules loaded by name at run time
+(``paperlib.config`` imports the params schemas of every experiment through ``importlib`` to validate
+``params.yaml``) are not followed; they validate settings and do not compute results.
 """
 from __future__ import annotations
 
@@ -160,5 +162,6 @@ def test_notebook_stage_declares_every_table_its_notebook_writes(stage):
     outs = {next(iter(o)) if isinstance(o, dict) else o for o in STAGES[stage]["outs"]}
     tables = saved_tables(name)
     assert tables, f"{name} writes no table to results/"
-    assert {f"results/{t}.csv" for t in tables} <= outs
+    declared = {o for o in outs if o.startswith("results/") and o.endswith(".csv")}
+    assert {f"results/{t}.csv" for t in tables} == declared
     assert len(tables) == len(set(tables))

@@ -229,3 +229,19 @@ def test_micmco_ptb_figures_outside_the_profile_are_not_attempted_with_their_mea
     ours, scale, verdict, status = ri.ROWS["M-F5.9"].render({"micmco_ptb": result})
     assert status == "not attempted" and (ours, scale) == ("—", "—")
     assert verdict.startswith("not attempted: the cpu profile runs Figs. 5.8 and Table 5.1") and "≈ 26 min" in verdict
+
+
+def test_a_figure_row_takes_the_comparisons_of_its_own_figure_when_a_claim_spans_several():
+    claim = {"claim": "multiple samples improve latent usage", "verdict": "partly reproduced",
+             "wins": {"5.8 dreg16_kl.train": True, "5.8 dreg16_renyi.train": True, "5.12 dreg16_kl.shared": False,
+                      "5.12 vimco16_kl.shared": False},
+             "evidence": {"5.8 dreg16_kl.train": "a", "5.8 dreg16_renyi.train": "b", "5.12 dreg16_kl.shared": "c",
+                          "5.12 vimco16_kl.shared": "d"}}
+    own = ri._claim_for_figure(claim, "5.8")
+    assert own["verdict"] == "reproduced"
+    assert own["evidence"] == {"5.8 dreg16_kl.train": "a", "5.8 dreg16_renyi.train": "b",
+                               "all figures": "partly reproduced"}
+    assert ri._claim_for_figure(claim, "5.12")["verdict"] == "not reproduced"
+    assert ri._claim_for_figure(claim, "5.1")["verdict"] == "partly reproduced"  # no "5.1 ..." key: pooled
+    pooled = {"claim": "c", "verdict": "reproduced", "evidence": {"kl": "x"}, "wins": {"kl": True}}
+    assert ri._claim_for_figure(pooled, "5.9") == pooled
