@@ -594,15 +594,14 @@ def run_trial(curve: Curve, params: Mapping[str, float], data: SentenceData, set
                    settings.batch_size * curve.batch_factor, seed)
     record: dict[str, Any] = {"steps": result.steps, "train_seconds": round(result.seconds, 2),
                               "final_objective": result.final_objective, "diverged": result.diverged}
+    diverged = {"diverged": True, "nll": math.nan, "kl": math.nan, "elbo_nll": math.nan, "q_kl": math.nan}
     if result.diverged:
-        return {**record, "nll": math.nan, "kl": math.nan, "elbo_nll": math.nan, "q_kl": math.nan,
-                "eval_seconds": 0.0}, model
+        return {**record, **diverged, "eval_seconds": 0.0}, model
     started = time.perf_counter()
     scores = evaluate(model, data.split(curve.split), data.eos_id, settings.eval_samples, seed + 1)
     seconds = round(time.perf_counter() - started, 2)
     if not scores["nll"] <= DIVERGED_NLL * math.log(data.vocab_size):
-        return {**record, "diverged": True, "nll": math.nan, "kl": math.nan, "elbo_nll": math.nan, "q_kl": math.nan,
-                "eval_seconds": seconds}, model
+        return {**record, **diverged, "eval_seconds": seconds}, model
     return {**record, **{k: scores[k] for k in ("nll", "kl", "elbo_nll", "q_kl")}, "eval_seconds": seconds}, model
 
 
@@ -733,6 +732,31 @@ def summarise_figures(curves: Mapping[str, Mapping[str, Any]], settings: MicmcoP
                        "reference_nll": hv["reference_nll"], "normalised_hypervolume": hv["hypervolume"],
                        "nll_at_kl": at_levels}
     return out
+
+
+def extra_minutes(result: Mapping[str, Any], fig: str) -> float | None:
+    """Minutes figure ``fig`` would add to this stage at the profile of ``result`` (:func:`run_micmco_ptb`'s JSON):
+    per curve not yet run, its cost units (:attr:`Curve.cost`) times the measured seconds per unit of the run curves
+    with the same estimator (of all run curves when none has it), over the parallel workers. None without timed
+    trials."""
+    curves = {n: c for n, c in result["curves"].items() if n in CURVES}
+
+    def rate(names: list[str]) -> float | None:
+        seconds = sum(float(t.get("train_seconds") or 0.0) + float(t.get("eval_seconds") or 0.0)
+                      for n in names for t in curves[n].get("trials", []))
+        units = sum(CURVES[n].cost * len(curves[n].get("trials", [])) for n in names)
+        return seconds / units if seconds and units else None
+
+    pooled = rate(list(curves))
+    if pooled is None:
+        return None
+    missing = [n for n in FIGURES[fig].configurations if n not in curves]
+    total = 0.0
+    for name in missing:
+        same = [n for n in curves if n.split(".")[0] == name.split(".")[0]]
+        total += CURVES[name].cost * (rate(same) or pooled)
+    workers = max(1, int(result["settings"].get("workers") or 1))
+    return total * result["settings"]["trials"] / workers / 60
 
 
 def _best_trial(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -1007,10 +1031,8 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 val_ties += abs(best - hv[name]) <= HV_TIE
             val_evidence[fig_id] = shown
             continue
-        lowest = {}  # 10: training fit
-        for name in (longer, larger, *many):
-            values = _points(curves[name]["trials"])[0]
-            lowest[name] = float(values[np.isfinite(values)].min()) if np.isfinite(values).any() else math.inf
+        lowest = {name: (_best_trial(curves[name]["trials"]) or {"nll": math.inf})["nll"]  # 10: training fit
+                  for name in (longer, larger, *many)}
         best_16 = min(lowest[n] for n in many)
         for name, tag in ((longer, "T×16"), (larger, "bs×16")):
             fit_wins[f"{fig_id} 1 {tag}"] = lowest[name] < best_16 and best > hv[name] + HV_TIE
@@ -1127,7 +1149,7 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
 
 __all__ = [
     "CURVES", "ESTIMATORS", "FIGURES", "PTB_RANGES", "THESIS_TABLE_5_1", "Curve", "MicmcoPtbParams", "SentenceData",
-    "build_model", "claim_verdicts", "compare_hypervolumes", "curve_of", "evaluate", "frontier", "load_data",
-    "prepare_sentences", "run_curve_study", "run_experiment", "run_micmco_ptb", "run_trial", "summarise_figures",
-    "table_5_1", "train",
+    "build_model", "claim_verdicts", "compare_hypervolumes", "curve_of", "evaluate", "extra_minutes", "frontier",
+    "load_data", "prepare_sentences", "run_curve_study", "run_experiment", "run_micmco_ptb", "run_trial",
+    "summarise_figures", "table_5_1", "train",
 ]

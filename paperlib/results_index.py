@@ -845,37 +845,13 @@ _THESIS_TABLE_5_1 = {  # Melis thesis Table 5.1, test perplexity (paperlib.micmc
 _MIC_PTB_NB = "`notebooks/micmco_ptb.ipynb`, `figures/micmco_ptb.png`"
 
 
-def micmco_ptb_extra_minutes(result: Mapping[str, Any], fig: str) -> float | None:
-    """Minutes figure ``fig`` would add to the ``micmco_ptb`` stage at its profile: per curve not yet run, its cost
-    units (:attr:`paperlib.micmco_ptb.Curve.cost`) times the measured seconds per unit of the run curves with the
-    same estimator (of all run curves when none has it), over the parallel workers. None without timed trials."""
-    from paperlib.micmco_ptb import CURVES, FIGURES
-
-    curves = {n: c for n, c in result["curves"].items() if n in CURVES}
-
-    def rate(names: list[str]) -> float | None:
-        seconds = sum(float(t.get("train_seconds") or 0.0) + float(t.get("eval_seconds") or 0.0)
-                      for n in names for t in curves[n].get("trials", []))
-        units = sum(CURVES[n].cost * len(curves[n].get("trials", [])) for n in names)
-        return seconds / units if seconds and units else None
-
-    pooled = rate(list(curves))
-    if pooled is None:
-        return None
-    missing = [n for n in FIGURES[fig].configurations if n not in curves]
-    total = 0.0
-    for name in missing:
-        same = [n for n in curves if n.split(".")[0] == name.split(".")[0]]
-        total += CURVES[name].cost * (rate(same) or pooled)
-    workers = max(1, int(result["settings"].get("workers") or 1))
-    return total * result["settings"]["trials"] / workers / 60
-
-
 def _micmco_ptb_missing(results: Results, fig: str) -> None:
     r = results["micmco_ptb"]
     if fig not in r["figures"]:
         run = ", ".join(sorted(r["figures"], key=lambda f: tuple(int(p) for p in f.split(".")))) or "none"
-        extra = micmco_ptb_extra_minutes(r, fig)
+        from paperlib.micmco_ptb import extra_minutes
+
+        extra = extra_minutes(r, fig)
         cost = "" if extra is None else f"; it would add ≈ {extra:.0f} min at this profile's trial budget"
         raise NotAttempted(f"the {r['profile']} profile runs Figs. {run} and Table 5.1, not this figure{cost} "
                            "(extrapolated from the measured seconds per cost unit of the curves that ran); every "
@@ -918,12 +894,12 @@ def _claim_for_figure(claim: Mapping[str, Any], fig: str) -> dict[str, Any]:
     def ours(key: str) -> bool:
         return key == fig or key.startswith(f"{fig} ")
 
+    from paperlib.micmco import verdict_of
+
     wins = {k: v for k, v in claim.get("wins", {}).items() if ours(k)}
     if not wins:
         return dict(claim)
-    held = sum(wins.values())
-    verdict = ("reproduced" if held == len(wins) else "partly reproduced" if 2 * held >= len(wins)
-               else "not reproduced")
+    verdict = verdict_of(sum(wins.values()), len(wins))
     evidence = {k: v for k, v in claim["evidence"].items() if ours(k)}
     if len(wins) < len(claim["wins"]):
         evidence["all figures"] = claim["verdict"]

@@ -75,12 +75,16 @@ def closure(modules: set[str]) -> set[str]:
     return files - NOT_RESULT_CODE
 
 
-def notebook_modules(name: str) -> set[str]:
+def notebook_tree(name: str) -> ast.Module:
+    """The notebook's code cells as one parsed module (IPython magics and shell lines left out)."""
     nb = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())
     source = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    return ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+
+
+def notebook_modules(name: str) -> set[str]:
     names = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(notebook_tree(name)):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -145,11 +149,8 @@ def test_notebook_stage_declares_every_result_file_its_notebook_reads(stage):
 
 def saved_tables(name: str) -> list[str]:
     """The table names a notebook passes to ``save_table`` (a literal, so DVC can declare the file)."""
-    nb = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())
-    source = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
     names = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(notebook_tree(name)):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "save_table":
             assert isinstance(node.args[1], ast.Constant), f"{name}: save_table needs a literal name"
             names.append(node.args[1].value)

@@ -225,7 +225,9 @@ def test_micmco_ptb_figures_outside_the_profile_are_not_attempted_with_their_mea
     result = {"profile": "cpu", "figures": {"5.8": {}}, "settings": {"trials": 2, "workers": 2},
               "curves": {"dreg1.train": {"trials": [trial, trial]}, "vimco1.train": {"trials": [trial, trial]}}}
     # Fig. 5.9 lacks vimco16_kl.train and vimco16_renyi.train (16 units each): 32 x 2 trials x 48 s / 2 workers
-    assert ri.micmco_ptb_extra_minutes(result, "5.9") == pytest.approx(32 * 2 * 48 / 2 / 60)
+    from paperlib.micmco_ptb import extra_minutes
+
+    assert extra_minutes(result, "5.9") == pytest.approx(32 * 2 * 48 / 2 / 60)
     ours, scale, verdict, status = ri.ROWS["M-F5.9"].render({"micmco_ptb": result})
     assert status == "not attempted" and (ours, scale) == ("—", "—")
     assert verdict.startswith("not attempted: the cpu profile runs Figs. 5.8 and Table 5.1") and "≈ 26 min" in verdict
