@@ -302,6 +302,13 @@ FIGURES: dict[str, Figure] = {
                    "power often better than KL but behind Rényi"),
 }
 CURVES: dict[str, Curve] = {name: curve_of(name) for f in FIGURES.values() for name in f.configurations}
+# robustness figures (§5.B.1): base estimator and the two settings of the nuisance factor, each with the trio
+ROBUSTNESS: dict[str, tuple[str, tuple[str, str]]] = {
+    "5.16": ("dreg", ("", ".bs2")), "5.17": ("dreg", ("", ".T2")), "5.18": ("dreg", (".hs2", ".hs2.T2")),
+    "5.19": ("vimco", ("", ".bs2")), "5.20": ("vimco", ("", ".T2")), "5.21": ("vimco", (".hs2", ".hs2.T2")),
+}
+_VARIANT_TAG = {"": "base", ".bs2": "bs×2", ".T2": "T×2", ".hs2": "hs×2", ".hs2.T2": "hs×2 T×2"}
+_TRIO_TAG = ("1", "16 K", "16 R")
 
 # ---------------------------------------------------------------------------------------------------
 # settings
@@ -873,10 +880,17 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         the thesis: "their best NLL at very low latent usage is lower than that of VIMCO 16, [but] they lose this
         advantage at higher latent usage"): per ×16 variant, its lowest NLL is below the 16-sample estimators'
         lowest, and the better 16-sample HV still beats its HV.
+    11. *Nuisance factors shift the curves but keep their order* (§5.B.1; Figs. 5.16, 5.17, 5.19-5.21): per figure
+        and pair of its three estimators (1, 16 KL, 16 Rényi), the difference of their HVs falls in the same class
+        (beats by more than the tie, tie, loses) at both settings of the factor (batch size x1/x2, length x1/x2, or
+        length x1/x2 at twice the hidden size); HVs per setting on the reference of that setting's curves, since the
+        factor moves all curves.
+    12. *At 256 units the three DReG estimators differ very little* (Fig. 5.18, the thesis' exception to 11): at
+        each length, their HVs lie within the tie of each other.
 
-    Verdicts as in :func:`paperlib.micmco.verdict_of`; claims whose curves did not run say so. For 6-10 the
+    Verdicts as in :func:`paperlib.micmco.verdict_of`; claims whose curves did not run say so. For 6-11 the
     evidence also counts the comparisons within the tie, which separates "no difference detected" from "the
-    opposite holds". Claims 2 and 6-10 also list each comparison's outcome (``wins``); keys that start with a
+    opposite holds". Claims 2 and 6-12 also list each comparison's outcome (``wins``); keys that start with a
     figure id let the results index give each figure its own verdict.
     """
     curves = results["curves"]
@@ -1047,7 +1061,46 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             f"estimators' lowest, and yet max(HV(16 KL), HV(16 Rényi)) > its HV + {HV_TIE} (Figs. 5.13, 5.24)")
     verdicts.append(_claim_with_ties("16x compute buys one sample a better best fit but not a better tradeoff", rule,
                                      fit_wins, fit_evidence, fit_ties))
+    # 11 and 12: robustness (§5.B.1), each variant's HVs on the reference of its own three curves
+    wins, evidence, ties = {}, {}, 0
+    small_wins, small_evidence = {}, {}
+    for fig_id, (base, variants) in ROBUSTNESS.items():
+        trio = _trio(base)
+        names = {v: [f"{stem}.shared{v}" for stem in trio] for v in variants}
+        if not all(n in curves for v in variants for n in names[v]):
+            continue
+        hv = {v: compare_hypervolumes(curves, names[v], margin, cap)["hypervolume"] for v in variants}
+        if any(x is None for v in variants for x in hv[v].values()):
+            continue
+        hvs = {v: [hv[v][n] for n in names[v]] for v in variants}
+        evidence[fig_id] = "; ".join(
+            f"HV {_VARIANT_TAG[v]} 1 / 16 K / 16 R = " + " / ".join(f"{x:.3f}" for x in hvs[v]) for v in variants)
+        if fig_id == "5.18":  # the exception: at 256 units the three estimators hardly differ
+            for v in variants:
+                spread = max(hvs[v]) - min(hvs[v])
+                small_wins[f"{fig_id} {_VARIANT_TAG[v]}"] = spread <= HV_TIE
+                small_evidence[f"{fig_id} {_VARIANT_TAG[v]}"] = f"HV spread {spread:.3f}"
+            continue
+        for i, j in ((0, 1), (0, 2), (1, 2)):
+            signs = [_order(hvs[v][i], hvs[v][j]) for v in variants]
+            wins[f"{fig_id} {_TRIO_TAG[i]} vs {_TRIO_TAG[j]}"] = len(set(signs)) == 1
+            ties += signs == [0, 0]
+    rule = (f"per pair of the three estimators (1, 16 KL, 16 Rényi) and figure, HV(a) - HV(b) falls in the same class "
+            f"(beats by more than {HV_TIE} / tie / loses) at both settings of the nuisance factor, each setting on the "
+            "reference of its own curves (Figs. 5.16, 5.17, 5.19-5.21)")
+    verdicts.append(_claim_with_ties("batch size, optimisation length and model size shift the curves but keep their "
+                                     "order", rule, wins, evidence, ties))
+    rule = (f"at 256 units (hs×2) the three DReG estimators' HVs lie within {HV_TIE} of each other at both lengths "
+            "(Fig. 5.18)")
+    verdicts.append({"claim": "at 256 units the three DReG estimators differ very little", "rule": rule,
+                     "evidence": small_evidence, "verdict": verdict_of(sum(small_wins.values()), len(small_wins)),
+                     "wins": small_wins})
     return verdicts
+
+
+def _order(a: float, b: float) -> int:
+    """+1 if ``a`` beats ``b`` by more than the tie, -1 if ``b`` beats ``a``, 0 within the tie."""
+    return 0 if abs(a - b) <= HV_TIE else (1 if a > b else -1)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -823,6 +823,7 @@ _MICMCO_PTB_SAYS = {
     "5.28": "power often better than KL but behind Rényi",
     "5.29": "power often better than KL but behind Rényi",
 }
+_KEEPS_ORDER = ("batch size, optimisation length and model size shift the curves but keep their order",)
 _MICMCO_PTB_CLAIMS = {
     "5.8": ("multiple samples improve latent usage",),
     "5.9": ("multiple samples improve latent usage", "discrete latents fit the training data better"),
@@ -831,6 +832,12 @@ _MICMCO_PTB_CLAIMS = {
     "5.12": ("shared dropout masks restore the validation frontiers", "multiple samples improve latent usage"),
     "5.13": ("16x compute buys one sample a better best fit but not a better tradeoff",),
     "5.14": ("16 samples generalise better than one sample given the same compute",),
+    "5.16": _KEEPS_ORDER,
+    "5.17": _KEEPS_ORDER,
+    "5.18": ("at 256 units the three DReG estimators differ very little",),
+    "5.19": _KEEPS_ORDER,
+    "5.20": _KEEPS_ORDER,
+    "5.21": _KEEPS_ORDER,
     "5.22": ("gains need multiple samples in both terms",),
     "5.23": ("gains need multiple samples in both terms",),
     "5.24": ("16x compute buys one sample a better best fit but not a better tradeoff",),
