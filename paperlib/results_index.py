@@ -823,7 +823,7 @@ _MICMCO_PTB_SAYS = {
     "5.28": "power often better than KL but behind Rényi",
     "5.29": "power often better than KL but behind Rényi",
 }
-_KEEPS_ORDER = ("batch size, optimisation length and model size shift the curves but keep their order",)
+_KEEPS_ORDER = ("batch size and optimisation length shift the curves but keep their order",)
 _MICMCO_PTB_CLAIMS = {
     "5.8": ("multiple samples improve latent usage",),
     "5.9": ("multiple samples improve latent usage", "discrete latents fit the training data better"),

@@ -445,9 +445,14 @@ def test_claim_rules_for_samples_in_both_terms_and_equal_compute():
         "not run at this profile"
 
 
+KEEPS_ORDER = "batch size and optimisation length shift the curves but keep their order"
+SMALL_AT_256 = "at 256 units the three DReG estimators differ very little"
+
+
 def test_claim_rules_for_robustness_keep_order_and_the_256_unit_exception():
     # Fig. 5.17 (DReG, length x2): 16 R > 16 K > 1 at both lengths, curves shifted -> order kept in all 3 pairs.
-    # Fig. 5.20 (VIMCO, length x2): 16 K beats 1 at base length but ties it at T x2 -> one of 3 pairs changes class.
+    # Fig. 5.20 (VIMCO, length x2): 1 loses to both 16s at base length but ties them at T x2 -> 2 pairs change class;
+    # 16 K and 16 R tie at both lengths -> not counted.
     levels = {"dreg1.shared": 0.1, "dreg16_kl.shared": 0.6, "dreg16_renyi.shared": 1.2,
               "dreg1.shared.T2": 0.3, "dreg16_kl.shared.T2": 0.9, "dreg16_renyi.shared.T2": 1.6,
               "vimco1.shared": 0.1, "vimco16_kl.shared": 0.8, "vimco16_renyi.shared": 0.8,
@@ -455,27 +460,48 @@ def test_claim_rules_for_robustness_keep_order_and_the_256_unit_exception():
     results = _fake_results(levels)
     for name in [n for n in levels if n.endswith(".T2")]:  # the longer runs all sit 0.2 nats lower
         results["curves"][name]["trials"][0]["nll"] -= 0.2
-    claim = {v["claim"]: v for v in claim_verdicts(results)}[
-        "batch size, optimisation length and model size shift the curves but keep their order"]
+    verdicts = {v["claim"]: v for v in claim_verdicts(results)}
+    claim = verdicts[KEEPS_ORDER]
     assert claim["wins"] == {"5.17 1 vs 16 K": True, "5.17 1 vs 16 R": True, "5.17 16 K vs 16 R": True,
-                             "5.20 1 vs 16 K": False, "5.20 1 vs 16 R": False, "5.20 16 K vs 16 R": True}
-    assert claim["verdict"] == "partly reproduced"  # 4 of 6 pairs
-    assert claim["evidence"]["ties"] == "1 of 6 comparisons within the 0.02 tie"  # VIMCO 16 K vs 16 R at both
+                             "5.20 1 vs 16 K": False, "5.20 1 vs 16 R": False}
+    assert claim["verdict"] == "partly reproduced"  # 3 of 5 counted pairs
+    assert claim["evidence"]["ties"] == "pairs tied at both settings (not counted): 1"
     assert set(claim["evidence"]) == {"5.17", "5.20", "ties"}
     # each setting on the reference of its own curves (best NLL + 0.3): base 4.88 + 0.3, T x2 4.64 + 0.3
     assert claim["evidence"]["5.17"] == ("HV base 1 / 16 K / 16 R = 0.032 / 0.240 / 0.600; "
-                                         "HV T×2 1 / 16 K / 16 R = 0.085 / 0.345 / 0.800")
+                                         "HV T×2 1 / 16 K / 16 R = 0.085 / 0.345 / 0.800; "
+                                         "pairs reversed: 0, separated at one setting only: 0")
+    assert claim["evidence"]["5.20"].endswith("pairs reversed: 0, separated at one setting only: 2")
+    assert verdicts[SMALL_AT_256]["verdict"] == "not run at this profile" and verdicts[SMALL_AT_256]["evidence"] == {}
+
+    # a real reversal: at T x2 DReG 1 beats 16 K
+    results["curves"]["dreg1.shared.T2"]["trials"][0].update(kl=1.0, nll=5.0 - 0.1 - 0.2)
+    claim = {v["claim"]: v for v in claim_verdicts(results)}[KEEPS_ORDER]
+    assert claim["wins"]["5.17 1 vs 16 K"] is False and "pairs reversed: 1," in claim["evidence"]["5.17"]
+    # a figure whose three estimators tie at both settings has no order to keep: it fails
+    for name in ("vimco1.shared", "vimco16_kl.shared", "vimco16_renyi.shared"):
+        results["curves"][name]["trials"][0].update(kl=0.8, nll=5.0 - 0.08)
+    results["curves"]["vimco1.shared.T2"]["trials"][0]["kl"] = 0.5
+    claim = {v["claim"]: v for v in claim_verdicts(results)}[KEEPS_ORDER]
+    assert claim["wins"]["5.20 order"] is False and "no order to keep" in claim["evidence"]["5.20"]
+
     # Fig. 5.18 at 256 units: the trio within the tie at hs x2, spread out at hs x2 T x2
     levels = {"dreg1.shared.hs2": 0.50, "dreg16_kl.shared.hs2": 0.52, "dreg16_renyi.shared.hs2": 0.53,
               "dreg1.shared.hs2.T2": 0.2, "dreg16_kl.shared.hs2.T2": 0.6, "dreg16_renyi.shared.hs2.T2": 0.6}
     verdicts = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}
-    small = verdicts["at 256 units the three DReG estimators differ very little"]
+    small = verdicts[SMALL_AT_256]
     assert small["wins"] == {"5.18 hs×2": True, "5.18 hs×2 T×2": False} and small["verdict"] == "partly reproduced"
-    assert verdicts["batch size, optimisation length and model size shift the curves but keep their order"][
-        "verdict"] == "not run at this profile"  # 5.18 is the exception, not a case of claim 11
+    assert small["evidence"]["5.18 hs×2"] == "HV spread 0.018" and small["evidence"]["5.18"].startswith("HV hs×2 1")
+    assert verdicts[KEEPS_ORDER]["verdict"] == "not run at this profile"  # 5.18 is the exception, not a case of 11
+    assert verdicts[KEEPS_ORDER]["evidence"] == {}
+    # with Fig. 5.17 run too, the 256-unit spread must also be below the base hidden size's at the same length
+    levels.update({"dreg1.shared": 0.50, "dreg16_kl.shared": 0.51, "dreg16_renyi.shared": 0.51,
+                   "dreg1.shared.T2": 0.1, "dreg16_kl.shared.T2": 1.0, "dreg16_renyi.shared.T2": 1.0})
+    small = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}[SMALL_AT_256]
+    assert small["wins"] == {"5.18 hs×2": False, "5.18 hs×2 T×2": False}  # base-size trio already as close
+    assert small["evidence"]["5.18 hs×2"] == "HV spread 0.018 (base hidden size, same length: 0.006)"
     del levels["dreg16_kl.shared.hs2"]
-    small = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}[
-        "at 256 units the three DReG estimators differ very little"]
+    small = {v["claim"]: v for v in claim_verdicts(_fake_results(levels))}[SMALL_AT_256]
     assert small["verdict"] == "not run at this profile"
 
 
