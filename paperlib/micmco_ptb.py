@@ -882,10 +882,10 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         lowest, and the better 16-sample HV still beats its HV.
     11. *Batch size and optimisation length shift the curves but keep their order* (§5.B.1; Figs. 5.16, 5.17,
         5.19-5.21, length also at twice the hidden size in 5.21): per figure and pair of its three estimators (1,
-        16 KL, 16 Rényi) separated at either setting of the factor, the difference of their HVs falls in the same
-        class (beats by more than the tie, tie, loses) at both settings; HVs per setting on the reference of that
-        setting's curves, since the factor moves all curves. Pairs tied at both settings are not counted; a figure
-        whose pairs all tie fails (no order to keep).
+        16 KL, 16 Rényi) separated by more than the tie at either setting of the factor, the pair is not separated
+        the other way at the other setting ("relative positions the same": a gap may widen or close, the order may
+        not reverse); HVs per setting on the reference of that setting's curves, since the factor moves all curves.
+        Pairs tied at both settings are not counted; a figure whose pairs all tie fails (no order to keep).
     12. *At 256 units the three DReG estimators differ very little* (Fig. 5.18, the thesis' exception to 11): at
         each length, their HVs lie within the tie of each other, and closer than at the base hidden size (Fig. 5.17)
         when that ran.
@@ -1088,7 +1088,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 ties += 1
                 continue
             compared += 1
-            wins[f"{fig_id} {_TRIO_TAG[i]} vs {_TRIO_TAG[j]}"] = classes[0] == classes[1]
+            wins[f"{fig_id} {_TRIO_TAG[i]} vs {_TRIO_TAG[j]}"] = classes[0] * classes[1] >= 0  # not reversed
             reversed_ += classes[0] * classes[1] < 0
             one_sided += (classes[0] == 0) != (classes[1] == 0)
         if compared:
@@ -1099,11 +1099,11 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             evidence[fig_id] = f"{trio_text(fig_id)}; the three estimators tie at both settings: no order to keep"
     if evidence:
         evidence["ties"] = f"pairs tied at both settings (not counted): {ties}"
-    rule = (f"per figure and pair of its three estimators (1, 16 KL, 16 Rényi) that is separated at either setting of "
-            f"the factor, HV(a) - HV(b) falls in the same class (beats by more than {HV_TIE} / tie / loses) at both, "
-            "each setting's HVs on the reference of its own curves; a figure whose pairs all tie at both settings "
-            "fails (Figs. 5.16, 5.17, 5.19-5.21). Strict: a pair that moves from just beyond the tie to just within "
-            "it counts as changed; the evidence counts real reversals separately")
+    rule = (f"per figure and pair of its three estimators (1, 16 KL, 16 Rényi) that is separated (HV difference > "
+            f"{HV_TIE}) at either setting of the factor, the pair is not reversed (separated the other way) at the "
+            "other setting, each setting's HVs on the reference of its own curves; a figure whose pairs all tie at "
+            "both settings fails (Figs. 5.16, 5.17, 5.19-5.21). The evidence also counts pairs separated at one "
+            "setting only (the factor widened or closed a gap)")
     verdicts.append({"claim": "batch size and optimisation length shift the curves but keep their order",
                      "rule": rule, "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins)),
                      "wins": wins})

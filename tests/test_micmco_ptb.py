@@ -451,8 +451,8 @@ SMALL_AT_256 = "at 256 units the three DReG estimators differ very little"
 
 def test_claim_rules_for_robustness_keep_order_and_the_256_unit_exception():
     # Fig. 5.17 (DReG, length x2): 16 R > 16 K > 1 at both lengths, curves shifted -> order kept in all 3 pairs.
-    # Fig. 5.20 (VIMCO, length x2): 1 loses to both 16s at base length but ties them at T x2 -> 2 pairs change class;
-    # 16 K and 16 R tie at both lengths -> not counted.
+    # Fig. 5.20 (VIMCO, length x2): 1 loses to both 16s at base length but ties them at T x2 -> gaps closed, not
+    # reversed; 16 K and 16 R tie at both lengths -> not counted.
     levels = {"dreg1.shared": 0.1, "dreg16_kl.shared": 0.6, "dreg16_renyi.shared": 1.2,
               "dreg1.shared.T2": 0.3, "dreg16_kl.shared.T2": 0.9, "dreg16_renyi.shared.T2": 1.6,
               "vimco1.shared": 0.1, "vimco16_kl.shared": 0.8, "vimco16_renyi.shared": 0.8,
@@ -463,8 +463,8 @@ def test_claim_rules_for_robustness_keep_order_and_the_256_unit_exception():
     verdicts = {v["claim"]: v for v in claim_verdicts(results)}
     claim = verdicts[KEEPS_ORDER]
     assert claim["wins"] == {"5.17 1 vs 16 K": True, "5.17 1 vs 16 R": True, "5.17 16 K vs 16 R": True,
-                             "5.20 1 vs 16 K": False, "5.20 1 vs 16 R": False}
-    assert claim["verdict"] == "partly reproduced"  # 3 of 5 counted pairs
+                             "5.20 1 vs 16 K": True, "5.20 1 vs 16 R": True}
+    assert claim["verdict"] == "reproduced"
     assert claim["evidence"]["ties"] == "pairs tied at both settings (not counted): 1"
     assert set(claim["evidence"]) == {"5.17", "5.20", "ties"}
     # each setting on the reference of its own curves (best NLL + 0.3): base 4.88 + 0.3, T x2 4.64 + 0.3
@@ -478,6 +478,7 @@ def test_claim_rules_for_robustness_keep_order_and_the_256_unit_exception():
     results["curves"]["dreg1.shared.T2"]["trials"][0].update(kl=1.0, nll=5.0 - 0.1 - 0.2)
     claim = {v["claim"]: v for v in claim_verdicts(results)}[KEEPS_ORDER]
     assert claim["wins"]["5.17 1 vs 16 K"] is False and "pairs reversed: 1," in claim["evidence"]["5.17"]
+    assert claim["verdict"] == "partly reproduced"  # 4 of 5
     # a figure whose three estimators tie at both settings has no order to keep: it fails
     for name in ("vimco1.shared", "vimco16_kl.shared", "vimco16_renyi.shared"):
         results["curves"][name]["trials"][0].update(kl=0.8, nll=5.0 - 0.08)
