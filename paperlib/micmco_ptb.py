@@ -145,6 +145,9 @@ VARIANTS: dict[str, tuple[int, int, int]] = {
     "": (1, 1, 1), ".T16": (16, 1, 1), ".bs16": (1, 16, 1), ".bs2": (1, 2, 1), ".T2": (2, 1, 1),
     ".hs2": (1, 1, 2), ".hs2.T2": (2, 1, 2),
 }
+# (steps, batch, hidden) factors -> the short tag in curve labels and claim evidence
+_FACTOR_TAG = {(1, 1, 1): "base", (16, 1, 1): "T×16", (1, 16, 1): "bs×16", (1, 2, 1): "bs×2", (2, 1, 1): "T×2",
+               (1, 1, 2): "hs×2", (2, 1, 2): "hs×2 T×2"}
 _PATHWISE_BASE = {"dreg": "gaussian", "vimco": "categorical"}
 
 
@@ -216,10 +219,8 @@ class Curve:
             text = f"{e.label.rsplit(' ', 1)[0]} K/R"
         else:
             text = e.label
-        tags = {(16, 1, 1): "T×16", (1, 16, 1): "bs×16", (1, 2, 1): "bs×2", (2, 1, 1): "T×2", (1, 1, 2): "hs×2",
-                (2, 1, 2): "hs×2 T×2"}
         factors = (self.steps_factor, self.batch_factor, self.hidden_factor)
-        return text if factors == (1, 1, 1) else f"{text} {tags[factors]}"
+        return text if factors == (1, 1, 1) else f"{text} {_FACTOR_TAG[factors]}"
 
     @property
     def cost(self) -> float:
@@ -307,7 +308,7 @@ ROBUSTNESS: dict[str, tuple[str, tuple[str, str]]] = {
     "5.16": ("dreg", ("", ".bs2")), "5.17": ("dreg", ("", ".T2")), "5.18": ("dreg", (".hs2", ".hs2.T2")),
     "5.19": ("vimco", ("", ".bs2")), "5.20": ("vimco", ("", ".T2")), "5.21": ("vimco", (".hs2", ".hs2.T2")),
 }
-_VARIANT_TAG = {"": "base", ".bs2": "bs×2", ".T2": "T×2", ".hs2": "hs×2", ".hs2.T2": "hs×2 T×2"}
+_VARIANT_TAG = {v: _FACTOR_TAG[f] for v, f in VARIANTS.items()}
 _TRIO_TAG = ("1", "16 K", "16 R")
 
 # ---------------------------------------------------------------------------------------------------
