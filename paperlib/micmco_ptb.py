@@ -840,13 +840,18 @@ def _tie_note(ties: int, total: int) -> str:
     return f"{ties} of {total} comparisons within the {HV_TIE} tie"
 
 
+def _claim(claim: str, rule: str, wins: Mapping[str, bool], evidence: dict[str, str]) -> dict[str, Any]:
+    """A claim's record: its rule, the comparisons it won (``wins``), their evidence and the pooled verdict."""
+    return {"claim": claim, "rule": rule, "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins)),
+            "wins": dict(wins)}
+
+
 def _claim_with_ties(claim: str, rule: str, wins: Mapping[str, bool], evidence: dict[str, str],
                      ties: int) -> dict[str, Any]:
     """A verdict whose evidence also counts the comparisons that fell within the tie."""
     if wins:
         evidence["ties"] = _tie_note(ties, len(wins))
-    return {"claim": claim, "rule": rule, "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins)),
-            "wins": dict(wins)}
+    return _claim(claim, rule, wins, evidence)
 
 
 def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -909,9 +914,9 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             if hv[shared] is not None:
                 wins[stem] = hv[shared] > hv[naive] + HV_TIE
                 evidence[stem] = f"HV shared / naive = {hv[shared]:.3f} / {hv[naive]:.3f}"
-    verdicts.append({"claim": "shared dropout masks restore the validation frontiers",
-                     "rule": f"HV(shared) > HV(naive) + {HV_TIE} per 16-sample estimator (Figs. 5.10, 5.12)",
-                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
+    verdicts.append(_claim("shared dropout masks restore the validation frontiers",
+                           f"HV(shared) > HV(naive) + {HV_TIE} per 16-sample estimator (Figs. 5.10, 5.12)",
+                           wins, evidence))
     # 2
     wins, evidence = {}, {}
     for fig_id, regime, bases in (("5.8", "train", ("dreg",)), ("5.9", "train", ("vimco",)),
@@ -926,10 +931,9 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 if name in curves and hv.get(name) is not None:
                     wins[f"{fig_id} {name}"] = hv[name] > hv[one] + HV_TIE
                     evidence[f"{fig_id} {name}"] = f"HV 16 / 1 = {hv[name]:.3f} / {hv[one]:.3f}"
-    verdicts.append({"claim": "multiple samples improve latent usage",
-                     "rule": f"HV(16) > HV(1) + {HV_TIE} per estimator and objective in Figs. 5.8, 5.9, 5.11, "
-                             "5.12",
-                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins)), "wins": wins})
+    verdicts.append(_claim("multiple samples improve latent usage",
+                           f"HV(16) > HV(1) + {HV_TIE} per estimator and objective in Figs. 5.8, 5.9, 5.11, 5.12",
+                           wins, evidence))
     # 3 and 4
     rows = [r for r in results.get("table_5_1", []) if r.get("curve")]
     wins, evidence = {}, {}
@@ -944,15 +948,13 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 wins[key] = abs(change) <= PPL_TOLERANCE
                 evidence[key] = (f"perplexity 1 / best 16 = {one[0]['test_perplexity']:.1f} / "
                                  f"{best['test_perplexity']:.1f} ({100 * change:+.1f}%)")
-    verdicts.append({"claim": "latents barely change the best perplexity",
-                     "rule": f"|best 16-sample / 1-sample test perplexity - 1| <= {PPL_TOLERANCE:.0%} per estimator "
-                             "and hidden size (Table 5.1)",
-                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
-    low = {f"{r['column']} hs {r['hidden_size']}": r["test_kl"] <= LOW_KL for r in rows}
-    verdicts.append({"claim": "Table 5.1's optima are at low latent usage",
-                     "rule": f"test KL <= {LOW_KL} nats per token in every row",
-                     "evidence": {f"{r['column']} hs {r['hidden_size']}": f"KL {r['test_kl']:.3f}" for r in rows},
-                     "verdict": verdict_of(sum(low.values()), len(low))})
+    verdicts.append(_claim("latents barely change the best perplexity",
+                           f"|best 16-sample / 1-sample test perplexity - 1| <= {PPL_TOLERANCE:.0%} per estimator "
+                           "and hidden size (Table 5.1)", wins, evidence))
+    verdicts.append(_claim("Table 5.1's optima are at low latent usage",
+                           f"test KL <= {LOW_KL} nats per token in every row",
+                           {f"{r['column']} hs {r['hidden_size']}": r["test_kl"] <= LOW_KL for r in rows},
+                           {f"{r['column']} hs {r['hidden_size']}": f"KL {r['test_kl']:.3f}" for r in rows}))
     # 5
     wins, evidence = {}, {}
     for base in ("dreg", "vimco"):
@@ -966,9 +968,9 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         if len(best) == 2:
             wins[base] = best["shared"] < best["l2"]
             evidence[base] = f"best NLL dropout / L2 = {best['shared']:.4f} / {best['l2']:.4f}"
-    verdicts.append({"claim": "dropout reaches a better best NLL than L2",
-                     "rule": "min validation NLL over shared-mask curves < min over L2 curves, per base estimator",
-                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins))})
+    verdicts.append(_claim("dropout reaches a better best NLL than L2",
+                           "min validation NLL over shared-mask curves < min over L2 curves, per base estimator",
+                           wins, evidence))
     # 6 (KL capped at what the discrete latents can carry, so that continuous ones gain no area beyond it)
     wins, evidence, ties = {}, {}, 0
     settings, data = results["settings"], results.get("data", {})
@@ -1089,8 +1091,9 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 ties += 1
                 continue
             compared += 1
-            wins[f"{fig_id} {_TRIO_TAG[i]} vs {_TRIO_TAG[j]}"] = classes[0] * classes[1] >= 0  # not reversed
-            reversed_ += classes[0] * classes[1] < 0
+            kept = classes[0] * classes[1] >= 0  # not separated the other way
+            wins[f"{fig_id} {_TRIO_TAG[i]} vs {_TRIO_TAG[j]}"] = kept
+            reversed_ += not kept
             one_sided += (classes[0] == 0) != (classes[1] == 0)
         if compared:
             evidence[fig_id] = (f"{trio_text(fig_id)}; pairs reversed: {reversed_}, separated at one setting "
@@ -1105,9 +1108,8 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             "other setting, each setting's HVs on the reference of its own curves; a figure whose pairs all tie at "
             "both settings fails (Figs. 5.16, 5.17, 5.19-5.21). The evidence also counts pairs separated at one "
             "setting only (the factor widened or closed a gap)")
-    verdicts.append({"claim": "batch size and optimisation length shift the curves but keep their order",
-                     "rule": rule, "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins)),
-                     "wins": wins})
+    verdicts.append(_claim("batch size and optimisation length shift the curves but keep their order", rule, wins,
+                           evidence))
     wins, evidence = {}, {}
     if all(("5.18", v) in trio_hv for v in ROBUSTNESS["5.18"][1]):
         evidence["5.18"] = trio_text("5.18")
@@ -1121,8 +1123,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "" if base_spread is None else f" (base hidden size, same length: {base_spread:.3f})")
     rule = (f"at each length, the three DReG estimators' HVs at twice the hidden size lie within {HV_TIE} of each "
             "other, and closer than at the base hidden size when Fig. 5.17 ran (Fig. 5.18, the thesis' exception)")
-    verdicts.append({"claim": "at 256 units the three DReG estimators differ very little", "rule": rule,
-                     "evidence": evidence, "verdict": verdict_of(sum(wins.values()), len(wins)), "wins": wins})
+    verdicts.append(_claim("at 256 units the three DReG estimators differ very little", rule, wins, evidence))
     return verdicts
 
 
