@@ -742,6 +742,13 @@ def summarise_figures(curves: Mapping[str, Mapping[str, Any]], settings: MicmcoP
     return out
 
 
+def hidden_sizes(result: Mapping[str, Any]) -> list[int]:
+    """The decoder hidden sizes the curves of ``result`` (:func:`run_micmco_ptb`'s JSON) ran at, smallest first;
+    the profile's base size when no curve records one (2 sizes when Figs. 5.18 / 5.21 ran: base and x2)."""
+    sizes = {int(c["hidden_size"]) for c in result["curves"].values() if c.get("hidden_size")}
+    return sorted(sizes) or [int(result["settings"]["hidden_size"])]
+
+
 def extra_minutes(result: Mapping[str, Any], fig: str) -> float | None:
     """Minutes figure ``fig`` would add to this stage at the profile of ``result`` (:func:`run_micmco_ptb`'s JSON):
     per curve not yet run, its cost units (:attr:`Curve.cost`) times the measured seconds per unit of the run curves
@@ -1232,6 +1239,6 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
 __all__ = [
     "CURVES", "ESTIMATORS", "FIGURES", "PTB_RANGES", "THESIS_TABLE_5_1", "Curve", "MicmcoPtbParams", "SentenceData",
     "build_model", "claim_verdicts", "compare_hypervolumes", "curve_of", "evaluate", "extra_minutes", "frontier",
-    "load_data", "prepare_sentences", "run_curve_study", "run_experiment", "run_micmco_ptb", "run_trial",
-    "summarise_figures", "table_5_1", "train",
+    "hidden_sizes", "load_data", "prepare_sentences", "run_curve_study", "run_experiment", "run_micmco_ptb",
+    "run_trial", "summarise_figures", "table_5_1", "train",
 ]

@@ -918,7 +918,10 @@ def _micmco_ptb_scale(results: Results) -> str:
     st, data = r["settings"], r.get("data", {})
     trials = len(next(iter(r["curves"].values()))["trials"]) if r["curves"] else 0
     vocab = f"vocabulary {st['vocab_size']:,}" if st.get("vocab_size") else "full vocabulary"
-    return (f"hidden {st['hidden_size']} (thesis 128/256), {vocab}, {st['steps']} steps × {st['batch_size']} "
+    from paperlib.micmco_ptb import hidden_sizes
+
+    hidden = " / ".join(str(h) for h in hidden_sizes(r))
+    return (f"hidden {hidden} (thesis 128 / 256), {vocab}, {st['steps']} steps × {st['batch_size']} "
             f"sentences, {trials} tuned trials per curve, {len(r['curves'])} curves"
             + (f", {data['valid_sentences']:,} validation sentences" if data.get("valid_sentences") else ""))
 

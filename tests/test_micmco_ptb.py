@@ -23,6 +23,7 @@ from paperlib.micmco_ptb import (
     claim_verdicts,
     curve_of,
     evaluate,
+    hidden_sizes,
     load_data,
     per_token,
     prepare_sentences,
@@ -337,6 +338,14 @@ def test_smoke_run_gives_finite_non_dominated_frontiers_and_table_rows(tmp_path,
                                                        "latents barely change the best perplexity"}
     again, _ = run_experiment(settings, tmp_path, "smoke", data=data)  # resumed: nothing to train, cached tests
     assert again["table_5_1"] == results["table_5_1"] and again["curves"] == results["curves"]
+
+
+def test_hidden_sizes_are_read_from_the_run_curves_with_the_profile_as_fallback():
+    settings = {"hidden_size": 32}
+    curves = {"dreg1.shared": {"hidden_size": 32}, "dreg1.shared.hs2": {"hidden_size": 64},
+              "dreg16_kl.shared": {"hidden_size": 32}}
+    assert hidden_sizes({"settings": settings, "curves": curves}) == [32, 64]
+    assert hidden_sizes({"settings": settings, "curves": {"dreg1.shared": {"label": "DReG 1 K/R"}}}) == [32]
 
 
 def test_curve_study_resumes_without_repeating_trials(tmp_path, toy_data):
