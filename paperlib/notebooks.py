@@ -60,7 +60,71 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, profile: s
             os.environ.pop("PAPERLIB_ROOT", None)
         else:
             os.environ["PAPERLIB_ROOT"] = env_root
+    write_stable_notebook(target, root)
     return target
+
+
+# Metadata that says when, where and with which software versions a notebook ran rather than what it
+# computed: papermill's timings and absolute paths, Jupyter's execution timestamps, the Python version.
+_VOLATILE_NOTEBOOK_KEYS = {"papermill": ("start_time", "end_time", "duration", "input_path", "output_path",
+                                         "version", "exception", "environment_variables")}
+_VOLATILE_CELL_KEYS = ("execution", "papermill")
+_TEXT_MIMES = ("text/plain", "text/html", "text/markdown")
+
+
+def strip_volatile_metadata(notebook: dict, root: str | os.PathLike | None = None) -> dict:
+    """Make an executed notebook depend only on what it computed, in place: remove what changes from run to
+    run (timestamps, durations, absolute paths, papermill's and Python's versions, kernel-side execution
+    records, the random id of the cell papermill injects) and, when `root` is given, write paths under the
+    repository relative to it in text outputs (a displayed `PosixPath('/home/you/paperlib/results/x.csv')`
+    becomes `PosixPath('results/x.csv')`). The same inputs then give a byte-identical executed copy wherever
+    the clone sits, which can be committed and which DVC sees as up to date. Outputs, execution counts,
+    tags and the parameters papermill injected are kept."""
+    meta = notebook.setdefault("metadata", {})
+    for section, keys in _VOLATILE_NOTEBOOK_KEYS.items():
+        for key in keys:
+            meta.get(section, {}).pop(key, None)
+    meta.get("language_info", {}).pop("version", None)
+    relative = _relative_paths(Path(root).resolve()) if root is not None else (lambda text: text)
+    for cell in notebook.get("cells", []):
+        for key in _VOLATILE_CELL_KEYS:
+            cell.get("metadata", {}).pop(key, None)
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", ()):
+            cell["id"] = "injected-parameters"  # papermill gives the cell it adds a random id
+        for output in cell.get("outputs", []):
+            if "text" in output:
+                output["text"] = relative(output["text"])
+            for mime in _TEXT_MIMES:
+                if mime in output.get("data", {}):
+                    output["data"][mime] = relative(output["data"][mime])
+    return notebook
+
+
+def _relative_paths(root: Path):
+    prefix = str(root) + os.sep
+
+    def relative(text: str | list[str]) -> str | list[str]:
+        if isinstance(text, list):
+            return [relative(part) for part in text]
+        return text.replace(prefix, "").replace(str(root), ".")
+
+    return relative
+
+
+def write_stable_notebook(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
+    """Rewrite an executed notebook without its volatile metadata (see `strip_volatile_metadata`), in
+    nbformat's own layout, atomically."""
+    import nbformat
+
+    path = Path(path)
+    notebook = strip_volatile_metadata(nbformat.read(path, as_version=nbformat.NO_CONVERT), root)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        nbformat.write(notebook, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
 
 
 def save_figure(fig, name: str, root: str | os.PathLike | None = None) -> list[Path]:
