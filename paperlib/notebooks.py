@@ -70,12 +70,15 @@ _VOLATILE_NOTEBOOK_KEYS = {"papermill": ("start_time", "end_time", "duration", "
                                          "version", "exception", "environment_variables")}
 _VOLATILE_CELL_KEYS = ("execution", "papermill")
 _TEXT_MIMES = ("text/plain", "text/html", "text/markdown")
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PNG_TEXT_CHUNKS = (b"tEXt", b"iTXt", b"zTXt", b"tIME")  # matplotlib writes its version into tEXt
 
 
 def strip_volatile_metadata(notebook: dict, root: str | os.PathLike | None = None) -> dict:
     """Make an executed notebook depend only on what it computed, in place: remove what changes from run to
     run (timestamps, durations, absolute paths, papermill's and Python's versions, kernel-side execution
-    records, the random id of the cell papermill injects) and, when `root` is given, write paths under the
+    records, the random id of the cell papermill injects, the text chunks of inline PNG figures that name the
+    plotting library's version) and, when `root` is given, write paths under the
     repository relative to it in text outputs (a displayed `PosixPath('/home/you/paperlib/results/x.csv')`
     becomes `PosixPath('results/x.csv')`). The same inputs then give a byte-identical executed copy wherever
     the clone sits, which can be committed and which DVC sees as up to date. Outputs, execution counts,
@@ -97,7 +100,31 @@ def strip_volatile_metadata(notebook: dict, root: str | os.PathLike | None = Non
             for mime in _TEXT_MIMES:
                 if mime in output.get("data", {}):
                     output["data"][mime] = relative(output["data"][mime])
+            if "image/png" in output.get("data", {}):
+                output["data"]["image/png"] = _inline_png_without_text(output["data"]["image/png"])
     return notebook
+
+
+def png_without_text(data: bytes) -> bytes:
+    """A PNG file without its text and time chunks (e.g. matplotlib's 'Software: Matplotlib version …'), pixels
+    untouched: every chunk carries its own CRC, so dropping whole chunks leaves a valid file."""
+    if not data.startswith(_PNG_SIGNATURE):
+        raise ValueError("not a PNG file")
+    kept, i = [_PNG_SIGNATURE], len(_PNG_SIGNATURE)
+    while i < len(data):
+        length = int.from_bytes(data[i : i + 4], "big")
+        chunk = data[i : i + 12 + length]  # length, type, data, CRC
+        if chunk[4:8] not in _PNG_TEXT_CHUNKS:
+            kept.append(chunk)
+        i += 12 + length
+    return b"".join(kept)
+
+
+def _inline_png_without_text(encoded: str | list[str]) -> str:
+    import base64
+
+    encoded = "".join(encoded) if isinstance(encoded, list) else encoded
+    return base64.b64encode(png_without_text(base64.b64decode(encoded))).decode("ascii") + "\n"
 
 
 def _relative_paths(root: Path):
@@ -128,14 +155,15 @@ def write_stable_notebook(path: str | os.PathLike, root: str | os.PathLike | Non
 
 
 def save_figure(fig, name: str, root: str | os.PathLike | None = None) -> list[Path]:
-    """Save a matplotlib figure as `figures/<name>.png` and `.pdf` (PDF without a creation date, so
-    that identical figures give identical files)."""
+    """Save a matplotlib figure as `figures/<name>.png` and `.pdf` with no creation date and no software
+    names or versions in either file, so that identical figures give identical files."""
     root = Path(root) if root is not None else repo_root()
     folder = root / FIGURE_DIR
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.png", folder / f"{name}.pdf"]
     fig.savefig(paths[0], dpi=150, bbox_inches="tight", metadata={"Software": None})
-    fig.savefig(paths[1], bbox_inches="tight", metadata={"CreationDate": None, "Producer": None})
+    fig.savefig(paths[1], bbox_inches="tight", metadata={"CreationDate": None, "Producer": None,
+                                                              "Creator": None})
     return paths
 
 

@@ -143,3 +143,31 @@ def test_every_committed_result_file_is_the_one_dvc_lock_records():
     executed = {f"results/notebooks/{p.stem}.ipynb" for p in (REPO / "notebooks").glob("*.ipynb")}
     assert executed <= tracked, "every notebook's executed copy is in the repository"
     assert checked > 50
+
+
+def test_saved_figures_and_inline_images_name_no_software_and_no_date(tmp_path):
+    import io
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from paperlib.notebooks import png_without_text, save_figure
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([0, 1], [1, 0])
+    png, pdf = save_figure(fig, "example", root=tmp_path)
+    assert b"Matplotlib" not in png.read_bytes() and b"tEXt" not in png.read_bytes()
+    assert b"Matplotlib" not in pdf.read_bytes() and b"CreationDate" not in pdf.read_bytes()
+    again = save_figure(fig, "example", root=tmp_path)
+    assert [p.read_bytes() for p in again] == [png.read_bytes(), pdf.read_bytes()]
+    inline = io.BytesIO()
+    fig.savefig(inline, format="png")  # what the inline backend embeds: matplotlib's version in a tEXt chunk
+    plt.close(fig)
+    assert b"Software" in inline.getvalue()
+    stripped = png_without_text(inline.getvalue())
+    assert b"Software" not in stripped and len(stripped) < len(inline.getvalue())
+    pixels = [matplotlib.image.imread(io.BytesIO(b), format="png") for b in (inline.getvalue(), stripped)]
+    assert (pixels[0] == pixels[1]).all()  # the same decoded pixels: only the text chunk went
+    with pytest.raises(ValueError, match="not a PNG"):
+        png_without_text(b"GIF89a")

@@ -1,5 +1,5 @@
 """End to end, in the smoke profile: `dvc repro` on a scratch clone, a second `dvc repro` that does
-nothing, and nbval over every notebook against the results it produced."""
+nothing, and nbval over every executed notebook against the outputs the pipeline stored."""
 
 import json
 import os
@@ -81,10 +81,45 @@ def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch):
     assert "up to date" in second
 
 
-def test_nbval_executes_every_notebook_in_the_smoke_profile(scratch):
+def _nbval_strict(root: Path, env: dict, notebooks: list[Path]) -> str:
+    """Strict nbval over executed notebooks under `root`; stored outputs show paths relative to the clone
+    (paperlib.notebooks.strip_volatile_metadata), so the clone's own path is sanitised away."""
+    sanitize = root.parent / f"{root.name}-nbval-sanitize.cfg"
+    sanitize.write_text(f"[clone]\nregex: {re.escape(str(root.resolve()) + os.sep)}\nreplace: \n")
+    out = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
+                "--nbval-sanitize-with", str(sanitize), *map(str, notebooks)], root, env)
+    assert re.search(r"\b\d+ passed\b", out) and "failed" not in out
+    return out
+
+
+def _unchanged(before: dict[str, bytes], folder: Path) -> list[str]:
+    return sorted(name for name, data in before.items() if (folder / name).read_bytes() != data)
+
+
+def test_nbval_reruns_every_executed_notebook_to_the_same_outputs_and_figures(scratch):
+    """nbval in its strict mode over the executed copies the pipeline wrote: every cell runs again without error
+    and every text output (tables, printed numbers, claims) comes out exactly as stored, and the figures the
+    notebooks save again are byte-identical to the pipeline's. Inline images are compared through the saved
+    figures, which hold the same plots."""
     root, env = scratch
     if not (root / "results" / "data_summary.json").exists():
         _run([sys.executable, "-m", "dvc", "repro"], root, env)
-    out = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
-                "--nbval-current-env", "notebooks"], root, dict(env, PAPERLIB_PROFILE="smoke"))
-    assert re.search(r"\b\d+ passed\b", out) and "failed" not in out
+    executed = sorted((root / "results" / "notebooks").glob("*.ipynb"))
+    assert {p.stem for p in executed} == {p.stem for p in (root / "notebooks").glob("*.ipynb")}
+    figures = {p.name: p.read_bytes() for p in (root / "figures").iterdir()}
+    _nbval_strict(root, dict(env, PAPERLIB_PROFILE="smoke"), executed)
+    assert not _unchanged(figures, root / "figures"), "figures not byte-deterministic"
+
+
+def test_the_committed_executed_notebooks_are_what_the_committed_results_give(tmp_path):
+    """What a reader sees online: every committed executed notebook (the default profile's) re-runs from the
+    committed results to exactly its stored text outputs, and re-draws the committed figures byte for byte."""
+    root = tmp_path / "clone"
+    for rel in _tracked_files(REPO):
+        if rel.startswith(("results/", "figures/", "notebooks/", "params.yaml", "dvc.yaml")):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, root / rel)
+    figures = {p.name: p.read_bytes() for p in (root / "figures").iterdir()}
+    env = {k: v for k, v in os.environ.items() if k not in ("PAPERLIB_PROFILE", "PAPERLIB_ROOT")}
+    _nbval_strict(root, env, sorted((root / "results" / "notebooks").glob("*.ipynb")))
+    assert not _unchanged(figures, root / "figures"), "committed figures differ from what the notebooks draw"
