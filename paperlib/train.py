@@ -2,7 +2,8 @@
 
 What the seeds add to a plain loop (Melis thesis §4.3–§4.4, Circling Back §5):
 
-- the multi-dropout-sample objective (eq. 4.3) with `num_samples` masks in one batched pass;
+- the multi-dropout-sample objective (Melis thesis §4.3, its unnumbered equation) with `num_samples`
+  masks in one batched pass;
 - RAdam, or Adam with β1 = 0; gradient-norm clipping; an L2 penalty (`weight_decay`);
 - rollback on divergence: when the loss is not finite or the validation loss is far above the
   best seen, the best weights and optimizer state are restored and the learning rate is
@@ -66,11 +67,11 @@ class TrainConfig:
     bptt: int = 70
     optimizer: str = "radam"
     lr: float = 2e-3
-    beta1: float = 0.0  # Melis §4.4: Adam with β1 = 0
+    beta1: float = 0.0  # Adam with β1 = 0: Melis thesis §2.2.2 (ch. 2 setup) and §5.C
     beta2: float = 0.999
     weight_decay: float = 0.0  # L2 penalty
     clip_norm: float = 10.0  # <= 0: no clipping
-    num_samples: int = 1  # dropout samples D of the multi-sample objective (eq. 4.3)
+    num_samples: int = 1  # dropout samples D of the multi-sample objective (Melis thesis §4.3)
     max_steps: int = 1000
     eval_every: int = 100
     eval_batch_size: int = 10
@@ -126,7 +127,7 @@ class TrainResult:
 
 
 def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """RAdam or Adam (β1 = 0 by default, Melis §4.4), with L2 as `weight_decay`."""
+    """RAdam (Melis thesis §4.4) or Adam (β1 = 0 by default, §2.2.2 / §5.C), with L2 as `weight_decay`."""
     kwargs = dict(lr=config.lr, betas=(config.beta1, config.beta2), weight_decay=config.weight_decay)
     if config.optimizer == "radam":
         return torch.optim.RAdam(model.parameters(), **kwargs)
@@ -261,11 +262,12 @@ class Trainer:
             )
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
+        # The averagers watch the weights' trajectory: a rollback restores them with the weights they averaged.
         if "averager" in ckpt:
             self.averager.load_state_dict(ckpt["averager"])
+        for name, state in ckpt.get("monitors", {}).items():
+            self.monitors[name].load_state_dict(state)
         if restore_position:
-            for name, state in ckpt.get("monitors", {}).items():
-                self.monitors[name].load_state_dict(state)
             self.evals_since_best = ckpt.get("evals_since_best", 0)
             mine = ckpt["ranks"][self.dist.rank] if "ranks" in ckpt else ckpt
             _set_rng_state(mine["rng"])
@@ -321,8 +323,12 @@ class Trainer:
                 started = time.perf_counter()
                 loss = self._train_step(inputs, targets)
                 self.train_seconds += time.perf_counter() - started
-                self.step += 1
                 self.window += 1
+                if math.isnan(loss):
+                    # Rolled back: no optimizer step was taken, so there is no step to count and no new iterate
+                    # for the averagers (they were restored with the weights); the window that blew up is skipped.
+                    continue
+                self.step += 1
                 self._observe_step()
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{self.step * tokens_per_step / max(self.train_seconds, 1e-9):.0f}")

@@ -229,3 +229,54 @@ def test_gradients_are_clipped_to_the_configured_norm(tmp_path, clip_norm):
         assert norm == pytest.approx(clip_norm, rel=1e-4)  # the raw gradient of an untrained LM is far larger
     else:
         assert norm > 0.1
+
+
+def test_a_rollback_on_a_non_finite_loss_is_no_step_and_no_iterate_and_restores_the_monitors(tmp_path, monkeypatch):
+    """Melis §4.4's rollback restores the best weights; the step that blew up took no optimizer step, so it is
+    not counted and the averagers (main and monitors, restored with the weights) see no new iterate."""
+    import paperlib.train as train_module
+    from paperlib.averaging import build_averager
+
+    config = TrainConfig(batch_size=4, bptt=8, lr=1e-2, max_steps=6, eval_every=3, eval_batch_size=2,
+                         averaging="2ta")
+    model = tiny_model()
+    monitor = build_averager("ema", model, 2, decay=0.5)
+    trainer = Trainer(model, markov_stream(1000, 0), markov_stream(200, 1), config, tmp_path, progress=False,
+                      monitors={"ema": monitor})
+    calls, real_loss = {"n": 0}, train_module.multi_sample_loss
+
+    def blows_up_on_the_fifth_call(*args, **kwargs):
+        calls["n"] += 1
+        loss, state = real_loss(*args, **kwargs)
+        return (loss * float("nan"), state) if calls["n"] == 5 else (loss, state)
+
+    monkeypatch.setattr(train_module, "multi_sample_loss", blows_up_on_the_fifth_call)
+    optimizer_steps, real_step = {"n": 0}, trainer.optimizer.step
+
+    def counted_step(*args, **kwargs):
+        optimizer_steps["n"] += 1
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(trainer.optimizer, "step", counted_step)
+    after_rollback, real_rollback = {}, trainer._rollback
+
+    def spy_rollback(reason):
+        after_rollback["best"] = torch.load(trainer.best_path, weights_only=False)  # what it rolls back to
+        real_rollback(reason)
+        after_rollback.update(step=trainer.step, optimizer_steps=optimizer_steps["n"], main=trainer.averager.steps,
+                              monitor=monitor.state_dict())
+
+    monkeypatch.setattr(trainer, "_rollback", spy_rollback)
+    result = trainer.fit()
+    assert result.rollbacks == 1 and calls["n"] == 7  # 6 optimizer steps and the one that blew up
+    assert optimizer_steps["n"] == result.steps == 6  # the step that blew up is not counted
+    # the rollback at step 4 brought back the checkpoint of step 3: weights, main averager and monitor alike
+    assert after_rollback["step"] == 4 and after_rollback["main"] == 3
+    ema_at_best = after_rollback["best"]["monitors"]["ema"]
+    assert after_rollback["monitor"]["steps"] == ema_at_best["steps"] == 3
+    assert after_rollback["monitor"].keys() == ema_at_best.keys()
+    # from there, one iterate per optimizer step taken (steps 5 and 6), none for the rollback itself
+    taken_since = optimizer_steps["n"] - after_rollback["optimizer_steps"]
+    assert taken_since == 2
+    assert trainer.averager.steps == monitor.steps == 3 + taken_since
+    assert [h["step"] for h in result.history if "valid_nll" in h and "monitor" not in h] == [3, 6]
