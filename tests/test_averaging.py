@@ -16,6 +16,7 @@ from paperlib.averaging import (
     TwoTailedAveragedModel,
     build_averager,
 )
+from tests.numerics import assert_bitwise, assert_close_after_reduction
 
 # ---------------------------------------------------------------------------------------------------------
 # Noisy quadratic: SGD with a constant step on streaming least squares, and the brute-force optimal tail.
@@ -180,6 +181,7 @@ def _run_core(tta: TwoTailedAverage, iterates: torch.Tensor, period: int, start:
     return out
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("extensions", [False, True])
 def test_running_averages_are_means_of_the_most_recent_iterates(extensions):
     """theta^L (theta^S) is exactly the mean of the last long_len (short_len) iterates, at every step."""
@@ -193,7 +195,8 @@ def test_running_averages_are_means_of_the_most_recent_iterates(extensions):
             actions.add("reinit" if tta.long_len == 0 else tta.last_action)
         for length, average in ((tta.long_len, tta.long_avg), (tta.short_len, tta.short_avg)):
             if length:
-                torch.testing.assert_close(average, iterates[t + 1 - length : t + 1].mean(0), rtol=0, atol=1e-12)
+                assert_close_after_reduction(average, iterates[t + 1 - length : t + 1].mean(0), n_terms=length,
+                                             why="incremental means θ += (x - θ) / n vs a mean over the window")
     # the sequence exercises switches (and with extensions the resets; reset_short: see the scripted test)
     assert actions >= ({"switch", "reset_long", "reinit"} if extensions else {"switch"})
 
@@ -205,8 +208,9 @@ def test_extensions_fall_back_to_raw_weights_early_in_training():
     for t in range(10):
         tta.add(iterates[t])
     loss, theta, length = tta.evaluate(_validation_loss)
-    assert length == 1 and torch.equal(theta, iterates[9])
-    assert loss == _validation_loss(iterates[9])
+    assert length == 1
+    assert_bitwise(theta, iterates[9], why="the raw weights are handed back unchanged")
+    assert_bitwise(loss, _validation_loss(iterates[9]), why="the same loss function of the same weights")
     assert _validation_loss(iterates[:10].mean(0)) > loss  # the average of E iterates was worse
     assert (tta.short_len, tta.long_len, tta.using_raw) == (0, 0, True)  # reinitialised
     # Algorithm 1 alone reports the (worse) average instead.
@@ -322,8 +326,8 @@ def test_checkpoint_resume_gives_identical_averages(extensions):
         expected = [r for r in reference if r[0] > cut]
         assert len(continued) == len(expected)
         for got, want in zip(continued, expected):
-            assert got[0:2] == want[0:2] and got[3:] == want[3:], (cut, got[0])
-            assert torch.equal(got[2], want[2])
+            assert got[0:2] == want[0:2] and got[3:] == want[3:], (cut, got[0])  # bitwise: as below
+            assert_bitwise(got[2], want[2], why="a resumed run performs the uninterrupted run's operations")
 
 
 def test_core_rejects_bad_arguments():
@@ -412,11 +416,13 @@ def test_two_tailed_wrapper_swaps_long_average_in_and_restores_raw_weights():
         assert swapped is model
         inside = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
         torch.testing.assert_close(inside, torch.stack(flats[-long_len:]).mean(0))
-        assert all(torch.equal(b, c) for b, c in zip(model.buffers(), buffers))  # buffers stay the raw ones
-    assert torch.equal(torch.nn.utils.parameters_to_vector(model.parameters()), raw)
+        for b, c in zip(model.buffers(), buffers):
+            assert_bitwise(b, c, why="buffers stay the raw ones (compared with clones)")
+    restored = "the raw weights are copied back, not recomputed"
+    assert_bitwise(torch.nn.utils.parameters_to_vector(model.parameters()), raw, why=restored)
     with pytest.raises(RuntimeError), averager.averaged_weights():
         raise RuntimeError("restored even on errors")
-    assert torch.equal(torch.nn.utils.parameters_to_vector(model.parameters()), raw)
+    assert_bitwise(torch.nn.utils.parameters_to_vector(model.parameters()), raw, why=restored)
     # the parameters are not aliased with the averager's state
     with averager.averaged_weights():
         with torch.no_grad():
@@ -431,7 +437,7 @@ def test_two_tailed_wrapper_reports_loss_of_recommended_weights():
     assert [r.step for r in reports] == list(range(5, 61, 5))
     last = reports[-1]
     with averager.averaged_weights():
-        assert _val_loss(model) == pytest.approx(last.loss, rel=1e-6)
+        assert _val_loss(model) == pytest.approx(last.loss, rel=1e-6)  # the same evaluation; rel=1e-6 is a margin
     assert last.length == averager.recommended_length()
     assert any(r.length > 1 for r in reports)
 
@@ -463,11 +469,12 @@ def test_wrappers_resume_exactly_from_a_checkpoint(kind, options):
     averager.load_state_dict(state["avg"])
     got += _train(model, optimizer, averager, steps, start=cut)
 
-    assert got == want
+    assert got == want  # bitwise: a resumed run performs the uninterrupted run's operations
     with averager.averaged_weights():
         resumed = torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone()
     with reference[2].averaged_weights():
-        assert torch.equal(resumed, torch.nn.utils.parameters_to_vector(reference[0].parameters()))
+        assert_bitwise(resumed, torch.nn.utils.parameters_to_vector(reference[0].parameters()),
+                       why="a resumed run performs the uninterrupted run's operations")
     if kind == "ta":
         assert averager.start is not None  # the plateau trigger fired in this run
 

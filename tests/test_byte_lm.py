@@ -19,7 +19,8 @@ from paperlib.data.corpora import DataError
 
 
 def test_eq_3_15_turns_the_thesis_bits_per_byte_into_its_perplexity():
-    # 1.2649 bits/byte x 1,256,449 bytes / 245,569 words = 6.47 bits/word -> perplexity 88.8 (Table 3.3)
+    # 1.2649 bits/byte x 1,256,449 bytes / 245,569 words = 6.47 bits/word -> perplexity 88.8 (Table 3.3);
+    # abs=1e-4: the product rounded to 4 decimals by hand
     assert bits_per_word(THESIS_TEST_BITS_PER_BYTE, THESIS_TEST_BYTES, THESIS_TEST_WORDS) == pytest.approx(6.4719,
                                                                                                          abs=1e-4)
     assert round(word_perplexity(THESIS_TEST_BITS_PER_BYTE, THESIS_TEST_BYTES, THESIS_TEST_WORDS), 1) == 88.8

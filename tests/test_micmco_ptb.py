@@ -35,6 +35,7 @@ from paperlib.micmco_ptb import (
 from paperlib.models.lstm import lstm_step
 from paperlib.models.masks import DropoutRates
 from paperlib.models.sentence_vae import SentenceVAE
+from tests.numerics import assert_close_after_reduction
 
 V, H, EOS, UNK = 25, 12, 0, 2
 RATES = DropoutRates(input=0.4, state=0.3, output=0.5)
@@ -66,7 +67,7 @@ def test_shared_masks_are_identical_across_samples_and_differ_across_sentences()
     assert masks.input.shape == (1, 3, 6, H) and masks.state.shape == (1, 3, H) and masks.output.shape == (1, 3, 6, H)
     for mask in (m for m in (masks.expanded(5).input, masks.expanded(5).state, masks.expanded(5).output)):
         assert mask.shape[0] == 5
-        assert all(torch.equal(mask[k], mask[0]) for k in range(5))
+        assert all(torch.equal(mask[k], mask[0]) for k in range(5))  # bitwise: one draw, expanded over the samples
         assert not torch.equal(mask[0, 0], mask[0, 1]) and not torch.equal(mask[0, 1], mask[0, 2])
 
 
@@ -123,6 +124,7 @@ def _hand_posterior(model: SentenceVAE, sentence: torch.Tensor) -> tuple[torch.T
     return loc, (0.5 * log_var).exp()
 
 
+@pytest.mark.numerics
 def test_single_sample_objective_equals_the_elbo_computed_by_hand():
     model = tiny_vae().double().eval()
     sentences = toy_sentences(3, seed=5)
@@ -138,7 +140,11 @@ def test_single_sample_objective_equals_the_elbo_computed_by_hand():
         log_q = (-0.5 * eps[b] ** 2 - scale.log() - 0.5 * math.log(2 * math.pi)).sum()
         log_p = (-0.5 * z**2 - 0.5 * math.log(2 * math.pi)).sum()
         expected.append(_hand_log_likelihood(model, sentence, z) + log_p - log_q)
-    torch.testing.assert_close(value.detach(), torch.stack(expected).detach(), rtol=1e-10, atol=1e-10)
+    # batched, padded encoder and decoder vs a per-sentence loop: per step 2H + 1 gate terms in both directions, the
+    # output layer (H + 1), the log-softmax (V) and the sum over up to 10 tokens
+    assert_close_after_reduction(value.detach(), torch.stack(expected).detach(),
+                                 n_terms=2 * 10 * (2 * H + 1) + H + 1 + V + 10,
+                                 why="the padded batch vs a per-sentence loop with lstm_step")
 
 
 def test_iwae_nll_with_many_samples_is_below_the_elbo_nll():
@@ -155,6 +161,7 @@ def test_iwae_nll_with_many_samples_is_below_the_elbo_nll():
     assert all(math.isfinite(v) for v in many.values())
 
 
+@pytest.mark.numerics
 def test_categorical_kl_against_the_uniform_prior_matches_the_closed_form():
     model = tiny_vae("categorical").double()
     batch = pad_sentences(toy_sentences(4, seed=7), EOS)
@@ -164,13 +171,15 @@ def test_categorical_kl_against_the_uniform_prior_matches_the_closed_form():
         logits = model.encoder(batch.targets, batch.lengths).view(4, 3, 4)
         q = logits.softmax(-1)
         closed = (q * q.log()).sum((-1, -2)) + 3 * math.log(4)
-        torch.testing.assert_close(kl, closed, rtol=1e-12, atol=1e-12)
+        assert_close_after_reduction(kl, closed, n_terms=3 * 4 + 4,
+                                     why="Σ q ln q over 3 latents x 4 categories from the model vs from its softmax")
         assert (closed > 0.5).all()
         z = model.posterior(batch).sample((20000,))  # [S, B, L]
         monte_carlo = (model.posterior(batch).log_prob(z) - model.log_prior(z)).mean(0)
-    torch.testing.assert_close(monte_carlo, closed, rtol=0, atol=0.05)
+    torch.testing.assert_close(monte_carlo, closed, rtol=0, atol=0.05)  # not rounding: about 5 standard errors
 
 
+@pytest.mark.numerics
 def test_padding_content_and_batch_company_do_not_change_the_objective():
     model = tiny_vae("categorical", dropout=RATES).eval()
     sentences = toy_sentences(3, seed=8, low=2, high=6) + toy_sentences(1, seed=9, low=12, high=13)
@@ -185,7 +194,8 @@ def test_padding_content_and_batch_company_do_not_change_the_objective():
         full = model.log_likelihood(z, batch)
         torch.testing.assert_close(model.log_likelihood(z, garbage), full)
         alone = model.log_likelihood(z[:, :1], pad_sentences(sentences[:1], EOS))
-    torch.testing.assert_close(alone, full[:, :1], rtol=1e-5, atol=1e-5)
+    assert_close_after_reduction(alone, full[:, :1], dtype=torch.float32, n_terms=12 * (2 * H + 1) + H + 1 + V + 12,
+                                 why="one sentence alone vs in a padded batch: GEMMs of other shapes over <= 12 steps")
     config = Configuration("categorical", "vimco", "renyi", 5, 5)
     torch.manual_seed(2)
     a = step_surrogates(model, batch, config, {"lam": 0.5, "alpha": 2.0}).model
