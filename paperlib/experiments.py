@@ -6,6 +6,7 @@ validates every profile against it, so a typo is caught before anything runs.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from paperlib.config import register_experiment, register_section
@@ -45,7 +46,7 @@ class DatasetSummaryParams:
             raise ValueError("max_rank and sentence_max_len must be >= 1")
 
 
-MODEL_SPEC_KEYS = ("cell", "hidden_size", "num_layers", "options")
+MODEL_SPEC_KEYS = ("cell", "hidden_size", "num_layers", "options", "train")
 
 
 @register_experiment("lm_ptb")
@@ -55,7 +56,8 @@ MODEL_SPEC_KEYS = ("cell", "hidden_size", "num_layers", "options")
 class LanguageModelParams:
     """A comparison of language models trained alike on one corpus (Melis thesis Tables 2.1, 2.2, 4.1).
 
-    `models` maps a display name to `{cell, hidden_size, num_layers, options}` for `build_lm`;
+    `models` maps a display name to `{cell, hidden_size, num_layers, options}` for `build_lm`, plus an
+    optional `train` mapping of `TrainConfig` fields that override the shared ones for that model;
     `train` holds `paperlib.train.TrainConfig` fields shared by all models; every model is
     trained once per seed. `mc_samples` dropout masks are averaged for the MC-dropout numbers.
     """
@@ -69,6 +71,9 @@ class LanguageModelParams:
     eval_tokens: int | None = None  # evaluate on the first N validation/test tokens only (None: all)
 
     def __post_init__(self) -> None:
+        from torch.nn import Linear
+
+        from paperlib.averaging import build_averager
         from paperlib.models import CELL_OPTIONS, VALID_CELLS
         from paperlib.train import TrainConfig
 
@@ -88,5 +93,17 @@ class LanguageModelParams:
             bad = sorted(set(spec.get("options", {})) - set(CELL_OPTIONS[spec["cell"]]))
             if bad:
                 raise ValueError(f"models.{name}: unknown option(s) {bad}; valid: {', '.join(sorted(CELL_OPTIONS[spec['cell']]))}")
+            if "train" in spec:
+                valid = [f.name for f in dataclasses.fields(TrainConfig)]
+                if not isinstance(spec["train"], dict):
+                    raise ValueError(f"models.{name}.train must map TrainConfig fields to values; valid keys: {', '.join(valid)}")
+                bad = sorted(set(spec["train"]) - set(valid))
+                if bad:
+                    raise ValueError(f"models.{name}.train: unknown key(s) {bad}; valid keys: {', '.join(valid)}")
+                try:
+                    config = TrainConfig(**{**self.train, **spec["train"]})
+                    build_averager(config.averaging, Linear(1, 1), config.eval_every, **config.averaging_options)
+                except ValueError as err:
+                    raise ValueError(f"models.{name}.train: {err}") from None
         if not self.seeds or self.mc_samples < 1 or self.threads < 1:
             raise ValueError("seeds must be non-empty and mc_samples, threads >= 1")

@@ -72,19 +72,21 @@ def train_and_evaluate(name: str, settings: Any, vocab_size: int, train_ids: tor
                        spec_extra: dict[str, Any] | None = None,
                        record_extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Train every model x seed of ``settings`` (a :class:`paperlib.experiments.LanguageModelParams`) on the id
-    streams, evaluate its best weights with :func:`evaluate_run`, and return one record per run.
+    streams, evaluate its best weights with :func:`evaluate_run`, and return one record per run. A model's
+    ``train`` overrides (if any) replace the shared ``train`` fields for that model.
 
     Each run lives in ``runs_dir/<model>-seed<seed>`` and resumes from its checkpoint; a finished run is read back
     from its ``done.json``, and a run folder made with other settings (``spec_extra`` joins them) is redone.
     ``record_extra`` is stored in every new record.
     """
-    config = TrainConfig(**settings.train)
     runs = []
     for model_name, spec in settings.models.items():
+        train = {**settings.train, **spec.get("train", {})}  # the model's own overrides win
+        config = TrainConfig(**train)
         for seed in settings.seeds:
             run_dir = runs_dir / f"{model_name}-seed{seed}"
             done = run_dir / "done.json"
-            forget_stale_run(run_dir, {"model": spec, "train": settings.train, "seed": seed,
+            forget_stale_run(run_dir, {"model": spec, "train": train, "seed": seed,
                                         "eval_tokens": settings.eval_tokens, "mc_samples": settings.mc_samples,
                                         **(spec_extra or {})})
             if done.exists():
@@ -93,7 +95,7 @@ def train_and_evaluate(name: str, settings: Any, vocab_size: int, train_ids: tor
             seed_everything(seed)
             model = build_lm(spec["cell"], vocab_size, spec["hidden_size"], spec["num_layers"],
                              **spec.get("options", {}))
-            run_config = TrainConfig(**{**settings.train, "seed": seed})
+            run_config = TrainConfig(**{**train, "seed": seed})
             if progress:
                 print(f"{name}: training {model_name} (seed {seed}, {num_parameters(model):,} parameters)", flush=True)
             trainer = Trainer(model, train_ids, valid_ids, run_config, run_dir, device=device, progress=progress)
@@ -131,7 +133,11 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
     settings = experiment_params(name, profile, params)
     if averaging is not None:
         TrainConfig(**{**settings.train, "averaging": averaging})  # validates the kind
-        settings = dataclasses.replace(settings, train={**settings.train, "averaging": averaging})
+        # the kind replaces the models' own averaging too (their options belong to their own kind)
+        models = {model: {**spec, "train": {**{k: v for k, v in spec["train"].items() if k != "averaging_options"},
+                                            "averaging": averaging}} if "train" in spec else spec
+                  for model, spec in settings.models.items()}
+        settings = dataclasses.replace(settings, train={**settings.train, "averaging": averaging}, models=models)
         runs_dir = runs_dir if runs_dir is not None else root / "runs" / f"{name}.{averaging}"
         out = out if out is not None else root / "results" / f"{name}.{averaging}.json"
     torch.set_num_threads(settings.threads)
@@ -174,6 +180,18 @@ def summarise(runs: list[dict[str, Any]], level: str) -> dict[str, dict[str, flo
     return summary
 
 
+# Paper-profile name of the Mogrifier LSTM trained with Melis ch. 4's setup (Table 4.1 / 4.2), beside the one
+# trained with ch. 2's setup (Table 2.1 / 2.2) under the plain name.
+CHAPTER_4_MOGRIFIER = "mogrifier_lstm_ch4"
+
+
+def reference_model(ref: dict[str, Any], summary: dict[str, Any]) -> str:
+    """Which of our models a paper row sits beside: a Melis ch. 4 row goes to the model's `_ch4` run when the
+    experiment trained one with that chapter's setup, every other row to the model of its name."""
+    chapter_4 = f"{ref['model']}_ch4"
+    return chapter_4 if ref["source"].startswith("Melis T4") and chapter_4 in summary else ref["model"]
+
+
 def comparison_table(results: dict[str, Any]):
     """Ours (mean ± std over seeds) beside the paper's rows, one row per (model, source), as a DataFrame."""
     import pandas as pd
@@ -193,7 +211,7 @@ def comparison_table(results: dict[str, Any]):
                      "valid": fmt("valid"), "test": fmt("test"), "valid (T*)": fmt("valid_temp"),
                      "test (T*)": fmt("test_temp"), "valid MC": fmt("valid_mc"), "test MC": fmt("test_mc")})
     for ref in paper_rows(results["experiment"]):
-        rows.append({"model": ref["model"], "source": f"paper ({ref['source']}, 24M params)",
+        rows.append({"model": reference_model(ref, results["summary"]), "source": f"paper ({ref['source']}, 24M params)",
                      "valid": ref["valid"], "test": ref["test"], "valid (T*)": "", "test (T*)": "",
                      "valid MC": ref["valid_mc"] or "", "test MC": ref["test_mc"] or ""})
     return pd.DataFrame(rows).sort_values(["model", "source"], kind="stable").set_index(["model", "source"])
@@ -204,14 +222,19 @@ def ordering_verdict(results: dict[str, Any], metric: str = "test") -> dict[str,
 
     The paper ranks LSTM > Mogrifier LSTM > Mogrifier RLSTM (worst to best) on PTB words and
     characters. A gap counts as resolved when it exceeds twice the larger seed standard deviation.
+    When a Mogrifier LSTM was also trained with ch. 4's setup (:data:`CHAPTER_4_MOGRIFIER`), the RLSTM
+    is compared with that one, as in Tables 4.1 / 4.2.
     """
     unit = "bpc" if results["level"] == "char" else "ppl"
     summary = results["summary"]
     paper_order = ["lstm", "mogrifier_lstm", "mogrifier_rlstm"]
     ours = [m for m in paper_order if m in summary]
+    compared = list(zip(ours, ours[1:]))
+    if CHAPTER_4_MOGRIFIER in summary:
+        compared = [(CHAPTER_4_MOGRIFIER if better == "mogrifier_rlstm" else worse, better) for worse, better in compared]
     key = f"{metric}_{unit}"
     pairs = []
-    for worse, better in zip(ours, ours[1:]):
+    for worse, better in compared:
         gap = summary[worse][key] - summary[better][key]
         noise = 2 * max(summary[worse][key + "_std"], summary[better][key + "_std"])
         pairs.append({"paper: better": better, "than": worse, "our gap": gap,
