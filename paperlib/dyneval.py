@@ -15,7 +15,8 @@ Update rules (``rule``):
 * ``global_rms``: θ ← θ - η ∇L(s_i) / (√MS_g + ε) + λ(θ_g - θ) ⊙ r, where MS_g are mean squared
   gradients over training batches (eq. 4.4, :func:`mean_squared_gradients`) and r = 1 (eq. 4.5) or,
   with ``rms_decay=True`` (the default), r = RMS_norm = √MS_g / avg(√MS_g) clipped at 1/λ
-  (eqs. 4.6-4.7).
+  (eqs. 4.6-4.7); avg is the mean over parameter tensors of each tensor's mean √MS_g, as in the
+  author's released code (``rms_average="tensors"``), or over all adapted elements (``"elements"``).
 * ``rmsprop`` and ``adam``: ``torch.optim.RMSprop`` / ``torch.optim.Adam`` on the local weights, the
   §5.4.2-5.4.3 baselines (Krause used PyTorch's implementations, whose ε sits outside the square root
   as in eq. 5.12 rather than inside as in eqs. 2.52/2.57). ``alpha`` is the averaging constant α of the
@@ -29,11 +30,13 @@ Update rules (``rule``):
 observed one in embedding space with the vocabulary's median (§5.3, Table 5.2).
 
 Sparse dynamic evaluation (§4.6, ``sparse_units=H``) adapts only an H×H matrix M, initialised to zero,
-acting on H of the hidden units as h' = h + M h (eq. 4.8). Departure: the thesis applies M to the hidden
-state inside the recurrence, so that h' also feeds the next time step; paperlib's recurrent layers run
-the whole time loop inside fused autograd Functions, so here M acts on the final features (the input of
-the output embedding, taken with a forward pre-hook on ``model.decoder``) and changes the predictions but
-not the recurrent dynamics. This works for every LM with a ``decoder`` (recurrent and Transformer).
+acting on H of the hidden units of a recurrent layer as h'_t = h_t + M h_t (eq. 4.8); h'_t replaces h_t in
+the next time step and in the layer's output (:class:`RecurrentSparseAdaptation`, by default on the last
+layer of an LSTM, RLSTM, Mogrifier or mLSTM LM). The layer then runs its per-step autograd form instead of
+its fused recurrence (the same function). ``sparse_mode="output"`` is an ablation that departs from
+eq. (4.8): M acts on the final features only (the input of the output embedding,
+:class:`DecoderInputAdaptation`), so it changes the predictions but not the recurrent dynamics; it works
+for any LM with a ``decoder``, Transformers included.
 
 Loss scale: L(s_i) is the *mean* cross-entropy over the tokens of s_i (the public implementation of the
 thesis does the same); the scale only reparameterises η, and MS_g is computed with the same reduction
@@ -47,14 +50,15 @@ during batched evaluation (only) a plain/capped LSTM layer runs a vmappable LSTM
 an autograd Function with ``setup_context`` whose backward takes the recurrent weight gradient in one
 matmul) and other layers their per-step autograd references (``lstm_step``, ``rlstm_step``,
 ``Mogrifier``); all compute the same function. ``torch.nn.GRU`` has no batching rule, so GRU models are
-correct but fall back to a per-stream loop inside vmap. Sparse dynamic evaluation batches natively (the
-base weights are shared, only M is per stream). On a CPU, full-parameter batching is limited by the
+correct but fall back to a per-stream loop inside vmap. Sparse dynamic evaluation batches natively without
+vmap (the base weights are shared, every batch row multiplies its h by its own M). On a CPU, full-parameter batching is limited by the
 memory traffic of S weight copies (``benchmarks/dyneval.py``); sparse batching scales.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import math
 import types
@@ -70,6 +74,8 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from paperlib.config import register_experiment
 from paperlib.data.batching import batchify, bptt_windows, num_windows
 from paperlib.models.layers import LSTMLayer, RLSTMLayer, stepwise_recurrence
+from paperlib.models.lstm import LSTMState
+from paperlib.models.mlstm import MLSTMLayer, mlstm_step
 from paperlib.models.state import detach_state
 
 RULES = ("sgd", "global_rms", "rmsprop", "adam", "nonlocal_rmsprop")
@@ -117,13 +123,36 @@ class DynamicEvalResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def rms_norm(ms_g: Mapping[str, Tensor], decay: float) -> dict[str, Tensor]:
-    """RMS_norm of eq. (4.6): √MS_g divided by its mean over all adapted elements, clipped at 1/λ."""
+RMS_AVERAGES = ("tensors", "elements")
+
+
+def rms_norm(ms_g: Mapping[str, Tensor], decay: float, average: str = "tensors") -> dict[str, Tensor]:
+    """RMS_norm = √MS_g / avg(√MS_g) of Krause eq. (4.6), clipped at 1/λ (the text below eq. 4.6).
+
+    The thesis says √MS_g is "divided by its mean, resulting in a normalized version of √MS_g with a mean of
+    1", which leaves open what the mean runs over. ``average``:
+
+    * ``"tensors"`` (default): the mean over parameter tensors of each tensor's mean √MS_g, every tensor
+      weighted equally whatever its size. This is what the author's released script does
+      (benkrause/dynamic-evaluation, ``dynamiceval.py``, gradient statistics: the per-tensor means of √MS
+      averaged over the model's parameter tensors), and where the text is ambiguous the code decides. An
+      older version of that script summed the per-tensor means instead of averaging them, which only
+      rescales λ by the number of tensors (its ``--oldhyper`` option converts λ between the two).
+    * ``"elements"``: the mean over all adapted elements, so large tensors dominate.
+
+    With one tensor (sparse dynamic evaluation: M) both coincide.
+    """
     if not 0.0 < decay <= 1.0:
         raise ValueError(f"decay must lie in (0, 1] for an RMS decay prior, got {decay}")
+    if average not in RMS_AVERAGES:
+        raise ValueError(f"unknown rms_average {average!r}; valid: {', '.join(RMS_AVERAGES)}")
+    if not ms_g:
+        raise ValueError("ms_g holds no tensor")
     roots = {k: v.sqrt() for k, v in ms_g.items()}
-    count = sum(v.numel() for v in roots.values())
-    mean = sum(float(v.double().sum()) for v in roots.values()) / count
+    if average == "tensors":
+        mean = sum(float(v.double().mean()) for v in roots.values()) / len(roots)
+    else:
+        mean = sum(float(v.double().sum()) for v in roots.values()) / sum(v.numel() for v in roots.values())
     return {k: (v / mean).clamp(max=1.0 / decay) for k, v in roots.items()}
 
 
@@ -261,6 +290,7 @@ def make_update_rule(
     alpha: float | None = None,
     ms_g: Mapping[str, Tensor] | None = None,
     rms_decay: bool = True,
+    rms_average: str = "tensors",
     statistics: StatisticsStream | None = None,
 ) -> UpdateRule:
     """Build the update rule ``rule`` (one of :data:`RULES`) for the local weights ``params``.
@@ -268,10 +298,11 @@ def make_update_rule(
     ``params`` may carry a leading stream dimension (batched evaluation); θ_g and MS_g broadcast.
     ``eps``, ``momentum`` and ``alpha`` default per rule: ε = 1e-5 for global RMS and PyTorch's 1e-8
     otherwise; μ = 0 for SGD and 0.9 (β1) for Adam; α = 0.99 for (non-local) RMSprop and 0.999 (β2) for
-    Adam. ``statistics`` is the parallel model of ``nonlocal_rmsprop`` (built by :func:`dynamic_evaluate`
+    Adam. ``rms_average`` is the avg of RMS_norm (eq. 4.6, :func:`rms_norm`) for ``global_rms`` with
+    ``rms_decay``. ``statistics`` is the parallel model of ``nonlocal_rmsprop`` (built by :func:`dynamic_evaluate`
     from ``statistics_tokens``).
     """
-    _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay)
+    _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay, rms_average)
     keys = list(params)
     if (statistics is None) != (rule != "nonlocal_rmsprop"):
         raise ValueError("rule 'nonlocal_rmsprop' needs statistics (dynamic_evaluate: statistics_tokens), "
@@ -285,7 +316,10 @@ def make_update_rule(
         ms_g = {k: ms_g[k].to(params[k].device, params[k].dtype) for k in keys}
         decay_rate = None
         if decay > 0:
-            decay_rate = {k: decay * r for k, r in rms_norm(ms_g, decay).items()} if rms_decay else dict.fromkeys(keys, decay)
+            if rms_decay:
+                decay_rate = {k: decay * r for k, r in rms_norm(ms_g, decay, rms_average).items()}
+            else:
+                decay_rate = dict.fromkeys(keys, decay)
         return GlobalRMSRule(theta_g, lr, ms_g, 1e-5 if eps is None else eps, decay_rate)
     decay_rate = dict.fromkeys(keys, decay) if decay > 0 else None
     if rule == "nonlocal_rmsprop":
@@ -306,7 +340,7 @@ def make_update_rule(
     return TorchOptimizerRule(theta_g, optimizer, decay_rate)
 
 
-def _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay) -> None:
+def _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay, rms_average="tensors") -> None:
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; valid rules: {', '.join(RULES)}")
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr >= 0):
@@ -324,6 +358,8 @@ def _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay) -> None:
                          f"got {alpha}")
     if not rms_decay and rule != "global_rms":
         raise ValueError("rms_decay=False only applies to rule 'global_rms'")
+    if rms_average not in RMS_AVERAGES:
+        raise ValueError(f"unknown rms_average {rms_average!r}; valid: {', '.join(RMS_AVERAGES)}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,9 +367,105 @@ def _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-class SparseAdaptation(nn.Module):
-    """h' = h + M h on ``units`` of the LM's final features (eq. 4.8, applied before the output embedding).
+SPARSE_MODES = ("recurrent", "output")
 
+
+def _check_sparse_mode(mode: str) -> None:
+    if mode not in SPARSE_MODES:
+        raise ValueError(f"unknown sparse_mode {mode!r}; valid: {', '.join(SPARSE_MODES)}")
+
+
+def _unit_index(units: int | Sequence[int], width: int, what: str, like: Tensor) -> Tensor:
+    """The adapted units as a LongTensor on ``like``'s device, checked against ``width``."""
+    index = list(range(units)) if isinstance(units, int) else list(units)
+    if not index or len(set(index)) != len(index) or min(index) < 0 or max(index) >= width:
+        raise ValueError(f"units must name 1..{width} distinct {what} below {width}, got {units!r}")
+    return torch.tensor(index, dtype=torch.long, device=like.device)
+
+
+def _plus_m_h(h: Tensor, index: Tensor, m: Tensor) -> Tensor:
+    """h + M h on the units ``index`` of ``h`` [..., n] (eq. 4.8); M [H, H], or [B, H, H] / [1, H, H] per batch row."""
+    sub = h.index_select(-1, index)  # [..., H]
+    if m.dim() == 2:
+        return h.index_add(-1, index, sub @ m.transpose(0, 1))
+    if sub.dim() == 2:  # one time step, [B, H]: row b uses M[b]
+        return h.index_add(-1, index, (sub.unsqueeze(1) @ m.transpose(-1, -2)).squeeze(1))
+    return h.index_add(-1, index, sub @ m.transpose(-1, -2))  # [B, T, H] @ [B, H, H]
+
+
+class RecurrentSparseAdaptation(nn.Module):
+    """A recurrent layer whose hidden state is transformed as h'_t = h_t + M h_t on ``units`` units (Krause eq. 4.8).
+
+    Wraps an LSTM, RLSTM (either optionally mogrified) or mLSTM layer. As §4.6 specifies, h'_t "replaces h_t"
+    in both directions it travels: it is the h_{t-1} of the cell's next step and the layer's output at t.
+    M (``adaptation``, [H_s, H_s]) starts at zero, so the layer computes the wrapped layer's function; the
+    time loop runs the cell one step at a time (:func:`~paperlib.models.layers.stepwise_recurrence` for the
+    LSTM family, :func:`~paperlib.models.mlstm.mlstm_step` for the mLSTM) because M acts between steps.
+    ``adaptation`` may be replaced (``torch.func.functional_call``) by a [B, H_s, H_s] tensor: one M per batch
+    row, which is how :func:`dynamic_evaluate` batches independent streams.
+    """
+
+    def __init__(self, layer: nn.Module, units: int | Sequence[int]):
+        super().__init__()
+        if not isinstance(layer, (LSTMLayer, RLSTMLayer, MLSTMLayer)):
+            raise ValueError("recurrent sparse adaptation is implemented for LSTM, RLSTM and mLSTM layers, got "
+                             f"{type(layer).__name__}; sparse_mode='output' adapts the decoder input of any LM")
+        like = next(layer.parameters())
+        self.layer = layer
+        self.hidden_size = layer.hidden_size
+        self.register_buffer("index", _unit_index(units, layer.hidden_size, "hidden units", like), persistent=False)
+        self.adaptation = nn.Parameter(like.new_zeros(self.index.numel(), self.index.numel()))
+
+    def init_state(self, batch_size: int) -> LSTMState:
+        return self.layer.init_state(batch_size)
+
+    def forward(self, x: Tensor, state: LSTMState, state_mask: Tensor | None = None) -> tuple[Tensor, LSTMState]:
+        layer, (h, c) = self.layer, state
+        if isinstance(layer, MLSTMLayer):
+            mx_all = F.linear(x, layer.weight_mx)  # [T, B, n]
+            gx_all = F.linear(x, layer.weight_x, layer.bias)  # [T, B, 4n]
+
+            def step(t: int, h: Tensor, c: Tensor) -> LSTMState:
+                h_prev = h if state_mask is None else h * state_mask
+                return mlstm_step(mx_all[t], gx_all[t], h_prev, c, layer.weight_mh, layer.weight_m,
+                                  layer.capped_input_gate)
+        else:
+            def step(t: int, h: Tensor, c: Tensor) -> LSTMState:  # masks h_prev and mogrifies itself
+                return stepwise_recurrence(layer, x[t : t + 1], (h, c), state_mask)[1]
+
+        outputs = []
+        for t in range(x.shape[0]):
+            h, c = step(t, h, c)
+            h = _plus_m_h(h, self.index, self.adaptation)  # h'_t feeds the next step and the output
+            outputs.append(h)
+        return torch.stack(outputs), (h, c)
+
+
+def with_recurrent_adaptation(model: nn.Module, units: int | Sequence[int], layer: int = -1) -> tuple[nn.Module, str]:
+    """A copy of the recurrent LM ``model`` with eq. (4.8) in its layer ``layer``; returns (copy, name of M).
+
+    The last layer by default: §4.6 allows one layer or all of a stacked RNN, and the thesis' mLSTM had one.
+    Dynamic evaluation of the copy with ``adapt=[name]`` is sparse dynamic evaluation with one M for all
+    streams of a batch; ``dynamic_evaluate(model, ..., sparse_units=H)`` gives every stream its own M.
+    """
+    layers = getattr(model, "layers", None)
+    if not isinstance(layers, nn.ModuleList) or not layers:
+        raise ValueError("recurrent sparse adaptation needs a recurrent LM with `layers` (paperlib.models.RecurrentLM); "
+                         "sparse_mode='output' adapts the decoder input of any LM")
+    if not -len(layers) <= layer < len(layers):
+        raise ValueError(f"layer must index one of the {len(layers)} layers, got {layer}")
+    index = layer % len(layers)
+    adapted = copy.deepcopy(model)
+    adapted.layers[index] = RecurrentSparseAdaptation(adapted.layers[index], units)
+    return adapted, f"layers.{index}.adaptation"
+
+
+class DecoderInputAdaptation(nn.Module):
+    """Ablation of eq. (4.8): h' = h + M h on ``units`` of the LM's final features, the output embedding's input.
+
+    Departure from Krause §4.6: h' does not replace the recurrent state, so M changes the predictions but not
+    the recurrent dynamics (the character-level experiment reports it beside :class:`RecurrentSparseAdaptation`
+    as ``sparse_output``). Works for every LM with a Linear ``decoder``, Transformers included.
     ``forward(tokens [B, T], state, adaptation [B or 1, H, H])``: every batch row may have its own M.
     Without ``adaptation`` (or with M = 0) the wrapped model is unchanged.
     """
@@ -342,13 +474,10 @@ class SparseAdaptation(nn.Module):
         super().__init__()
         decoder = getattr(model, "decoder", None)
         if not isinstance(decoder, nn.Module) or not hasattr(decoder, "in_features"):
-            raise ValueError("sparse dynamic evaluation needs an LM whose `decoder` is a Linear layer")
-        width = decoder.in_features
-        index = list(range(units)) if isinstance(units, int) else list(units)
-        if not index or len(set(index)) != len(index) or min(index) < 0 or max(index) >= width:
-            raise ValueError(f"units must name 1..{width} distinct feature indices below {width}, got {units!r}")
+            raise ValueError("sparse_mode='output' needs an LM whose `decoder` is a Linear layer")
         self.model = model
-        self.register_buffer("index", torch.tensor(index, dtype=torch.long), persistent=False)
+        self.register_buffer("index", _unit_index(units, decoder.in_features, "feature indices", decoder.weight),
+                             persistent=False)
 
     @property
     def units(self) -> int:
@@ -356,23 +485,39 @@ class SparseAdaptation(nn.Module):
 
     def zeros(self, streams: int = 1) -> Tensor:
         """The initial adaptation matrix M = 0 for ``streams`` streams, [S, H, H]."""
-        like = self.model.decoder.weight
-        return like.new_zeros(streams, self.units, self.units)
+        return self.model.decoder.weight.new_zeros(streams, self.units, self.units)
 
     def forward(self, tokens: Tensor, state: Any = None, adaptation: Tensor | None = None) -> tuple[Tensor, Any]:
         if adaptation is None:
             return self.model(tokens, state)
 
         def adapt(module: nn.Module, args: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-            y = args[0]  # [B, T, D]
-            h = y.index_select(-1, self.index)  # [B, T, H]
-            return (y.index_add(-1, self.index, h @ adaptation.transpose(-1, -2)),)  # h + M h on the subset
+            return (_plus_m_h(args[0], self.index, adaptation),)  # features [B, T, D]
 
         handle = self.model.decoder.register_forward_pre_hook(adapt)
         try:
             return self.model(tokens, state)
         finally:
             handle.remove()
+
+
+SparseCall = Callable[[Tensor, Tensor, Any], tuple[Tensor, Any]]
+
+
+def sparse_adaptation(model: nn.Module, units: int | Sequence[int], mode: str = "recurrent") -> tuple[SparseCall, Tensor]:
+    """Sparse dynamic evaluation's LM as ``(call(M, tokens, state) -> (logits, state), M = 0 [1, H, H])``.
+
+    ``mode`` ``"recurrent"``: eq. (4.8) in the last recurrent layer (:func:`with_recurrent_adaptation`, a copy
+    of ``model``); ``"output"``: the ablation on the decoder input (:class:`DecoderInputAdaptation`). M may be
+    [S, H, H], one per batch row.
+    """
+    _check_sparse_mode(mode)
+    if mode == "recurrent":
+        adapted, name = with_recurrent_adaptation(model, units)
+        zero = adapted.get_parameter(name).detach().unsqueeze(0)
+        return (lambda m, tokens, state: functional_call(adapted, {name: m}, (tokens, state))), zero
+    wrapper = DecoderInputAdaptation(model, units)
+    return (lambda m, tokens, state: wrapper(tokens, state, m)), wrapper.zeros(1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -588,11 +733,13 @@ def dynamic_evaluate(
     eps: float | None = None,
     segment_len: int = 5,
     rms_decay: bool = True,
+    rms_average: str = "tensors",
     momentum: float | None = None,
     alpha: float | None = None,
     ms_g: Mapping[str, Tensor] | None = None,
     adapt: AdaptSpec = None,
     sparse_units: int | Sequence[int] | None = None,
+    sparse_mode: str = "recurrent",
     state: Any = None,
     batched: bool = True,
     callback: Callable[[int, Params, Params], None] | None = None,
@@ -602,8 +749,11 @@ def dynamic_evaluate(
 
     Returns the per-token losses of predicting tokens[..., 1:], each scored before the update on its
     segment (§4.3). The rule's hyperparameters are described in :func:`make_update_rule`; ``ms_g`` comes
-    from :func:`mean_squared_gradients` with the same ``adapt`` / ``sparse_units``. ``adapt`` restricts the
-    adapted parameters (Krause ch. 6 adapts only part of GPT-2). ``state`` is the initial recurrent
+    from :func:`mean_squared_gradients` with the same ``adapt`` / ``sparse_units`` / ``sparse_mode``. ``adapt``
+    restricts the adapted parameters (Krause ch. 6 adapts only part of GPT-2). ``sparse_units`` (a count H or
+    a list of unit indices) adapts only M of eq. (4.8) instead, inside the last recurrent layer
+    (``sparse_mode="recurrent"``) or, as an ablation, on the decoder input (``"output"``); see
+    :func:`sparse_adaptation`. ``state`` is the initial recurrent
     state (batch S), None for the model's zero state. With S > 1 every stream has its own fast weights and
     hidden state; ``batched=True`` evaluates them together (vmap), ``batched=False`` one after the other.
     ``callback(i, params, grads)`` is called after the i-th update (for inspection).
@@ -614,10 +764,12 @@ def dynamic_evaluate(
     streams = _as_streams(tokens)
     if not isinstance(segment_len, int) or segment_len < 1:
         raise ValueError(f"segment_len must be a positive integer, got {segment_len!r}")
-    _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay)
+    _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay, rms_average)
+    _check_sparse_mode(sparse_mode)
     other = _statistics_streams(rule, streams, statistics_tokens)
     count = streams.shape[0]
-    hyper = dict(rule=rule, lr=lr, decay=decay, eps=eps, momentum=momentum, alpha=alpha, ms_g=ms_g, rms_decay=rms_decay)
+    hyper = dict(rule=rule, lr=lr, decay=decay, eps=eps, momentum=momentum, alpha=alpha, ms_g=ms_g, rms_decay=rms_decay,
+                 rms_average=rms_average)
 
     def parallel(oracle: GradientOracle, params: Params, start: Any) -> StatisticsStream | None:
         if other is None:
@@ -626,15 +778,15 @@ def dynamic_evaluate(
 
     with _eval_mode(model):
         if count > 1 and not batched:
-            kwargs = dict(hyper, segment_len=segment_len, sparse_units=sparse_units, adapt=adapt)
+            kwargs = dict(hyper, segment_len=segment_len, sparse_units=sparse_units, sparse_mode=sparse_mode, adapt=adapt)
             return _one_by_one(model, streams, state, kwargs, callback, other)
         if sparse_units is not None:
             if adapt is not None:
                 raise ValueError("sparse dynamic evaluation adapts only M; do not combine it with adapt")
-            wrapper = SparseAdaptation(model, sparse_units).to(model.decoder.weight.device)
-            params = {"adaptation": wrapper.zeros(count)}  # [S, H, H], every stream its own M
-            theta_g = {"adaptation": wrapper.zeros(1)}
-            oracle = _direct_oracle(lambda p, x, s: wrapper(x, s, p["adaptation"]), per_stream=True)
+            call, zero = sparse_adaptation(model, sparse_units, sparse_mode)
+            params = {"adaptation": zero.repeat(count, 1, 1)}  # [S, H, H], every stream its own M
+            theta_g = {"adaptation": zero}
+            oracle = _direct_oracle(lambda p, x, s: call(p["adaptation"], x, s), per_stream=True)
             result = _run(oracle, params, theta_g, hyper, streams, segment_len, state, callback,
                           parallel(oracle, params, state))
         else:
@@ -762,6 +914,7 @@ def probe_updates(
     eps: float | None = None,
     segment_len: int = 5,
     rms_decay: bool = True,
+    rms_average: str = "tensors",
     momentum: float | None = None,
     alpha: float | None = None,
     ms_g: Mapping[str, Tensor] | None = None,
@@ -780,13 +933,14 @@ def probe_updates(
         raise ValueError(f"positions must be a non-empty list of target indices in [1, {tokens.numel() - 1}], got {positions}")
     if not isinstance(segment_len, int) or segment_len < 1:
         raise ValueError(f"segment_len must be a positive integer, got {segment_len!r}")
-    _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay)
+    _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay, rms_average)
     order = sorted(set(positions))
     wanted: dict[int, list[int]] = {}  # segment index -> time steps inside the segment
     for p in order:
         wanted.setdefault((p - 1) // segment_len, []).append((p - 1) % segment_len)
     stop = min(tokens.numel(), (max(wanted) + 1) * segment_len + 1)  # nothing after the last probed segment
-    hyper = dict(rule=rule, lr=lr, decay=decay, eps=eps, momentum=momentum, alpha=alpha, ms_g=ms_g, rms_decay=rms_decay)
+    hyper = dict(rule=rule, lr=lr, decay=decay, eps=eps, momentum=momentum, alpha=alpha, ms_g=ms_g, rms_decay=rms_decay,
+                 rms_average=rms_average)
     before: list[Tensor] = []
     after: list[Tensor] = []
     pending: dict[int, tuple[Tensor, Any]] = {}
@@ -863,23 +1017,26 @@ def mean_squared_gradients(
     max_batches: int | None = None,
     adapt: AdaptSpec = None,
     sparse_units: int | Sequence[int] | None = None,
+    sparse_mode: str = "recurrent",
 ) -> Params:
     """MS_g = (1/N_b) Σ_k (∇L_k)², eq. (4.4), over N_b training batches of ``batch_size`` × ``bptt`` tokens.
 
     The gradient of each batch is that of its mean cross-entropy, in eval mode (no dropout), with the
     hidden state carried across batches as in training; ``max_batches`` limits N_b (§5.4.4.1 finds 1%
-    of PTB enough).
+    of PTB enough). With ``sparse_units`` the statistics are those of M (key ``"adaptation"``) at M = 0, for
+    sparse dynamic evaluation with the same ``sparse_units`` and ``sparse_mode``.
     """
     if train_tokens.dim() != 1:
         raise ValueError(f"train_tokens must be a 1-d id stream, got shape {tuple(train_tokens.shape)}")
     if max_batches is not None and max_batches < 1:
         raise ValueError(f"max_batches must be >= 1 or None, got {max_batches}")
+    _check_sparse_mode(sparse_mode)
     stream = batchify(train_tokens, batch_size)  # [B, N]
     with _eval_mode(model):
         if sparse_units is not None:
-            wrapper = SparseAdaptation(model, sparse_units).to(model.decoder.weight.device)
-            params = {"adaptation": wrapper.zeros(1)}
-            oracle = _direct_oracle(lambda p, x, s: wrapper(x, s, p["adaptation"]), per_stream=False)
+            call, zero = sparse_adaptation(model, sparse_units, sparse_mode)
+            params = {"adaptation": zero}  # one M for the whole batch, [1, H, H]
+            oracle = _direct_oracle(lambda p, x, s: call(p["adaptation"], x, s), per_stream=False)
         else:
             names = adapted_parameters(model, adapt)
             named = dict(model.named_parameters())
@@ -1112,7 +1269,8 @@ class DynEvalParams:
     ``valid_tokens``/``test_tokens``: prefixes of the splits used for tuning/reporting (None: all).
     ``grids``: per row family (``sgd``, ``sgd_decay``, ``global_rms``, ``sparse``) the values of
     lr/decay/eps searched by ``search`` ("grid" or "coordinate"). ``cache``: lists of cache_length,
-    theta, lam. ``optimizers``: the §5.4 study (Tables 5.3-5.5) on ``corpus``. ``timescale``: Fig. 5.1
+    theta, lam. ``sparse_units``: H of the ``sparse`` row, eq. (4.8) on the first H units of the last LSTM
+    layer. ``optimizers``: the §5.4 study (Tables 5.3-5.5) on ``corpus``. ``timescale``: Fig. 5.1
     and Table 5.1 on ``sequences`` test sequences of ``length`` tokens.
 
     Optional blocks (every key optional, defaults in :data:`RELATED_WORDS_DEFAULTS` and

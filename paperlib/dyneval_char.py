@@ -17,16 +17,16 @@ What this experiment reproduces (thesis chapters in brackets), all on Penn Treeb
   mLSTM and the Mogrifier LSTM;
 * Fig. 3.2 (§3.5.2), optionally: validation bits/char against parameter count for LSTM and mLSTM.
 
-Dynamic evaluation itself is :mod:`paperlib.dyneval` (update rules, MS_g, tuning); this module adds the
-character-level experiment, the out-of-domain text mapping and sparse dynamic evaluation *inside* the mLSTM
-recurrence (:class:`RecurrentSparseAdaptation`), which is eq. (4.8) as the thesis writes it: h'_t = h_t + M h_t
-replaces h_t in the recurrence and the output. (:class:`paperlib.dyneval.SparseAdaptation` applies M to the
-output features only; both are reported.)
+Dynamic evaluation itself is :mod:`paperlib.dyneval` (update rules, MS_g, tuning, sparse dynamic evaluation);
+this module adds the character-level experiment and the out-of-domain text mapping. Sparse dynamic evaluation is
+reported twice: ``sparse_recurrent`` is eq. (4.8) as the thesis writes it, h'_t = h_t + M h_t replacing h_t in
+the recurrence and the output (:class:`paperlib.dyneval.RecurrentSparseAdaptation`, the default of
+``dynamic_evaluate(sparse_units=...)``), and ``sparse_output`` the ablation with M on the output features only
+(``sparse_mode="output"``, :class:`paperlib.dyneval.DecoderInputAdaptation`), which departs from eq. (4.8).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import re
@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from paperlib.config import register_experiment
@@ -47,8 +46,6 @@ from paperlib.dyneval import (
     static_evaluate,
     tune_dynamic_evaluation,
 )
-from paperlib.models.lstm import LSTMState
-from paperlib.models.mlstm import MLSTMLayer, mlstm_step
 from paperlib.recovery import recovery_profile
 
 EXPERIMENT = "dyneval_char"
@@ -190,66 +187,6 @@ def chars_to_lines(ids: Tensor, vocab) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Sparse dynamic evaluation inside the recurrence (§4.6, eq. 4.8)
-# ---------------------------------------------------------------------------------------------
-
-
-class RecurrentSparseAdaptation(nn.Module):
-    """An mLSTM layer whose hidden state is transformed as h'_t = h_t + M h_t on ``units`` units (eq. 4.8).
-
-    M (``adaptation``, [H_s, H_s]) starts at zero, so the layer computes exactly the wrapped mLSTM layer;
-    h'_t replaces h_t both in the recurrence (it is the h_{t-1} of eq. 3.5 at the next step) and in the
-    layer's output. Adapting only ``adaptation`` with :func:`paperlib.dyneval.dynamic_evaluate` (``adapt``)
-    is sparse dynamic evaluation with d = H_s² parameters; its decay prior pulls M back to zero.
-    """
-
-    def __init__(self, layer: MLSTMLayer, units: int | Sequence[int]):
-        super().__init__()
-        if not isinstance(layer, MLSTMLayer):
-            raise ValueError(f"recurrent sparse adaptation is implemented for mLSTM layers, got {type(layer).__name__}")
-        index = list(range(units)) if isinstance(units, int) else list(units)
-        n = layer.hidden_size
-        if not index or len(set(index)) != len(index) or min(index) < 0 or max(index) >= n:
-            raise ValueError(f"units must name 1..{n} distinct hidden units below {n}, got {units!r}")
-        self.layer = layer
-        self.hidden_size = n
-        self.adaptation = nn.Parameter(layer.weight_mh.new_zeros(len(index), len(index)))
-        self.register_buffer("index", torch.tensor(index, dtype=torch.long), persistent=False)
-
-    def init_state(self, batch_size: int) -> LSTMState:
-        return self.layer.init_state(batch_size)
-
-    def adapt(self, h: Tensor) -> Tensor:
-        """h + M h on the chosen units, eq. (4.8); ``h`` [B, n]."""
-        sub = h.index_select(-1, self.index)  # [B, H_s]
-        return h.index_add(-1, self.index, sub @ self.adaptation.transpose(0, 1))
-
-    def forward(self, x: Tensor, state: LSTMState, state_mask: Tensor | None = None) -> tuple[Tensor, LSTMState]:
-        layer = self.layer
-        h, c = state
-        mx_all = F.linear(x, layer.weight_mx)  # [T, B, n]
-        gx_all = F.linear(x, layer.weight_x, layer.bias)  # [T, B, 4n]
-        outputs = []
-        for mx, gx in zip(mx_all, gx_all):
-            h_prev = h if state_mask is None else h * state_mask
-            h, c = mlstm_step(mx, gx, h_prev, c, layer.weight_mh, layer.weight_m, layer.capped_input_gate)
-            h = self.adapt(h)  # h'_t feeds the next step and the output
-            outputs.append(h)
-        return torch.stack(outputs), (h, c)
-
-
-def with_recurrent_adaptation(model: nn.Module, units: int | Sequence[int], layer: int = -1) -> tuple[nn.Module, str]:
-    """A copy of the recurrent LM ``model`` with eq. (4.8) inside its mLSTM layer ``layer``; returns (copy, name of M)."""
-    layers = getattr(model, "layers", None)
-    if not isinstance(layers, nn.ModuleList) or not layers:
-        raise ValueError("recurrent sparse adaptation needs a recurrent LM with `layers` (paperlib.models.RecurrentLM)")
-    index = layer % len(layers)
-    adapted = copy.deepcopy(model)
-    adapted.layers[index] = RecurrentSparseAdaptation(adapted.layers[index], units)
-    return adapted, f"layers.{index}.adaptation"
-
-
-# ---------------------------------------------------------------------------------------------
 # Parameters
 # ---------------------------------------------------------------------------------------------
 
@@ -258,10 +195,14 @@ ROWS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     "static": ("static evaluation", {}, None),
     "sgd": ("dynamic eval (SGD)", {"rule": "sgd"}, "sgd"),
     "global_rms": ("dynamic eval (global RMS, RMS decay)", {"rule": "global_rms"}, "global_rms"),
-    "sparse_recurrent": ("sparse dynamic eval (M in the recurrence, eq. 4.8)", {"rule": "global_rms"}, "sparse"),
-    "sparse_output": ("sparse dynamic eval (M on the output features)", {"rule": "global_rms"}, "sparse"),
+    "sparse_recurrent": ("sparse dynamic eval (M in the recurrence, eq. 4.8)",
+                         {"rule": "global_rms", "sparse_mode": "recurrent"}, "sparse"),
+    "sparse_output": ("sparse dynamic eval (M on the output features)",
+                      {"rule": "global_rms", "sparse_mode": "output"}, "sparse"),
 }
 GRIDS = ("sgd", "global_rms", "sparse")
+# cells whose layers RecurrentSparseAdaptation wraps (eq. 4.8 inside the recurrence)
+RECURRENT_SPARSE_CELLS = ("lstm", "mogrifier_lstm", "rlstm", "mogrifier_rlstm", "mlstm")
 
 
 def _require_keys(where: str, block: Any, required: Sequence[str], optional: Sequence[str] = ()) -> None:
@@ -281,8 +222,8 @@ class DynEvalCharParams:
 
     ``models``: name -> {cell, hidden_size, num_layers, options, train (overrides of ``train``)}, each trained
     once with :class:`paperlib.train.Trainer` (resumable, under ``runs/dyneval_char/<name>``).
-    ``rows``: model -> table rows among ``static``, ``sgd``, ``global_rms``, ``sparse_recurrent`` (mLSTM only),
-    ``sparse_output``; each dynamic row is tuned on ``valid_chars`` validation characters over its grid in
+    ``rows``: model -> table rows among ``static``, ``sgd``, ``global_rms``, ``sparse_recurrent`` (cells of
+    ``RECURRENT_SPARSE_CELLS``), ``sparse_output``; each dynamic row is tuned on ``valid_chars`` validation characters over its grid in
     ``grids`` (``sgd``: lr; ``global_rms``, ``sparse``: lr, decay, eps) and reported on ``test_chars``.
     ``ood_rows``: rows also evaluated on ``ood_chars`` characters of ``ood_corpus`` (with the in-domain settings).
     ``valid_chars``/``test_chars``/``ood_chars``: prefixes of the splits (null: all of it).
@@ -339,8 +280,9 @@ class DynEvalCharParams:
             bad = [k for k in keys if k not in ROWS]
             if bad or not keys or keys[0] != "static":
                 raise ValueError(f"rows.{name} must start with 'static' and use rows among {', '.join(ROWS)}; got {keys}")
-            if "sparse_recurrent" in keys and self.models[name]["cell"] != "mlstm":
-                raise ValueError(f"rows.{name}: 'sparse_recurrent' needs an mlstm model, {name} is {self.models[name]['cell']}")
+            if "sparse_recurrent" in keys and self.models[name]["cell"] not in RECURRENT_SPARSE_CELLS:
+                raise ValueError(f"rows.{name}: 'sparse_recurrent' needs a model among cells "
+                                 f"{', '.join(RECURRENT_SPARSE_CELLS)}; {name} is {self.models[name]['cell']}")
         bad = [k for k in self.ood_rows if k not in ROWS]
         if bad or "static" not in self.ood_rows:
             raise ValueError(f"ood_rows must include 'static' and use rows among {', '.join(ROWS)}; got {self.ood_rows}")
@@ -440,33 +382,29 @@ def _tuned_row(key: str, model: nn.Module, valid: Tensor, test: Tensor, settings
         row = {"key": key, "label": label, "settings": {}, "adapted_parameters": 0, "valid_bpc": bits(valid_res),
                "test_bpc": bits(test_res), "trials": []}
         return row, test_res, {"model": model}
-    target, call = model, {"segment_len": n, **fixed}
+    call = {"segment_len": n, **fixed}
     if key in ("sgd", "global_rms"):
         adapted = count_parameters(model)
         if key == "global_rms":
             call["ms_g"] = stats["full"]()
-    elif key == "sparse_output":
-        call.update(sparse_units=settings.sparse_units, ms_g=stats["sparse_output"]())
-        adapted = settings.sparse_units**2
-    else:  # sparse_recurrent: M of eq. (4.8) is the only adapted parameter of a copy of the model
-        target, name = stats["recurrent_model"]()
-        call.update(adapt=[name], ms_g=stats["sparse_recurrent"]())
+    else:  # sparse_recurrent / sparse_output: only M of eq. (4.8) is adapted, one per stream
+        call.update(sparse_units=settings.sparse_units, ms_g=stats[key]())
         adapted = settings.sparse_units**2
     grid = settings.grids[grid_name]
     grid = {"lr": grid["lr"], **grid}  # coordinate search tunes η first, the most important setting (§4.5)
-    tuned = tune_dynamic_evaluation(target, valid, grid=grid, search=settings.search, **call)
+    tuned = tune_dynamic_evaluation(model, valid, grid=grid, search=settings.search, **call)
     call.update(tuned.best)
-    test_res = dynamic_evaluate(target, test, **call)
-    shown = {k: v for k, v in call.items() if k not in ("ms_g", "adapt")}
+    test_res = dynamic_evaluate(model, test, **call)
+    shown = {k: v for k, v in call.items() if k != "ms_g"}
     trials = [{**t, "bpc": t["nll"] / LN2 if math.isfinite(t["nll"]) else None} for t in tuned.trials]
     row = {"key": key, "label": label, "settings": shown, "adapted_parameters": adapted,
            "valid_bpc": tuned.nll / LN2 if math.isfinite(tuned.nll) else math.inf, "test_bpc": bits(test_res),
            "trials": [{k: v for k, v in t.items() if k != "nll"} for t in trials]}
-    return row, test_res, {"model": target, **call}
+    return row, test_res, {"model": model, **call}
 
 
 def _gradient_stats(model: nn.Module, train: Tensor, settings: DynEvalCharParams) -> dict[str, Any]:
-    """MS_g (eq. 4.4) for full, output-sparse and recurrent-sparse adaptation, each computed when first needed."""
+    """MS_g (eq. 4.4) for full, recurrent-sparse and output-sparse adaptation, each computed when first needed."""
     gs = settings.gradient_stats
     kwargs = {"batch_size": gs["batch_size"], "bptt": gs["bptt"], "max_batches": gs["max_batches"]}
     cache: dict[str, Any] = {}
@@ -478,14 +416,12 @@ def _gradient_stats(model: nn.Module, train: Tensor, settings: DynEvalCharParams
             return cache[key]
         return get
 
-    recurrent = once("recurrent_model", lambda: with_recurrent_adaptation(model, settings.sparse_units))
+    sparse = {"sparse_units": settings.sparse_units, **kwargs}
     return {
         "full": once("full", lambda: mean_squared_gradients(model, train, **kwargs)),
+        "sparse_recurrent": once("sparse_recurrent", lambda: mean_squared_gradients(model, train, **sparse)),
         "sparse_output": once("sparse_output", lambda: mean_squared_gradients(
-            model, train, sparse_units=settings.sparse_units, **kwargs)),
-        "recurrent_model": recurrent,
-        "sparse_recurrent": once("sparse_recurrent", lambda: mean_squared_gradients(
-            recurrent()[0], train, adapt=[recurrent()[1]], **kwargs)),
+            model, train, sparse_mode="output", **sparse)),
     }
 
 
@@ -723,6 +659,6 @@ def _jsonable(value: Any) -> Any:
 
 __all__ = [
     "EXPERIMENT", "PAPER_FIG_3_3", "PAPER_FIG_5_2", "PAPER_MELIS_RECOVERY", "PAPER_TABLE_4_4", "PAPER_TABLE_6_1",
-    "PAPER_TABLE_6_4", "ROWS", "CharMapping", "DynEvalCharParams", "RecurrentSparseAdaptation", "bits",
-    "chars_to_lines", "count_parameters", "map_words_to_chars", "run_dyneval_char", "with_recurrent_adaptation",
+    "PAPER_TABLE_6_4", "RECURRENT_SPARSE_CELLS", "ROWS", "CharMapping", "DynEvalCharParams", "bits", "chars_to_lines",
+    "count_parameters", "map_words_to_chars", "run_dyneval_char",
 ]

@@ -16,7 +16,8 @@ from paperlib.cache import (
     tune_neural_cache,
 )
 from paperlib.dyneval import (
-    SparseAdaptation,
+    DecoderInputAdaptation,
+    RecurrentSparseAdaptation,
     dynamic_evaluate,
     functorch_compatible,
     learning_rate_sweep,
@@ -25,9 +26,11 @@ from paperlib.dyneval import (
     rms_norm,
     static_evaluate,
     tune_dynamic_evaluation,
+    with_recurrent_adaptation,
 )
 from paperlib.models import build_lm
 from paperlib.models.layers import LSTMLayer
+from paperlib.models.lstm import lstm_step
 from tests.numerics import assert_bitwise, assert_close_after_reduction
 
 VOCAB = 12
@@ -311,12 +314,52 @@ def test_global_rms_with_rms_decay_matches_eqs_4_6_and_4_7(lam):
 
 
 def test_rms_norm_has_mean_one_and_is_clipped_at_one_over_lambda():
-    ms = {"a": torch.tensor([1.0, 4.0]), "b": torch.tensor([[9.0, 0.0]])}
-    unclipped = rms_norm(ms, 0.1)
-    mean = sum(float(v.sum()) for v in unclipped.values()) / 4
-    assert mean == pytest.approx(1.0)
-    assert float(rms_norm(ms, 0.5)["b"][0, 0]) == pytest.approx(2.0)  # 3 / 1.5 = 2 = 1/λ: at the clip
-    assert float(rms_norm(ms, 0.6)["b"][0, 0]) == pytest.approx(1 / 0.6)
+    ms = {"a": torch.tensor([1.0, 4.0]), "b": torch.tensor([[9.0, 0.0]]), "c": torch.tensor([0.25, 0.25, 0.25])}
+    for average, mean_of in (("tensors", lambda r: sum(float(v.mean()) for v in r.values()) / 3),
+                             ("elements", lambda r: sum(float(v.sum()) for v in r.values()) / 7)):
+        assert mean_of(rms_norm(ms, 0.01, average)) == pytest.approx(1.0)
+    # tensor means of the roots 1.5, 1.5, 0.5: avg 7/6, so b's 3 becomes 18/7, above 2 = 1/λ for λ = 0.5
+    assert float(rms_norm(ms, 0.5)["b"][0, 0]) == pytest.approx(2.0)
+    assert float(rms_norm(ms, 0.3)["b"][0, 0]) == pytest.approx(18 / 7)
+
+
+# Eq. (4.6) with tensors of different sizes: a holds one element, b four. √MS: a = [3], b = [1, 1, 1, 3].
+# Mean over tensors of each tensor's mean: (3 + 1.5) / 2 = 2.25 (the author's code); over elements: 9 / 5 = 1.8.
+RMS_MS = {"a": [9.0], "b": [1.0, 1.0, 1.0, 9.0]}
+
+
+@pytest.mark.parametrize("lam", [0.5, 0.8])
+def test_rms_norm_averages_over_tensors_like_the_authors_code_eq_4_6(lam):
+    ms = {k: torch.tensor(v, dtype=torch.float64) for k, v in RMS_MS.items()}
+    clip = 1 / lam  # 2 or 1.25: λ = 0.8 clips 3 / 2.25 = 4/3 and 3 / 1.8 = 5/3, λ = 0.5 clips neither
+    expected = {"tensors": {"a": [min(4 / 3, clip)], "b": [4 / 9, 4 / 9, 4 / 9, min(4 / 3, clip)]},
+                "elements": {"a": [min(5 / 3, clip)], "b": [5 / 9, 5 / 9, 5 / 9, min(5 / 3, clip)]}}
+    for average, rates in (("tensors", rms_norm(ms, lam)), ("elements", rms_norm(ms, lam, "elements"))):
+        for name, value in rates.items():
+            _assert_matches_equation(value.tolist(), expected[average][name])
+    with pytest.raises(ValueError, match="valid: tensors, elements"):
+        rms_norm(ms, lam, "layers")
+
+
+@pytest.mark.numerics
+def test_global_rms_decay_prior_uses_the_per_tensor_average_by_default():
+    """One eq. (4.7) step on two tensors of different sizes: the decay rate is λ·RMS_norm with avg over tensors."""
+    lr, lam, eps = 0.1, 0.5, 0.01
+    theta = {"a": [1.0], "b": [1.0, -2.0, 0.5, 2.0]}
+    grads = {"a": [0.5], "b": [-1.0, 2.0, 0.25, 1.0]}
+    ms = {k: torch.tensor(v, dtype=torch.float64) for k, v in RMS_MS.items()}
+    norm = {"tensors": {"a": [4 / 3], "b": [4 / 9, 4 / 9, 4 / 9, 4 / 3]},  # see RMS_MS; θ_g = 0
+            "elements": {"a": [5 / 3], "b": [5 / 9, 5 / 9, 5 / 9, 5 / 3]}}
+    for average in ("tensors", "elements"):
+        params = {k: torch.tensor(v, dtype=torch.float64) for k, v in theta.items()}
+        extra = {} if average == "tensors" else {"rms_average": "elements"}
+        update = make_update_rule("global_rms", params, {k: torch.zeros_like(v) for k, v in params.items()}, lr=lr,
+                                  decay=lam, eps=eps, ms_g=ms, **extra)
+        update.step(params, {k: torch.tensor(v, dtype=torch.float64) for k, v in grads.items()})
+        for k in theta:
+            expected = [t - lr * g / (math.sqrt(m) + eps) - lam * r * t
+                        for t, g, m, r in zip(theta[k], grads[k], RMS_MS[k], norm[average][k])]
+            _assert_matches_equation(params[k].tolist(), expected)
 
 
 @pytest.mark.numerics
@@ -389,9 +432,136 @@ def test_mean_squared_gradients_average_the_squared_batch_gradients(lm):
 
 
 @pytest.mark.numerics
-def test_sparse_adaptation_with_zero_matrix_is_the_model_and_only_m_changes(lm):
+def test_sparse_dynamic_evaluation_adapts_only_m_and_batches_one_m_per_stream(lm):
     tokens = random_tokens((2, 11))
-    wrapper = SparseAdaptation(lm, 5)
+    before = {n: p.clone() for n, p in lm.named_parameters()}
+    result = dynamic_evaluate(lm, tokens, rule="sgd", lr=0.5, sparse_units=5, segment_len=4)
+    assert set(result.params) == {"adaptation"} and result.params["adaptation"].shape == (2, 5, 5)
+    assert result.params["adaptation"].abs().sum() > 0
+    for n, p in lm.named_parameters():
+        assert_bitwise(p, before[n], why="only M is adapted: the model's weights stay what they were")
+    alone = dynamic_evaluate(lm, tokens, rule="sgd", lr=0.5, sparse_units=5, segment_len=4, batched=False)
+    assert_close_after_reduction(result.losses, alone.losses, n_terms=lm_terms(10, passes=2),
+                                 why="both streams in one call (an M per stream) vs one stream at a time")
+
+
+def _lstm_with_m_after_every_step(model, tokens, m, units, state):
+    """Hand-written eq. (4.8) in a one-layer tied LSTM LM: lstm_step, then h <- h + M h on ``units``, per step."""
+    rnn, capped = model.layers[0].rnn, model.layers[0].capped_input_gate
+    h, c = state
+    hs, logits = [], []
+    for x_t in model.embedding(tokens):  # tokens [T]: one stream, x_t [E]
+        h, c = lstm_step(x_t.unsqueeze(0), h, c, rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0 + rnn.bias_hh_l0,
+                         capped)
+        h = h.clone()
+        h[:, units] = h[:, units] + h[:, units] @ m.T
+        hs.append(h)
+        logits.append(model.decoder(h))
+    return torch.cat(hs), torch.cat(logits), (h, c)
+
+
+@pytest.mark.numerics
+def test_sparse_dynamic_evaluation_puts_m_inside_the_word_level_lstm_recurrence_eq_4_8():
+    """Per-token losses and final state of ``sparse_units`` equal a hand-written loop with h <- h + M h after every step.
+
+    M after each update is taken from the callback; segment i is scored with the M of update i - 1 (M = 0 first).
+    With M on the decoder input only, the loop's state would not see M and the losses from the second step of
+    the second segment on would differ.
+    """
+    model, units, n = tiny_lm("lstm", layers=1), [1, 4, 6], 4
+    tokens = random_tokens((13,), seed=5)
+    after: list[torch.Tensor] = []
+    result = dynamic_evaluate(model, tokens, rule="sgd", lr=3.0, sparse_units=units, segment_len=n,
+                              callback=lambda i, params, grads: after.append(params["adaptation"][0].clone()))
+    assert len(after) == 3 and float(after[0].abs().max()) > 1e-2
+    state = model.layers[0].init_state(1)
+    losses = []
+    with torch.no_grad():
+        for i, start in enumerate(range(0, 12, n)):
+            m = torch.zeros(3, 3, dtype=torch.float64) if i == 0 else after[i - 1]
+            _, logits, state = _lstm_with_m_after_every_step(model, tokens[start : start + n], m, units, state)
+            losses.append(F.cross_entropy(logits, tokens[start + 1 : start + n + 1], reduction="none"))
+    why = "RecurrentSparseAdaptation's step loop (M [1, H, H] per batch row) vs lstm_step and a 2-d M h by hand"
+    n_terms = lm_terms(12, layers=1) + 12 * len(units)
+    assert_close_after_reduction(result.losses, torch.cat(losses), n_terms=n_terms, why=why)
+    assert_close_after_reduction(result.state[0][0], state[0], n_terms=n_terms, why=why)
+    assert_close_after_reduction(result.state[0][1], state[1], n_terms=n_terms, why=why)
+
+
+@pytest.mark.numerics
+def test_recurrent_m_changes_the_next_hidden_state_of_the_word_level_lstm():
+    """Eq. (4.8) in an LSTM layer: h'_t = h_t + M h_t is the next step's h_{t-1}, so other units change from step 2."""
+    model = tiny_lm("lstm", layers=1)
+    adapted, name = with_recurrent_adaptation(model, [1, 4])
+    assert name == "layers.0.adaptation" and isinstance(adapted.layers[0], RecurrentSparseAdaptation)
+    m = torch.tensor([[0.5, -1.0], [2.0, 0.25]], dtype=torch.float64)
+    with torch.no_grad():
+        adapted.get_parameter(name).copy_(m)
+    tokens = random_tokens((6,), seed=3)
+    start = model.layers[0].init_state(1)
+    with torch.no_grad():
+        expected, _, (h_last, c_last) = _lstm_with_m_after_every_step(model, tokens, m, [1, 4], start)
+        x = model.embedding(tokens).unsqueeze(1)  # [T, 1, E]
+        out, (h, c) = adapted.layers[0](x, start)
+        plain, _ = model.layers[0](x, start)
+    why = "RecurrentSparseAdaptation's step loop vs lstm_step and M h written out by hand"
+    n_terms = 6 * (2 * 8 + 1 + 2)  # per step x W^x + h W^h + b and M h over 2 units, carried over 6 steps
+    assert_close_after_reduction(out[:, 0], expected, n_terms=n_terms, why=why)
+    assert_close_after_reduction(h, h_last, n_terms=n_terms, why=why)
+    assert_close_after_reduction(c, c_last, n_terms=n_terms, why=why)
+    others = [0, 2, 3, 5, 6, 7]
+    step_terms = 2 * 8 + 1  # x W^x + h W^h + b: the step reference vs nn.LSTM
+    assert_close_after_reduction(out[0][:, others], plain[0][:, others], n_terms=step_terms,
+                                 why="step 1 starts from the same zero state: only units 1 and 4 are transformed")
+    assert (out[1:, :, others] - plain[1:, :, others]).abs().amax(dim=(1, 2)).min() > 1e-4  # M fed back from step 2 on
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("cell, options", [("mlstm", {}), ("rlstm", {}),
+                                           ("mogrifier_lstm", {"mogrifier_rounds": 2, "mogrifier_rank": 2})])
+def test_recurrent_sparse_adaptation_with_zero_m_computes_the_layer(cell, options):
+    model = tiny_lm(cell, layers=2, **options)
+    adapted, name = with_recurrent_adaptation(model, 3, layer=0)
+    assert name == "layers.0.adaptation"
+    tokens = random_tokens((2, 7))
+    with torch.no_grad():
+        assert_close_after_reduction(adapted(tokens)[0], model(tokens)[0], n_terms=BATCHED_TERMS,
+                                     why="M = 0 adds zeros; the per-step form of the layer vs its fused recurrence")
+    streams = random_tokens((3, 9), seed=2)
+    batched = dynamic_evaluate(model, streams, rule="sgd", lr=0.5, sparse_units=3, segment_len=4)
+    alone = dynamic_evaluate(model, streams, rule="sgd", lr=0.5, sparse_units=3, segment_len=4, batched=False)
+    assert_close_after_reduction(batched.losses, alone.losses, n_terms=BATCHED_TERMS,
+                                 why="three streams in one call (an M per stream) vs one stream at a time")
+    last, name = with_recurrent_adaptation(model, 3)  # the layer sparse_units adapts
+    vmapped = dynamic_evaluate(last, streams, rule="sgd", lr=0.5, adapt=[name], segment_len=4, batched=True)
+    assert_close_after_reduction(vmapped.losses, batched.losses, n_terms=BATCHED_TERMS,
+                                 why="M as a Parameter of a copy, per-stream fast weights under vmap, vs an M per "
+                                     "batch row in one call")
+
+
+def test_sparse_modes_and_units_are_checked(lm):
+    tokens = random_tokens((10,))
+    with pytest.raises(ValueError, match="valid: recurrent, output"):
+        dynamic_evaluate(lm, tokens, rule="sgd", lr=0.1, sparse_units=2, sparse_mode="inside")
+    with pytest.raises(ValueError, match="distinct hidden units"):
+        dynamic_evaluate(lm, tokens, rule="sgd", lr=0.1, sparse_units=[0, 0])
+    with pytest.raises(ValueError, match="sparse_mode='output'"):
+        with_recurrent_adaptation(tiny_lm("gru"), 2)
+    with pytest.raises(ValueError, match="layer must index"):
+        with_recurrent_adaptation(lm, 2, layer=2)
+    transformer = tiny_lm("transformer", memory_length=4)
+    with pytest.raises(ValueError, match="sparse_mode='output'"):
+        dynamic_evaluate(transformer, tokens, rule="sgd", lr=0.1, sparse_units=2)
+    assert dynamic_evaluate(transformer, tokens, rule="sgd", lr=0.1, sparse_units=2, sparse_mode="output").losses.shape == (9,)
+
+
+# ------------------------------------------------------------------ the decoder-input ablation (sparse_mode="output")
+
+
+@pytest.mark.numerics
+def test_decoder_input_adaptation_with_zero_matrix_is_the_model(lm):
+    tokens = random_tokens((2, 11))
+    wrapper = DecoderInputAdaptation(lm, 5)
     with torch.no_grad():
         plain, _ = lm(tokens)
         adapted, _ = wrapper(tokens, None, wrapper.zeros(2))
@@ -404,25 +574,23 @@ def test_sparse_adaptation_with_zero_matrix_is_the_model_and_only_m_changes(lm):
         again, _ = lm(tokens)
     assert not torch.allclose(shifted, plain)
     assert_bitwise(again, plain, why="the same model on the same tokens: the hook is gone after the call")
-    before = {n: p.clone() for n, p in lm.named_parameters()}
-    result = dynamic_evaluate(lm, tokens, rule="sgd", lr=0.5, sparse_units=5, segment_len=4)
-    assert set(result.params) == {"adaptation"} and result.params["adaptation"].shape == (2, 5, 5)
-    assert result.params["adaptation"].abs().sum() > 0
-    for n, p in lm.named_parameters():
-        assert_bitwise(p, before[n], why="only M is adapted: the model's weights stay what they were")
-    alone = dynamic_evaluate(lm, tokens, rule="sgd", lr=0.5, sparse_units=5, segment_len=4, batched=False)
+    result = dynamic_evaluate(lm, tokens, rule="sgd", lr=0.5, sparse_units=5, sparse_mode="output", segment_len=4)
+    alone = dynamic_evaluate(lm, tokens, rule="sgd", lr=0.5, sparse_units=5, sparse_mode="output", segment_len=4,
+                             batched=False)
     assert_close_after_reduction(result.losses, alone.losses, n_terms=lm_terms(10, passes=2),
                                  why="both streams in one call (an M per stream) vs one stream at a time")
+    recurrent = dynamic_evaluate(lm, tokens, rule="sgd", lr=0.5, sparse_units=5, segment_len=4)
+    assert (recurrent.losses - result.losses).abs().max() > 1e-4  # the ablation is another method
 
 
 @pytest.mark.numerics
-def test_sparse_dynamic_evaluation_gives_h_plus_mh_on_the_chosen_units():
-    """Eq. (4.8) on the decoder input: only the H chosen units change, by M h."""
+def test_decoder_input_adaptation_gives_h_plus_mh_on_the_chosen_units():
+    """The ablation applies eq. (4.8) to the decoder input: only the H chosen units change, by M h."""
     model = tiny_lm()
     captured = []
     model.decoder.register_forward_hook(lambda module, args, out: captured.append(args[0].detach()))  # what forward got
     tokens = random_tokens((1, 6))
-    wrapper = SparseAdaptation(model, [1, 4])
+    wrapper = DecoderInputAdaptation(model, [1, 4])
     m = torch.tensor([[[0.5, -1.0], [2.0, 0.25]]], dtype=torch.float64)
     with torch.no_grad():
         model(tokens)

@@ -13,15 +13,8 @@ import yaml
 from paperlib.config import ParamsError
 from paperlib.data import load_corpus
 from paperlib.data.text import Vocabulary, read_split_lines
-from paperlib.dyneval import dynamic_evaluate, static_evaluate
-from paperlib.dyneval_char import (
-    DynEvalCharParams,
-    RecurrentSparseAdaptation,
-    chars_to_lines,
-    map_words_to_chars,
-    run_dyneval_char,
-    with_recurrent_adaptation,
-)
+from paperlib.dyneval import RecurrentSparseAdaptation, dynamic_evaluate, static_evaluate, with_recurrent_adaptation
+from paperlib.dyneval_char import DynEvalCharParams, chars_to_lines, map_words_to_chars, run_dyneval_char
 from paperlib.models import build_lm
 from paperlib.models.mlstm import mlstm_step
 from tests.conftest import REPO
@@ -156,8 +149,8 @@ def test_dynamic_evaluation_of_m_adapts_only_m_and_leaves_the_model_alone():
 
 
 def test_recurrent_adaptation_rejects_other_layers_and_bad_units():
-    with pytest.raises(ValueError, match="mLSTM"):
-        with_recurrent_adaptation(build_lm("lstm", 11, 6, 1), 2)
+    with pytest.raises(ValueError, match="LSTM, RLSTM and mLSTM layers"):
+        with_recurrent_adaptation(build_lm("gru", 11, 6, 1), 2)
     with pytest.raises(ValueError, match="distinct hidden units"):
         with_recurrent_adaptation(tiny_mlstm(), [0, 0])
     with pytest.raises(ValueError, match="units"):
@@ -210,8 +203,9 @@ def write_params(root, block: dict, data_root) -> None:
 def test_bad_settings_name_the_valid_choices():
     good = tiny_settings()
     DynEvalCharParams(**good)
-    with pytest.raises(ValueError, match="sparse_recurrent' needs an mlstm"):
-        DynEvalCharParams(**{**good, "rows": {"lstm": ["static", "sparse_recurrent"]}})
+    DynEvalCharParams(**{**good, "rows": {**good["rows"], "lstm": ["static", "sparse_recurrent"]}})  # any LSTM layer
+    with pytest.raises(ValueError, match="sparse_recurrent' needs a model among cells lstm, "):
+        DynEvalCharParams(**{**good, "rows": {"transformer": ["static", "sparse_recurrent"]}})
     with pytest.raises(ValueError, match="start with 'static'"):
         DynEvalCharParams(**{**good, "rows": {"mlstm": ["global_rms"]}})
     with pytest.raises(ValueError, match="valid: "):
@@ -232,10 +226,12 @@ SAME_KERNELS = ("all weights are adapted (leaves that require grad, like static 
 ZERO_LR_ROWS = {
     "sgd": (None, SAME_KERNELS),
     "global_rms": (None, SAME_KERNELS),
-    # SparseAdaptation calls the model itself; only the decoder differs: addmm on index_add's contiguous copy
+    # DecoderInputAdaptation calls the model itself; only the decoder differs: addmm on index_add's contiguous copy
     # vs matmul + bias on the strided features
     "sparse_output": (_H + 1, "the decoder's fused addmm vs matmul + bias"),
-    "sparse_recurrent": (frozen_input_terms(_CHARS, _E, _H), "M alone adapted: frozen weights take other GEMMs"),
+    "sparse_recurrent": (None, "M = 0 adds exact zeros (h + h·0) after every step, and M is the only tensor swapped "
+                               "in: the model copy's Parameters run the mLSTM's own per-step kernels on the same "
+                               "inputs as static evaluation"),
     # under autograd the attention may run another kernel: any reduction of a token's forward pass may differ:
     # three layer norms (2d each), five projections (d + 1), scores and mixing over the keys (twice), the
     # positional scores (d), the feed-forward output (4d + 1) and the log-softmax (V)
