@@ -285,7 +285,8 @@ def _dyn_scale(results: Results) -> str:
     m = d["model"]
     c = d["corpora"]["ptb"]
     return (f"{m['num_layers']}-layer {m['cell'].upper()} H={m['hidden_size']} trained on {c['train_tokens']:,} tokens; "
-            f"{c['test_tokens']:,} test tokens per corpus")
+            f"{c['test_tokens']:,} test tokens per corpus; sparse: M acts inside the recurrence (eq. 4.8); RMS_norm "
+            "averaged over parameter tensors as in the author's code (eq. 4.6)")
 
 
 def _dyn_table_verdict(corpus: str) -> Callable[[Results], str]:
