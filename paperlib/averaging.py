@@ -444,14 +444,26 @@ _KIND_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def build_averager(kind: str, module: nn.Module, evaluate_every: int, **options: Any) -> WeightAverager:
-    """Averager by name: none, 2ta, ta (``start=s``, or plateau-triggered with ``nonmono``), ema, swa, polyak."""
+def check_averaging(kind: str, options: dict[str, Any]) -> None:
+    """Raise ValueError unless ``options`` are valid for averager ``kind`` (names and combinations)."""
     if kind not in _KIND_OPTIONS:
         raise ValueError(f"unknown averaging kind {kind!r}; valid choices: {', '.join(AVERAGER_KINDS)}")
     unknown = sorted(set(options) - set(_KIND_OPTIONS[kind]))
     if unknown:
         valid = ", ".join(_KIND_OPTIONS[kind]) or "none"
         raise ValueError(f"unknown options {unknown} for averaging kind {kind!r}; valid options: {valid}")
+    if kind == "swa" and "start" not in options:
+        raise ValueError("averaging kind 'swa' needs start=<step>; optional: every=<steps>")
+    if kind == "ta":  # a fixed start (eq. 3.2) or the plateau trigger, not both
+        if ("start" in options) == ("nonmono" in options):
+            raise ValueError("averaging kind 'ta' needs exactly one of start=<step> or nonmono=<evaluations>")
+        if "start" in options and "latest_start" in options:
+            raise ValueError("latest_start only applies to the plateau trigger (nonmono=...)")
+
+
+def build_averager(kind: str, module: nn.Module, evaluate_every: int, **options: Any) -> WeightAverager:
+    """Averager by name: none, 2ta, ta (``start=s``, or plateau-triggered with ``nonmono``), ema, swa, polyak."""
+    check_averaging(kind, options)
     if kind == "none":
         return RawWeights(module, evaluate_every)
     if kind == "2ta":
@@ -463,15 +475,8 @@ def build_averager(kind: str, module: nn.Module, evaluate_every: int, **options:
             module, evaluate_every, start=options.get("start", 0), ema_decay=options.get("decay", 0.999)
         )
     if kind == "swa":
-        if "start" not in options:
-            raise ValueError("averaging kind 'swa' needs start=<step>; optional: every=<steps>")
         return IterateAveragedModel(module, evaluate_every, **options)
-    # kind == "ta": a fixed start (eq. 3.2) or the plateau trigger, not both.
-    if ("start" in options) == ("nonmono" in options):
-        raise ValueError("averaging kind 'ta' needs exactly one of start=<step> or nonmono=<evaluations>")
-    if "start" in options:
-        if "latest_start" in options:
-            raise ValueError("latest_start only applies to the plateau trigger (nonmono=...)")
+    if "start" in options:  # kind == "ta" with a fixed start (eq. 3.2), else the plateau trigger
         return IterateAveragedModel(module, evaluate_every, start=options["start"])
     return PlateauTriggeredAveragedModel(
         module, evaluate_every, nonmono=options["nonmono"], latest_start=options.get("latest_start")

@@ -126,6 +126,11 @@ class DynamicEvalResult:
 RMS_AVERAGES = ("tensors", "elements")
 
 
+def _check_rms_average(average: str) -> None:
+    if average not in RMS_AVERAGES:
+        raise ValueError(f"unknown rms_average {average!r}; valid: {', '.join(RMS_AVERAGES)}")
+
+
 def rms_norm(ms_g: Mapping[str, Tensor], decay: float, average: str = "tensors") -> dict[str, Tensor]:
     """RMS_norm = √MS_g / avg(√MS_g) of Krause eq. (4.6), clipped at 1/λ (the text below eq. 4.6).
 
@@ -144,8 +149,7 @@ def rms_norm(ms_g: Mapping[str, Tensor], decay: float, average: str = "tensors")
     """
     if not 0.0 < decay <= 1.0:
         raise ValueError(f"decay must lie in (0, 1] for an RMS decay prior, got {decay}")
-    if average not in RMS_AVERAGES:
-        raise ValueError(f"unknown rms_average {average!r}; valid: {', '.join(RMS_AVERAGES)}")
+    _check_rms_average(average)
     if not ms_g:
         raise ValueError("ms_g holds no tensor")
     roots = {k: v.sqrt() for k, v in ms_g.items()}
@@ -358,8 +362,7 @@ def _check_rule_args(rule, lr, decay, eps, momentum, alpha, rms_decay, rms_avera
                          f"got {alpha}")
     if not rms_decay and rule != "global_rms":
         raise ValueError("rms_decay=False only applies to rule 'global_rms'")
-    if rms_average not in RMS_AVERAGES:
-        raise ValueError(f"unknown rms_average {rms_average!r}; valid: {', '.join(RMS_AVERAGES)}")
+    _check_rms_average(rms_average)
 
 
 # ---------------------------------------------------------------------------------------------

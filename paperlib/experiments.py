@@ -71,9 +71,6 @@ class LanguageModelParams:
     eval_tokens: int | None = None  # evaluate on the first N validation/test tokens only (None: all)
 
     def __post_init__(self) -> None:
-        from torch.nn import Linear
-
-        from paperlib.averaging import build_averager
         from paperlib.models import CELL_OPTIONS, VALID_CELLS
         from paperlib.train import TrainConfig
 
@@ -101,8 +98,7 @@ class LanguageModelParams:
                 if bad:
                     raise ValueError(f"models.{name}.train: unknown key(s) {bad}; valid keys: {', '.join(valid)}")
                 try:
-                    config = TrainConfig(**{**self.train, **spec["train"]})
-                    build_averager(config.averaging, Linear(1, 1), config.eval_every, **config.averaging_options)
+                    TrainConfig(**{**self.train, **spec["train"]})
                 except ValueError as err:
                     raise ValueError(f"models.{name}.train: {err}") from None
         if not self.seeds or self.mc_samples < 1 or self.threads < 1:

@@ -132,12 +132,13 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
     profile = active_profile(profile, params)
     settings = experiment_params(name, profile, params)
     if averaging is not None:
-        TrainConfig(**{**settings.train, "averaging": averaging})  # validates the kind
-        # the kind replaces the models' own averaging too (their options belong to their own kind)
-        models = {model: {**spec, "train": {**{k: v for k, v in spec["train"].items() if k != "averaging_options"},
-                                            "averaging": averaging}} if "train" in spec else spec
-                  for model, spec in settings.models.items()}
-        settings = dataclasses.replace(settings, train={**settings.train, "averaging": averaging}, models=models)
+        def with_kind(train: dict[str, Any]) -> dict[str, Any]:  # options belong to the kind they were set for
+            return {**{k: v for k, v in train.items() if k != "averaging_options"}, "averaging": averaging}
+
+        TrainConfig(**with_kind(settings.train))  # validates the kind
+        models = {model: {**spec, "train": with_kind(spec["train"])} if "train" in spec else spec
+                  for model, spec in settings.models.items()}  # the kind replaces the models' own averaging too
+        settings = dataclasses.replace(settings, train=with_kind(settings.train), models=models)
         runs_dir = runs_dir if runs_dir is not None else root / "runs" / f"{name}.{averaging}"
         out = out if out is not None else root / "results" / f"{name}.{averaging}.json"
     torch.set_num_threads(settings.threads)
@@ -180,23 +181,11 @@ def summarise(runs: list[dict[str, Any]], level: str) -> dict[str, dict[str, flo
     return summary
 
 
-# Paper-profile name of the Mogrifier LSTM trained with Melis ch. 4's setup (Table 4.1 / 4.2), beside the one
-# trained with ch. 2's setup (Table 2.1 / 2.2) under the plain name.
-CHAPTER_4_MOGRIFIER = "mogrifier_lstm_ch4"
-
-
-def reference_model(ref: dict[str, Any], summary: dict[str, Any]) -> str:
-    """Which of our models a paper row sits beside: a Melis ch. 4 row goes to the model's `_ch4` run when the
-    experiment trained one with that chapter's setup, every other row to the model of its name."""
-    chapter_4 = f"{ref['model']}_ch4"
-    return chapter_4 if ref["source"].startswith("Melis T4") and chapter_4 in summary else ref["model"]
-
-
 def comparison_table(results: dict[str, Any]):
     """Ours (mean ± std over seeds) beside the paper's rows, one row per (model, source), as a DataFrame."""
     import pandas as pd
 
-    from paperlib.reference import paper_rows
+    from paperlib.reference import paper_rows, reference_model
 
     unit = "bpc" if results["level"] == "char" else "ppl"
     rows = []
@@ -222,16 +211,17 @@ def ordering_verdict(results: dict[str, Any], metric: str = "test") -> dict[str,
 
     The paper ranks LSTM > Mogrifier LSTM > Mogrifier RLSTM (worst to best) on PTB words and
     characters. A gap counts as resolved when it exceeds twice the larger seed standard deviation.
-    When a Mogrifier LSTM was also trained with ch. 4's setup (:data:`CHAPTER_4_MOGRIFIER`), the RLSTM
+    When a Mogrifier LSTM was also trained with ch. 4's setup (:data:`paperlib.reference.CHAPTER_4_MOGRIFIER`), the RLSTM
     is compared with that one, as in Tables 4.1 / 4.2.
     """
+    from paperlib.reference import rlstm_baseline
+
     unit = "bpc" if results["level"] == "char" else "ppl"
     summary = results["summary"]
     paper_order = ["lstm", "mogrifier_lstm", "mogrifier_rlstm"]
     ours = [m for m in paper_order if m in summary]
-    compared = list(zip(ours, ours[1:]))
-    if CHAPTER_4_MOGRIFIER in summary:
-        compared = [(CHAPTER_4_MOGRIFIER if better == "mogrifier_rlstm" else worse, better) for worse, better in compared]
+    compared = [(rlstm_baseline(summary) if better == "mogrifier_rlstm" else worse, better)
+                for worse, better in zip(ours, ours[1:])]
     key = f"{metric}_{unit}"
     pairs = []
     for worse, better in compared:

@@ -6,6 +6,8 @@ level; bpc is bits per character. MC: Monte Carlo dropout evaluation.
 
 from __future__ import annotations
 
+from typing import Any
+
 # Melis thesis Table 2.1 (Melis et al. 2020) and Table 4.1 (Circling Back Table 1): PTB, 2 layers,
 # 24M parameters, no dynamic evaluation.
 LM_PTB = [
@@ -43,3 +45,23 @@ def paper_rows(experiment: str) -> list[dict]:
         return REFERENCE[experiment]
     except KeyError:
         raise ValueError(f"no reference numbers for {experiment!r}; known: {', '.join(REFERENCE)}") from None
+
+
+# Paper-profile name of the Mogrifier LSTM trained with Melis ch. 4's setup (Table 4.1 / 4.2), beside the one
+# trained with ch. 2's setup (Table 2.1 / 2.2) under the plain name.
+CHAPTER_4_SUFFIX = "_ch4"
+CHAPTER_4_MOGRIFIER = "mogrifier_lstm" + CHAPTER_4_SUFFIX
+
+
+def rlstm_baseline(summary: dict[str, Any]) -> str:
+    """The Mogrifier LSTM the Mogrifier RLSTM is compared with (Tables 4.1 / 4.2): the one trained with ch. 4's
+    setup when the experiment has it, else the only one."""
+    return CHAPTER_4_MOGRIFIER if CHAPTER_4_MOGRIFIER in summary else "mogrifier_lstm"
+
+
+def reference_model(ref: dict[str, Any], summary: dict[str, Any]) -> str:
+    """Which of our models a paper row sits beside: a Melis ch. 4 row goes to the model's run with
+    :data:`CHAPTER_4_SUFFIX` when the experiment trained one with that chapter's setup, every other row to the
+    model of its name."""
+    chapter_4 = ref["model"] + CHAPTER_4_SUFFIX
+    return chapter_4 if ref["source"].startswith("Melis T4") and chapter_4 in summary else ref["model"]

@@ -100,7 +100,7 @@ def _lm_ptb_ours(results: Results) -> str:
     s = _lm_summary(results, "lm_ptb")
     parts = []
     for model, label in (("lstm", "LSTM"), ("mogrifier_lstm", "Mogrifier"),
-                         ("mogrifier_lstm_ch4", "Mogrifier (ch. 4 setup)"), ("mogrifier_rlstm", "Mogrifier RLSTM")):
+                         (reference.CHAPTER_4_MOGRIFIER, "Mogrifier (ch. 4 setup)"), ("mogrifier_rlstm", "Mogrifier RLSTM")):
         if model in s:
             row = s[model]
             std = row.get("test_ppl_std")
@@ -125,8 +125,7 @@ def _lm_ptb_verdict(results: Results) -> str:
     lstm, mog = s["lstm"]["test_ppl"], s["mogrifier_lstm"]["test_ppl"]
     rlstm = s.get("mogrifier_rlstm", {}).get("test_ppl")
     mog_better = mog < lstm
-    # the paper profile trains a second Mogrifier with ch. 4's setup: the RLSTM (Table 4.1) is compared with it
-    rl_better = rlstm is not None and rlstm < s.get("mogrifier_lstm_ch4", s["mogrifier_lstm"])["test_ppl"]
+    rl_better = rlstm is not None and rlstm < s[reference.rlstm_baseline(s)]["test_ppl"]
     if mog_better and rl_better:
         return "partly: ordering LSTM > Mogrifier > Mogrifier RLSTM reproduced, far from the paper's absolute level"
     if mog_better:
@@ -152,7 +151,7 @@ def _lm_char_verdict(results: Results) -> str:
     else:
         parts.append(f"the Mogrifier does not beat the LSTM ({size})")
     if "mogrifier_rlstm" in s:
-        better = s["mogrifier_rlstm"]["test_bpc"] < s.get("mogrifier_lstm_ch4", mog)["test_bpc"]
+        better = s["mogrifier_rlstm"]["test_bpc"] < s[reference.rlstm_baseline(s)]["test_bpc"]
         parts.append("the Mogrifier RLSTM " + ("improves on" if better else "does not improve on") + " the Mogrifier")
     held = mog["test_bpc"] < lstm["test_bpc"]
     head = "partly" if held else "not reproduced"

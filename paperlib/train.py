@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from paperlib.averaging import AVERAGER_KINDS, WeightAverager, build_averager
+from paperlib.averaging import WeightAverager, build_averager, check_averaging
 from paperlib.distributed import init_from_env
 from paperlib.data.batching import batchify, bptt_windows, num_windows
 from paperlib.models.evaluation import evaluate_nll
@@ -96,8 +96,7 @@ class TrainConfig:
             raise ValueError(f"lr_decay_on_rollback must lie in (0, 1], got {self.lr_decay_on_rollback}")
         if not 0 <= self.beta1 < 1 or not 0 <= self.beta2 < 1:
             raise ValueError(f"betas must lie in [0, 1), got {self.beta1}, {self.beta2}")
-        if self.averaging not in AVERAGER_KINDS:
-            raise ValueError(f"unknown averaging {self.averaging!r}; valid choices: {', '.join(AVERAGER_KINDS)}")
+        check_averaging(self.averaging, self.averaging_options)
         if self.early_stopping is not None and self.early_stopping < 1:
             raise ValueError(f"early_stopping must be >= 1 evaluations or None, got {self.early_stopping}")
 
