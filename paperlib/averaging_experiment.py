@@ -26,6 +26,7 @@ import torch
 
 from paperlib.averaging import build_averager
 from paperlib.config import active_profile, experiment_params, load_params, register_experiment, repo_root, section_params
+from paperlib.device import setup_stage
 from paperlib.data import load_corpus, pinned_checksums
 from paperlib.lm_experiment import seed_everything
 from paperlib.train import forget_stale_run
@@ -83,10 +84,11 @@ def _series(history: list[dict[str, Any]], monitor: str | None = None, key: str 
                                                       "averaged_length") if any(k in h for h in rows)})}
 
 
-def run_main(settings: AveragingParams, corpus, run_dir: Path, progress: bool) -> dict[str, Any]:
+def run_main(settings: AveragingParams, corpus, run_dir: Path, progress: bool,
+             device: torch.device | str = "cpu") -> dict[str, Any]:
     """The comparison run: 2TA drives it, TA/EMA/other-period 2TA watch the same iterates."""
     config = TrainConfig(**{**settings.train, "averaging": "2ta", "seed": settings.seed})
-    model = _build_model(settings.model, len(corpus.vocab), settings.seed)
+    model = _build_model(settings.model, len(corpus.vocab), settings.seed).to(device)  # before the monitors copy it
     period = config.eval_every
     monitors = {}
     for start in settings.ta_starts:
@@ -95,7 +97,7 @@ def run_main(settings: AveragingParams, corpus, run_dir: Path, progress: bool) -
         monitors[f"ema_{decay:g}"] = build_averager("ema", model, period, decay=decay)
     for factor in settings.period_factors:
         monitors[f"2ta_E{factor:g}"] = build_averager("2ta", model, max(1, round(factor * period)))
-    trainer = Trainer(model, corpus.train, corpus.valid[: settings.valid_tokens], config, run_dir,
+    trainer = Trainer(model, corpus.train, corpus.valid[: settings.valid_tokens], config, run_dir, device=device,
                       progress=progress, monitors=monitors, eval_raw=True)
     trainer.fit(resume=True)
     history = trainer.history
@@ -106,15 +108,16 @@ def run_main(settings: AveragingParams, corpus, run_dir: Path, progress: bool) -
     return {"period": period, "curves": curves, "train_seconds": trainer.train_seconds}
 
 
-def run_overfit(settings: AveragingParams, corpus, run_dir: Path, progress: bool) -> dict[str, Any]:
+def run_overfit(settings: AveragingParams, corpus, run_dir: Path, progress: bool,
+                device: torch.device | str = "cpu") -> dict[str, Any]:
     """Fig. 3.5: train on a small slice until the raw loss rises; 2TA (Alg. 2) should reset its long average."""
     config = TrainConfig(**{**settings.overfit_train, "averaging": "none", "seed": settings.seed})
     spec = {**settings.model, "options": {k: v for k, v in settings.model.get("options", {}).items()
                                           if "dropout" not in k}}
-    model = _build_model(spec, len(corpus.vocab), settings.seed)
+    model = _build_model(spec, len(corpus.vocab), settings.seed).to(device)
     monitors = {"2ta": build_averager("2ta", model, config.eval_every)}
     trainer = Trainer(model, corpus.train[: settings.overfit_train_tokens], corpus.valid[: settings.valid_tokens],
-                      config, run_dir, progress=progress, monitors=monitors)
+                      config, run_dir, device=device, progress=progress, monitors=monitors)
     trainer.fit(resume=True)
     return {"curves": {"raw": _series(trainer.history), "2ta": _series(trainer.history, monitor="2ta")},
             "train_seconds": trainer.train_seconds}
@@ -175,6 +178,7 @@ def run_averaging_experiment(profile: str | None = None, progress: bool = True) 
     profile = active_profile(profile, params)
     settings = experiment_params("averaging_ptb", profile, params)
     torch.set_num_threads(settings.threads)
+    device = setup_stage(profile, params)
     corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
     runs = root / "runs" / "averaging_ptb"
     spec = {k: getattr(settings, k) for k in settings.__dataclass_fields__}
@@ -183,8 +187,8 @@ def run_averaging_experiment(profile: str | None = None, progress: bool = True) 
     forget_stale_run(runs / "main", {"part": "main", **{k: spec[k] for k in main_keys}})
     forget_stale_run(runs / "overfit", {"part": "overfit", **{k: spec[k] for k in (*shared, "overfit_train_tokens",
                                                                                  "overfit_train")}})
-    main = run_main(settings, corpus, runs / "main", progress)
-    overfit = run_overfit(settings, corpus, runs / "overfit", progress)
+    main = run_main(settings, corpus, runs / "main", progress, device)
+    overfit = run_overfit(settings, corpus, runs / "overfit", progress, device)
     results = {"profile": profile, "settings": spec,
                "main": {k: v for k, v in main.items() if k != "train_seconds"},
                "overfit": {k: v for k, v in overfit.items() if k != "train_seconds"},

@@ -42,6 +42,7 @@ import torch
 
 from paperlib.config import register_experiment
 from paperlib.data.corpora import DataError, corpus_dir, get_corpus, is_fetched, pinned_checksums
+from paperlib.device import setup_stage
 from paperlib.experiments import LanguageModelParams
 
 EXPERIMENT = "lm_wt2_bytes"
@@ -193,7 +194,7 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
     profile = active_profile(profile, params)
     settings = experiment_params(EXPERIMENT, profile, params)
     torch.set_num_threads(settings.threads)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = setup_stage(profile, params)  # joins torchrun first: the corpus goes to the rank's own GPU
     data_root = root / section_params("data", params).root
     corpus = load_bytes(settings.corpus, data_root)
     limit = settings.eval_tokens

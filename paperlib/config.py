@@ -35,6 +35,7 @@ ROOT_ENV = "PAPERLIB_ROOT"
 
 _SCHEMAS: dict[str, type] = {}
 _SECTIONS: dict[str, type] = {}
+_OPTIONAL_SECTIONS: set[str] = set()  # sections whose schema's defaults stand in when params.yaml omits them
 _TOP_LEVEL = ("profile", "seed", "experiments")
 
 
@@ -54,11 +55,14 @@ def register_experiment(name: str):
     return wrap
 
 
-def register_section(name: str):
-    """Class decorator: register a dataclass as the schema of a shared top-level section (e.g. `data`)."""
+def register_section(name: str, optional: bool = False):
+    """Class decorator: register a dataclass as the schema of a shared top-level section (e.g. `data`);
+    an ``optional`` section may be left out, and then reads as the schema's defaults."""
 
     def wrap(cls: type) -> type:
         _SECTIONS[name] = cls
+        if optional:
+            _OPTIONAL_SECTIONS.add(name)
         return cls
 
     return wrap
@@ -114,6 +118,8 @@ def validate_params(raw: dict[str, Any], source: str = "params.yaml") -> None:
         raise ParamsError(f"{source}: 'seed' must be an integer, got {raw['seed']!r}")
     for name, schema in _SECTIONS.items():
         if name not in raw:
+            if name in _OPTIONAL_SECTIONS:
+                continue
             raise ParamsError(f"{source}: missing section {name!r}")
         _build(schema, raw[name], f"{source}: {name}")
     experiments = raw.get("experiments", {}) or {}
@@ -164,9 +170,10 @@ def experiment_params(name: str, profile: str | None = None, params: dict[str, A
 def section_params(name: str, params: dict[str, Any] | None = None):
     """The validated shared section `name` (e.g. `data`) of params.yaml."""
     params = params if params is not None else load_params()
+    _import_schema_modules()
     if name not in _SECTIONS:
         raise ParamsError(f"unknown section {name!r}; known sections: {', '.join(sorted(_SECTIONS))}")
-    return _build(_SECTIONS[name], params[name], name)
+    return _build(_SECTIONS[name], params.get(name, {}) if name in _OPTIONAL_SECTIONS else params[name], name)
 
 
 def _check_profile_name(profile: Any, where: str) -> None:
@@ -227,7 +234,7 @@ def _type_name(hint: Any) -> str:
 
 
 # Modules whose import registers experiment schemas (each experiment keeps its schema beside its code).
-SCHEMA_MODULES: tuple[str, ...] = ("paperlib.experiments", "paperlib.averaging_experiment", "paperlib.micmco",
+SCHEMA_MODULES: tuple[str, ...] = ("paperlib.experiments", "paperlib.device", "paperlib.averaging_experiment", "paperlib.micmco",
                                    "paperlib.word_generation", "paperlib.dyneval",
                                    "paperlib.reverse_copy", "paperlib.tuning",
                                    "paperlib.dyneval_char", "paperlib.micmco_ptb",

@@ -56,11 +56,11 @@ class DistContext:
             dist.barrier()
 
     def device(self, requested: str | torch.device | None) -> torch.device:
-        """The device of this rank: ``requested`` (default CUDA if available), CUDA pinned to ``LOCAL_RANK``."""
-        device = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))
-        if self.is_distributed and device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", self.local_rank)
-        return device
+        """The device of this rank by :func:`paperlib.device.resolve_device` (``requested``, else
+        ``$PAPERLIB_DEVICE``, else CUDA if available), a bare ``cuda`` pinned to ``LOCAL_RANK``."""
+        from paperlib.device import resolve_device
+
+        return resolve_device(requested, local_rank=self.local_rank if self.is_distributed else None)
 
     def shard_rows(self, stream: torch.Tensor, even: bool = True) -> torch.Tensor:
         """This rank's rows of a ``[B, N]`` stream; ``even`` requires B to be a multiple of the world size."""

@@ -73,6 +73,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from paperlib.config import register_experiment
 from paperlib.data.batching import batchify, bptt_windows, num_windows
+from paperlib.device import load_checkpoint, setup_stage
 from paperlib.models.layers import LSTMLayer, RLSTMLayer, stepwise_recurrence
 from paperlib.models.lstm import LSTMState
 from paperlib.models.mlstm import MLSTMLayer, mlstm_step
@@ -1438,7 +1439,7 @@ def _load_or_train(settings, corpus_name: str, corpus, root, device, progress: b
         path = root / settings.checkpoints[corpus_name]
         if not path.is_file():
             raise FileNotFoundError(f"checkpoint {path} (params: experiments.dyneval.checkpoints.{corpus_name}) does not exist")
-        model.load_state_dict(torch.load(path, map_location=device, weights_only=False)["model"])
+        model.load_state_dict(load_checkpoint(path, device)["model"])
         info["checkpoint"] = str(settings.checkpoints[corpus_name])
         return model.to(device).eval(), info
     from paperlib.train import forget_stale_run
@@ -1752,7 +1753,7 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
     profile = active_profile(profile, params)
     settings = experiment_params("dyneval", profile, params)
     torch.set_num_threads(settings.threads)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = setup_stage(profile, params)
     data_root = root / section_params("data", params).root
     seconds: dict[str, float] = {}
 
@@ -1875,7 +1876,7 @@ def tune_table_row(corpus_name: str, row: str = "global_rms_rms_decay", *, profi
         settings = dataclasses.replace(settings, checkpoints={**settings.checkpoints,
                                                               corpus_name: str(Path(checkpoint).resolve())})
     root = repo_root()
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = setup_stage(profile, params)
     corpus = load_corpus(corpus_name, Path(data_root) if data_root else root / section_params("data", params).root)
     model, _ = _load_or_train(settings, corpus_name, corpus, root, device, progress)
 

@@ -46,6 +46,7 @@ from paperlib.dyneval import (
     static_evaluate,
     tune_dynamic_evaluation,
 )
+from paperlib.device import load_checkpoint, setup_stage
 from paperlib.recovery import recovery_profile
 
 EXPERIMENT = "dyneval_char"
@@ -357,7 +358,7 @@ def _train_or_load(name: str, spec: dict, settings: DynEvalCharParams, corpus, r
                                          "corpus": settings.corpus}))
     done = run_dir / "done.json"
     if done.is_file():
-        model.load_state_dict(torch.load(run_dir / "best.pt", map_location=device, weights_only=False)["model"])
+        model.load_state_dict(load_checkpoint(run_dir / "best.pt", device)["model"])
         info = json.loads(done.read_text())
         log(f"dyneval_char: {name} loaded from {run_dir} ({info['parameters']:,} parameters)")
         return model.to(device).eval(), info
@@ -514,7 +515,7 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
     profile = active_profile(profile, params)
     settings: DynEvalCharParams = experiment_params(EXPERIMENT, profile, params)
     torch.set_num_threads(settings.threads)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = setup_stage(profile, params)
     data_root = root / section_params("data", params).root
     seconds: dict[str, float] = {}
 

@@ -21,6 +21,7 @@ import torch
 
 from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
 from paperlib.data import batchify, bptt_windows, get_corpus, load_corpus, pinned_checksums
+from paperlib.device import setup_stage
 from paperlib.distributed import is_main_process
 from paperlib.models import build_lm, collect_logits, evaluate_nll, mc_dropout_nll, optimal_temperature
 from paperlib.provenance import provenance, write_json_atomic
@@ -142,7 +143,7 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
         runs_dir = runs_dir if runs_dir is not None else root / "runs" / f"{name}.{averaging}"
         out = out if out is not None else root / "results" / f"{name}.{averaging}.json"
     torch.set_num_threads(settings.threads)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = setup_stage(profile, params)  # joins torchrun first: the corpus goes to the rank's own GPU
     corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
     valid_ids, test_ids = (s[: settings.eval_tokens] for s in (corpus.valid, corpus.test))
     train_ids, valid_ids, test_ids = (s.to(device) for s in (corpus.train, valid_ids, test_ids))

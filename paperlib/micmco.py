@@ -76,6 +76,7 @@ from torch.nn import functional as F
 
 from paperlib.config import register_experiment
 from paperlib.data import uniform_symbols
+from paperlib.device import cache_key, setup_stage, stage_device
 from paperlib.estimators import (
     PATHWISE_ESTIMATORS,
     MonteCarloObjective,
@@ -828,7 +829,7 @@ class MicmcoSyntheticParams:
 def run_trial(config: Configuration, params: Mapping[str, float], settings: MicmcoSyntheticParams,
               seed: int) -> dict[str, Any]:
     """Train one model with ``params`` and evaluate it; the data stream and evaluation set depend only on settings."""
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = stage_device()
     batches = uniform_symbols(settings.steps * settings.batch_size, settings.vocab_size, settings.seed)
     batches = batches.view(settings.steps, settings.batch_size).to(device)  # [steps, B]
     eval_set = uniform_symbols(settings.eval_symbols, settings.vocab_size, settings.seed + 1).to(device)  # [N_eval]
@@ -887,7 +888,7 @@ def trial_index(trial) -> int:
 
 
 def study_name(config_name: str, profile: str, settings: MicmcoSyntheticParams) -> str:
-    return f"{config_name}-{profile}-{settings.trial_fingerprint()}"
+    return f"{config_name}-{profile}-{settings.trial_fingerprint()}" + "".join(f"-{v}" for v in cache_key().values())
 
 
 def run_study(config_name: str, settings: MicmcoSyntheticParams, storage: str, profile: str,
@@ -998,6 +999,7 @@ def _study_job(name: str, settings: MicmcoSyntheticParams, runs_dir: str, profil
     import optuna
 
     torch.set_num_threads(settings.threads)
+    setup_stage(profile)  # precision in this (possibly spawned) worker
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = f"sqlite:///{Path(runs_dir) / study_name(name, profile, settings)}.sqlite3"
     if progress:
@@ -1026,6 +1028,7 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
     params = load_params()
     profile = active_profile(profile, params)
     settings: MicmcoSyntheticParams = experiment_params(EXPERIMENT, profile, params)
+    setup_stage(profile, params)
     runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / EXPERIMENT
     runs_dir.mkdir(parents=True, exist_ok=True)
     names = sorted(settings.selected, key=_study_cost, reverse=True)

@@ -65,6 +65,7 @@ from torch import Tensor
 
 from paperlib.config import register_experiment
 from paperlib.data import SentenceBatch, pad_sentences, sentence_batches, truncate_sentences
+from paperlib.device import cache_key, setup_stage, stage_device
 from paperlib.estimators import Surrogates, iwae_bound, mutual_information
 from paperlib.micmco import (
     HV_TIE,
@@ -520,6 +521,7 @@ def train(model: SentenceVAE, curve: Curve, params: Mapping[str, float], sentenc
     coefficient x ||theta||^2. Stops early, flagged ``diverged``, when the objective becomes non-finite.
     """
     started = time.perf_counter()
+    device = next(model.parameters()).device
     l2 = float(params.get("l2_penalty", 0.0))
     optimizer = torch.optim.Adam(model.parameters(), lr=float(params["learning_rate"]), betas=(0.0, 0.999), eps=1e-8,
                                  weight_decay=2.0 * l2)
@@ -529,6 +531,7 @@ def train(model: SentenceVAE, curve: Curve, params: Mapping[str, float], sentenc
     tail_values: list[float] = []
     for step in range(steps):
         batch = next(stream)
+        batch = SentenceBatch(*(t.to(device) for t in (batch.inputs, batch.targets, batch.mask, batch.lengths)))
         tokens = int(batch.lengths.sum())
         optimizer.zero_grad(set_to_none=True)
         s = per_token(step_surrogates(model, batch, curve.estimator, params), tokens)
@@ -597,7 +600,7 @@ def run_trial(curve: Curve, params: Mapping[str, float], data: SentenceData, set
     explodes); its NLL and KL are then NaN, which fails the Optuna trial.
     """
     torch.manual_seed(seed)
-    model = build_model(curve, params, settings, data.vocab_size)
+    model = build_model(curve, params, settings, data.vocab_size).to(stage_device())
     result = train(model, curve, params, data.train, data.eos_id, settings.steps * curve.steps_factor,
                    settings.batch_size * curve.batch_factor, seed)
     record: dict[str, Any] = {"steps": result.steps, "train_seconds": round(result.seconds, 2),
@@ -618,7 +621,7 @@ def run_trial(curve: Curve, params: Mapping[str, float], data: SentenceData, set
 
 
 def study_name(curve_name: str, profile: str, settings: MicmcoPtbParams) -> str:
-    return f"{curve_name}-{profile}-{settings.trial_fingerprint()}"
+    return f"{curve_name}-{profile}-{settings.trial_fingerprint()}" + "".join(f"-{v}" for v in cache_key().values())
 
 
 def _checkpoint_path(runs_dir: Path, study: str) -> Path:
@@ -679,6 +682,7 @@ def _study_job(name: str, settings: MicmcoPtbParams, runs_dir: str, profile: str
     import optuna
 
     torch.set_num_threads(settings.threads)
+    setup_stage(profile)  # precision in this (possibly spawned) worker
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if data is None:
         data = load_data(settings, data_root)
@@ -790,7 +794,7 @@ def best_model(name: str, record: Mapping[str, Any], settings: MicmcoPtbParams, 
         if saved["trial"] == record["number"]:
             model = build_model(curve, record["params"], settings, data.vocab_size)
             model.load_state_dict(saved["state"])
-            return model.eval()
+            return model.to(stage_device()).eval()
     _, model = run_trial(curve, record["params"], data, settings, settings.seed + 1000 * index)
     _save_checkpoint(path, int(record["number"]), model)
     return model.eval()
@@ -1225,6 +1229,7 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
     params = params if params is not None else load_params()
     profile = active_profile(profile, params)
     settings: MicmcoPtbParams = experiment_params(EXPERIMENT, profile, params)
+    setup_stage(profile, params)
     data_root = root / section_params("data", params).root
     runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / EXPERIMENT
     results, seconds = run_experiment(settings, runs_dir, profile, progress, data_root=data_root)

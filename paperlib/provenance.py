@@ -11,6 +11,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from paperlib.device import describe
+
 _PACKAGES = ("torch", "numpy", "scipy", "pandas", "matplotlib", "optuna", "dvc", "papermill")
 
 
@@ -49,6 +51,7 @@ def provenance(root: str | os.PathLike, profile: str, params: Any, data_sha256: 
         "data_sha256": data_sha256 or {},
         "versions": library_versions(),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+        "compute": describe(),  # precision and GPUs in force (paperlib.device)
     }
     if started is not None:
         record["wall_time_s"] = round(time.time() - started, 3)

@@ -59,6 +59,7 @@ from torch.nn import functional as F
 
 from paperlib.config import register_experiment
 from paperlib.data import ReverseCopyData, reverse_copy
+from paperlib.device import cache_key, setup_stage, stage_device
 from paperlib.models.layers import LSTMLayer
 from paperlib.models.lstm import LSTMState
 from paperlib.models.mogrifier import Mogrifier
@@ -281,7 +282,8 @@ def train_model(model: ReverseCopyModel, data: ReverseCopyData, settings: TrainS
     _check_data(model, data)
     kwargs = dict(lr=settings.lr, betas=(settings.beta1, 0.999), weight_decay=settings.l2)
     optimizer = (torch.optim.RAdam if settings.optimizer == "radam" else torch.optim.Adam)(model.parameters(), **kwargs)
-    generator = torch.Generator().manual_seed(seed)
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)  # the order is drawn on the CPU, batches move to the device
     num = data.source.shape[0]
     order, cursor = torch.randperm(num, generator=generator), 0
     curve, running, count = [], 0.0, 0
@@ -291,8 +293,8 @@ def train_model(model: ReverseCopyModel, data: ReverseCopyData, settings: TrainS
             order, cursor = torch.randperm(num, generator=generator), 0
         index = order[cursor : cursor + settings.batch_size]
         cursor += settings.batch_size
-        logits = model(data.source[index], data.decoder_inputs[index])  # [B, L, V]
-        loss = token_cross_entropy(logits, data.targets[index])
+        logits = model(data.source[index].to(device), data.decoder_inputs[index].to(device))  # [B, L, V]
+        loss = token_cross_entropy(logits, data.targets[index].to(device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if settings.clip_norm > 0:
@@ -313,11 +315,12 @@ def evaluate(model: ReverseCopyModel, data: ReverseCopyData, batch_size: int = 2
     """Per-token cross-entropy (nats) and teacher-forced argmax accuracy over all of ``data``."""
     _check_data(model, data)
     model.eval()
+    device = next(model.parameters()).device
     total, correct, tokens = 0.0, 0, 0
     for start in range(0, data.source.shape[0], batch_size):
         part = slice(start, start + batch_size)
-        logits = model(data.source[part], data.decoder_inputs[part])  # [b, L, V]
-        targets = data.targets[part]
+        logits = model(data.source[part].to(device), data.decoder_inputs[part].to(device))  # [b, L, V]
+        targets = data.targets[part].to(device)
         total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum").item()
         correct += (logits.argmax(-1) == targets).sum().item()
         tokens += targets.numel()
@@ -457,7 +460,8 @@ def run_key(point: GridPoint, settings: ReverseCopyParams) -> str:
     # the grid's lists, workers and threads do not change what one run computes
     relevant = {k: v for k, v in asdict(settings).items()
                 if k not in ("models", "lengths", "learning_rates", "l2_penalties", "workers", "threads")}
-    text = json.dumps({"point": asdict(point), "settings": relevant, "code": _code_fingerprint()}, sort_keys=True)
+    text = json.dumps({"point": asdict(point), "settings": relevant, "code": _code_fingerprint(), **cache_key()},
+                      sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -467,7 +471,7 @@ def run_grid_point(point: GridPoint, settings: ReverseCopyParams) -> dict[str, A
     data = split_data(settings, point.length)
     model = build_model(settings.vocab_size, point.embedding_size, point.hidden_size, settings.num_layers,
                         point.mogrifier_rounds, point.mogrifier_rank, point.mogrifier_zigzag,
-                        point.capped_input_gate, seed=settings.seed)
+                        point.capped_input_gate, seed=settings.seed).to(stage_device())
     train = TrainSettings(steps=settings.steps, batch_size=settings.batch_size, lr=point.lr, l2=point.l2,
                           optimizer=settings.optimizer, beta1=settings.beta1, clip_norm=settings.clip_norm,
                           log_every=settings.log_every)
@@ -492,6 +496,7 @@ def _job(point: GridPoint, settings: ReverseCopyParams, runs_dir: str, progress:
     if path.is_file():
         return json.loads(path.read_text())
     torch.set_num_threads(settings.threads)
+    setup_stage()  # precision in this (possibly spawned) worker, by the active profile
     record = run_grid_point(point, settings)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(record))
@@ -598,6 +603,7 @@ def run_reverse_copy(profile: str | None = None, progress: bool = True,
     params = load_params(root / "params.yaml")
     profile = active_profile(profile, params)
     settings: ReverseCopyParams = experiment_params(EXPERIMENT, profile, params)
+    setup_stage(profile, params)
     results = run_experiment(settings, root / "runs" / EXPERIMENT, progress)
     results = {"profile": profile, **results}
     out = root / "results" / f"{EXPERIMENT}.json"

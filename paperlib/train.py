@@ -41,6 +41,7 @@ import torch
 from torch import nn
 
 from paperlib.averaging import WeightAverager, build_averager, check_averaging
+from paperlib.device import autocast, cache_key, current, load_checkpoint
 from paperlib.distributed import init_from_env
 from paperlib.data.batching import batchify, bptt_windows, num_windows
 from paperlib.models.evaluation import evaluate_nll
@@ -173,9 +174,15 @@ class Trainer:
 
     def __init__(self, model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor, config: TrainConfig,
                  out_dir: str | os.PathLike, device: str | torch.device | None = None, progress: bool = True,
-                 monitors: dict[str, WeightAverager] | None = None, eval_raw: bool = False):
+                 monitors: dict[str, WeightAverager] | None = None, eval_raw: bool = False,
+                 sync_every: int | None = None):
         self.dist = init_from_env()  # rank 0 of 1 unless started by torchrun
         self.device = self.dist.device(device)
+        # read the training loss back to the host (and check it) every `sync_every` steps: paperlib.device
+        self.sync_every = sync_every if sync_every is not None else current().sync_every
+        if self.sync_every < 1:
+            raise ValueError(f"sync_every must be >= 1, got {self.sync_every}")
+        self._unread: list[torch.Tensor] = []  # batch losses of the steps since the last read-back
         self.model = model.to(self.device)
         self.net = self.dist.wrap(self.model, self.device)  # DistributedDataParallel under torchrun
         self.config = config
@@ -242,7 +249,7 @@ class Trainer:
         self.dist.barrier()
 
     def load(self, path: Path, restore_position: bool = True) -> None:
-        ckpt = torch.load(path, map_location=self.device, weights_only=False)
+        ckpt = load_checkpoint(path, self.device)  # RNG states stay CPU tensors, as set_rng_state requires
         saved_world = len(ckpt.get("ranks", [None]))
         if restore_position and saved_world != self.dist.world_size:
             raise CheckpointMismatch(
@@ -299,6 +306,7 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.state = None
+        self._unread = []  # losses of the discarded updates
         self.history.append({"step": self.step, "event": "rollback", "lr": lr, "reason": reason})
 
     # -- the loop ----------------------------------------------------------------------------
@@ -323,14 +331,16 @@ class Trainer:
                 loss = self._train_step(inputs, targets)
                 self.train_seconds += time.perf_counter() - started
                 self.window += 1
-                if math.isnan(loss):
+                if loss is not None and math.isnan(loss):
                     # Rolled back: no optimizer step was taken, so there is no step to count and no new iterate
                     # for the averagers (they were restored with the weights); the window that blew up is skipped.
                     continue
                 self.step += 1
                 self._observe_step()
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{self.step * tokens_per_step / max(self.train_seconds, 1e-9):.0f}")
+                if loss is not None:
+                    bar.set_postfix(loss=f"{loss:.3f}",
+                                    tok_s=f"{self.step * tokens_per_step / max(self.train_seconds, 1e-9):.0f}")
                 if self.step % config.eval_every == 0 or self.step == config.max_steps:
                     self._evaluate_and_checkpoint()
                     if config.early_stopping is not None and self.evals_since_best >= config.early_stopping:
@@ -343,20 +353,33 @@ class Trainer:
             bar.close()
         return self.result()
 
-    def _train_step(self, inputs: torch.Tensor, targets: torch.Tensor) -> float:
+    def _train_step(self, inputs: torch.Tensor, targets: torch.Tensor) -> float | None:
+        """One update. Returns the batch loss on the steps that read it back (every `sync_every`-th), None on the
+        others, NaN when a non-finite loss was read and the run rolled back instead of updating.
+
+        With `sync_every` = 1 a non-finite loss is caught before its update. With k > 1 the check sees the last k
+        losses at once, so up to k - 1 updates may follow a non-finite loss before the rollback discards them (they
+        count as steps); validation, which reads its loss, still sees non-finite weights at once.
+        """
         self.model.train()
-        loss, state = multi_sample_loss(self.net, inputs, targets, self.config.num_samples, self.state)
+        with autocast(self.device):  # bf16 precision only; the loss itself is float32 (paperlib.device)
+            loss, state = multi_sample_loss(self.net, inputs, targets, self.config.num_samples, self.state)
         self.state = detach_state(state)
-        batch_loss = self.dist.mean(loss.detach())  # over the global batch, so that all ranks agree
-        if not torch.isfinite(batch_loss):
-            self._rollback(f"non-finite training loss {batch_loss.item()}")
-            return float("nan")
+        self._unread.append(self.dist.mean(loss.detach()))  # over the global batch, so that all ranks agree
+        read = None
+        if len(self._unread) >= self.sync_every:
+            losses, self._unread = torch.stack(self._unread), []
+            finite = torch.isfinite(losses)
+            if not finite.all():
+                self._rollback(f"non-finite training loss {losses[~finite][0].item()}")
+                return float("nan")
+            read = losses[-1].item()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if self.config.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
         self.optimizer.step()
-        return batch_loss.item()
+        return read
 
     def _observe_step(self) -> None:
         """Feed the new iterate to the averagers; evaluate the monitors that are due."""
@@ -417,6 +440,7 @@ def forget_stale_run(run_dir: Path, spec: dict[str, Any]) -> None:
     """Runs persist across `dvc repro` so that an interrupted stage resumes; a run folder made with
     other settings is removed so that it is redone rather than reused."""
     context = init_from_env()
+    spec = {**spec, **cache_key()}  # runs made at another precision are redone too
     if context.is_main:  # under torchrun, one process decides and the others wait for it
         marker = run_dir / "spec.json"
         if marker.exists() and json.loads(marker.read_text()) != json.loads(json.dumps(spec)):

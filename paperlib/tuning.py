@@ -46,6 +46,7 @@ import optuna
 from optuna.trial import TrialState
 
 from paperlib.config import register_experiment
+from paperlib.device import setup_stage
 from paperlib.search_spaces import SPACES, SearchSpace, get_space
 
 if TYPE_CHECKING:  # torch and the trainer load only when a language model is tuned: workers start fast
@@ -489,7 +490,7 @@ def tune(space: str, study_name: str | None = None, storage: str | None = None, 
     elif known != spec:
         raise ValueError(f"study {study_name!r} was created with other settings; use another --study name "
                          "(or delete it with `optuna delete-study`)")
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = setup_stage(profile, params)
     model = settings.models[space]
     objective = LanguageModelObjective(
         get_space(space), model["cell"], model["hidden_size"], model["num_layers"], settings.train,

@@ -51,6 +51,7 @@ from torch import Tensor, nn
 
 from paperlib.config import active_profile, experiment_params, load_params, register_experiment, repo_root
 from paperlib.data.wordlist import WordList, english_word_list, split_tokens, split_types
+from paperlib.device import cache_key, load_checkpoint, setup_stage
 from paperlib.flows import build_flow
 from paperlib.models.dssm import CharVocab, DeepStateSpaceModel, DSSMConfig, GRUWordModel, force_end_of_word
 from paperlib.provenance import provenance, write_json_atomic
@@ -466,6 +467,9 @@ def _history_point(model: nn.Module, settings: WordGenerationParams, seed: int) 
     return {"I_bar": info.mean, "emission_entropy": float(info.emission_entropy.mean())}
 
 
+GENERATOR_KEYS = frozenset({"batch_gen", "noise_gen"})  # checkpoint entries that must stay CPU ByteTensors
+
+
 def train_model(model: nn.Module, split: SplitData, settings: WordGenerationParams, samples: int, seed: int,
                 checkpoint: Path | None = None, progress: Callable[[str], None] | None = None,
                 stop_at: int | None = None) -> TrainResult:
@@ -483,7 +487,7 @@ def train_model(model: nn.Module, split: SplitData, settings: WordGenerationPara
     noise_gen = torch.Generator(device=device).manual_seed(seed + 1)
     step, diverged, history, running = 0, False, [], [0.0, 0]
     if checkpoint is not None and checkpoint.is_file():
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
+        state = load_checkpoint(checkpoint, device, cpu_keys=GENERATOR_KEYS)  # generator states stay CPU tensors
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         batch_gen.set_state(state["batch_gen"])
@@ -602,7 +606,7 @@ def settings_fingerprint(settings: WordGenerationParams, data: WordList) -> str:
     """Hash of everything a finished run's numbers depend on besides its spec and seed (data, training
     and evaluation settings), so runs of another profile or word list are never mistaken for ours."""
     relevant = {k: v for k, v in dataclasses.asdict(settings).items() if k not in _NOT_IN_FINGERPRINT}
-    payload = json.dumps(relevant, sort_keys=True) + word_list_sha256(data)
+    payload = json.dumps({**relevant, **cache_key()}, sort_keys=True) + word_list_sha256(data)
     return hashlib.sha1(payload.encode()).hexdigest()[:10]
 
 
@@ -799,7 +803,7 @@ def figure2_data(settings: WordGenerationParams, vocab: CharVocab, figure_runs: 
             continue
         run = next(p for p in plan if p.key == record["key"] and p.seed == record["seed"])
         model = build_model(record["spec"], vocab, settings.max_len).to(device)
-        state = torch.load(runs_dir / run.folder() / "checkpoint.pt", map_location=device, weights_only=False)
+        state = load_checkpoint(runs_dir / run.folder() / "checkpoint.pt", device, cpu_keys=GENERATOR_KEYS)
         model.load_state_dict(state["model"])
         model.eval()
         gen = torch.Generator(device=device).manual_seed(record["seed"] + 19)
@@ -818,7 +822,7 @@ def run_word_generation(profile: str | None = None, progress: bool = True, runs_
     profile = active_profile(profile, params)
     settings = experiment_params(NAME, profile, params)
     torch.set_num_threads(settings.threads)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = setup_stage(profile, params)
     data = english_word_list(settings.min_len, settings.max_len, settings.min_count, settings.total_tokens,
                              settings.top_n)
     runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / NAME

@@ -20,6 +20,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from paperlib.device import float32_recurrence
+
 LSTMState = tuple[Tensor, Tensor]
 
 
@@ -145,7 +147,7 @@ def lstm_recurrence(
     gx: Tensor, weight_hh: Tensor, h0: Tensor, c0: Tensor, state_mask: Tensor | None, capped: bool
 ) -> tuple[Tensor, Tensor]:
     """Functional entry point of :class:`LSTMRecurrence`; returns (h_1..h_T [T, B, n], c_T)."""
-    return LSTMRecurrence.apply(gx, weight_hh, h0, c0, state_mask, capped)
+    return float32_recurrence(LSTMRecurrence.apply, gx, weight_hh, h0, c0, state_mask, capped)
 
 
 def default_uniform_(tensor: Tensor, hidden_size: int) -> Tensor:

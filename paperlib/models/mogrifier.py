@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from paperlib.device import float32_recurrence
 from paperlib.models.lstm import lstm_cell_backward_, lstm_cell_forward_
 from paperlib.models.rlstm import rlstm_cell_backward_, rlstm_cell_forward_, rlstm_weight_grads
 
@@ -287,4 +288,4 @@ def mogrifier_recurrence(
     """Functional entry point of :class:`MogrifierRecurrence`; returns (h_1..h_T [T, B, n], c_T)."""
     if spec.cell not in CELL_WEIGHT_COUNT:
         raise ValueError(f"cell must be one of {tuple(CELL_WEIGHT_COUNT)}, got {spec.cell!r}")
-    return MogrifierRecurrence.apply(x, h0, c0, state_mask, spec, *weights)
+    return float32_recurrence(MogrifierRecurrence.apply, x, h0, c0, state_mask, spec, *weights)

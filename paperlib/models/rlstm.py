@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from paperlib.device import float32_recurrence
 from paperlib.models.lstm import LSTMState
 
 
@@ -218,4 +219,5 @@ def rlstm_recurrence(
     state_mask: Tensor | None,
 ) -> tuple[Tensor, Tensor]:
     """Functional entry point of :class:`RLSTMRecurrence`; returns (h_1..h_T [T, B, n], c_T)."""
-    return RLSTMRecurrence.apply(gx, weight_hh, weight_fu, bias_f, weight_oc, bias_o, h0, c0, state_mask)
+    return float32_recurrence(RLSTMRecurrence.apply, gx, weight_hh, weight_fu, bias_f, weight_oc, bias_o, h0, c0,
+                              state_mask)

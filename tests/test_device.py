@@ -1,0 +1,278 @@
+"""The device policy (paperlib.device): which device a stage uses, checkpoints that resume on a GPU, precision,
+and fewer host round-trips. No GPU here, so CUDA itself is not exercised; what a CPU can show is:
+
+- the ``meta`` device stands in for "not the CPU": a stage run with ``PAPERLIB_DEVICE=meta`` must put its model
+  and batches there, so it stops at the first value read back to the host (``.item()`` on a meta tensor) and
+  never at a CPU tensor meeting a meta one (a model or batch the stage forgot to move);
+- checkpoints loaded for another device keep their RNG states as CPU ByteTensors;
+- under two gloo processes a bare ``cuda`` is pinned to each rank's own GPU (CUDA availability mocked).
+"""
+
+import os
+import re
+import socket
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from paperlib.device import (ComputeParams, autocast, configure, current, load_checkpoint, resolve_device,
+                             stage_device)
+from paperlib.train import Trainer, TrainConfig
+from tests.test_train import VOCAB, markov_stream, tiny_model
+
+META_READ = "cannot be called on meta tensors"  # torch's error when a meta tensor's value is read on the host
+
+
+@pytest.fixture(autouse=True)
+def _restore_precision():
+    before = current()
+    yield
+    configure(before.precision, before.sync_every)
+
+
+def _stops_at_the_first_host_read(run) -> None:
+    """``run`` moved everything to the meta device: it fails reading a value back, not on a device mismatch."""
+    with pytest.raises((RuntimeError, NotImplementedError)) as err:
+        run()
+    assert META_READ in str(err.value), f"not everything was on the policy's device: {err.value}"
+
+
+# -- which device -------------------------------------------------------------------------------------------
+
+def test_the_environment_overrides_the_configured_device(monkeypatch):
+    monkeypatch.setenv("PAPERLIB_DEVICE", "meta")
+    assert resolve_device(configured="cpu") == torch.device("meta")
+    assert resolve_device("cpu") == torch.device("cpu")  # an explicit request wins over the environment
+    monkeypatch.delenv("PAPERLIB_DEVICE")
+    assert resolve_device(configured="meta") == torch.device("meta")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the policy on a machine without CUDA")
+def test_auto_is_the_cpu_without_cuda_and_asking_for_cuda_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("PAPERLIB_DEVICE", raising=False)
+    assert resolve_device() == torch.device("cpu")
+    with pytest.raises(ValueError, match="no CUDA device.*PAPERLIB_DEVICE=cpu"):
+        resolve_device("cuda")
+    with pytest.raises(ValueError, match="not a device; use auto, cpu, cuda"):
+        resolve_device("gpu0")
+
+
+def test_a_bare_cuda_is_pinned_to_the_local_rank(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("cuda", local_rank=1) == torch.device("cuda", 1)
+    assert resolve_device("cuda:0", local_rank=1) == torch.device("cuda", 0)  # an explicit index stays
+    assert resolve_device("auto", local_rank=3) == torch.device("cuda", 3)
+
+
+def test_compute_section_is_validated():
+    with pytest.raises(ValueError, match="unknown precision 'fp16'"):
+        ComputeParams(precision={"smoke": "fp32", "cpu": "fp32", "paper": "fp16"})
+    with pytest.raises(ValueError, match="missing \\['paper'\\]"):
+        ComputeParams(sync_every={"smoke": 1, "cpu": 1})
+    with pytest.raises(ValueError, match="integer >= 1"):
+        ComputeParams(sync_every={"smoke": 1, "cpu": 0, "paper": 1})
+    with pytest.raises(ValueError, match="not a device"):
+        ComputeParams(device="tpu!")
+
+
+def test_no_stage_picks_its_device_by_itself():
+    """Every stage goes through paperlib.device (rank pinning, PAPERLIB_DEVICE, compute.device): no module but the
+    policy builds a CUDA device from a literal, and no checkpoint is loaded with ``map_location`` = the device."""
+    root = Path(__file__).resolve().parents[1] / "paperlib"
+    offenders = []
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        if path.name != "device.py" and re.search(r"torch\.device\(\s*\"cuda\"\s+if", text):
+            offenders.append(f"{path.name}: own CUDA choice")
+        if re.search(r"map_location\s*=\s*(self\.)?device", text):
+            offenders.append(f"{path.name}: map_location=device moves RNG states off the CPU")
+    assert not offenders, offenders
+
+
+def _pinning_worker(rank: int, port: int, out: str) -> None:
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
+    os.environ.pop("PAPERLIB_DEVICE", None)
+    from paperlib.distributed import init_from_env
+
+    init_from_env("gloo")  # the process group first, as a CUDA run does (on CUDA: NCCL and set_device)
+    torch.cuda.is_available = lambda: True  # what a rank on a GPU machine sees
+    Path(out, f"rank{rank}").write_text(f"{stage_device()} {init_from_env().device(None)}")
+
+
+def test_under_two_processes_each_rank_gets_its_own_gpu(tmp_path):
+    """The corpus of rank r must go to cuda:r; a bare "cuda" is cuda:0 on every rank (finding 3 of #20)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.start_processes(_pinning_worker, args=(port, str(tmp_path)), nprocs=2, start_method="spawn")
+    assert [(tmp_path / f"rank{r}").read_text() for r in range(2)] == ["cuda:0 cuda:0", "cuda:1 cuda:1"]
+
+
+# -- checkpoints ------------------------------------------------------------------------------------------
+
+def _trained(tmp_path) -> Trainer:
+    config = TrainConfig(batch_size=4, bptt=8, max_steps=2, eval_every=2, eval_batch_size=2, averaging="2ta")
+    trainer = Trainer(tiny_model(), markov_stream(600, 0), markov_stream(120, 1), config, tmp_path, progress=False)
+    trainer.fit()
+    return trainer
+
+
+def test_a_checkpoint_loads_onto_another_device_with_its_rng_state_on_the_cpu(tmp_path):
+    _trained(tmp_path)
+    ckpt = load_checkpoint(tmp_path / "last.pt", "meta")
+    assert ckpt["rng"]["torch"].device.type == "cpu" and ckpt["rng"]["torch"].dtype == torch.uint8
+    assert all(t.device.type == "meta" for t in ckpt["model"].values())
+    assert all(t.device.type == "meta" for s in ckpt["optimizer"]["state"].values() for t in s.values()
+               if isinstance(t, torch.Tensor))
+    torch.set_rng_state(ckpt["rng"]["torch"])  # accepted as it is
+    # what `map_location=device` did before: the RNG state leaves the CPU and cannot be restored
+    moved = torch.load(tmp_path / "last.pt", map_location="meta", weights_only=False)
+    with pytest.raises((RuntimeError, TypeError)):
+        torch.set_rng_state(moved["rng"]["torch"])
+
+
+def test_a_trainer_on_another_device_resumes_from_a_cpu_checkpoint(tmp_path):
+    _trained(tmp_path)
+    config = TrainConfig(batch_size=4, bptt=8, max_steps=2, eval_every=2, eval_batch_size=2, averaging="2ta")
+    with torch.device("meta"):  # built there: `.to("meta")` would untie the tied embedding (a CUDA move does not)
+        model = tiny_model()
+    other = Trainer(model, markov_stream(600, 0), markov_stream(120, 1), config, tmp_path, device="meta",
+                    progress=False)
+    other.load(other.last_path)  # restores RNG states (CPU), weights, optimizer and averager state (meta)
+    assert other.step == 2 and next(other.model.parameters()).device.type == "meta"
+
+
+def test_word_generation_checkpoints_keep_their_generator_states_on_the_cpu(tmp_path):
+    from paperlib.word_generation import GENERATOR_KEYS
+
+    payload = {"model": {"w": torch.ones(2)}, "batch_gen": torch.Generator().get_state(),
+               "noise_gen": torch.Generator().manual_seed(1).get_state(), "step": 3}
+    torch.save(payload, tmp_path / "ck.pt")
+    loaded = load_checkpoint(tmp_path / "ck.pt", "meta", cpu_keys=GENERATOR_KEYS)
+    assert loaded["model"]["w"].device.type == "meta" and loaded["step"] == 3
+    torch.Generator().set_state(loaded["noise_gen"])
+
+
+# -- every stage's training on the policy's device --------------------------------------------------------
+
+def test_language_model_training_runs_on_the_trainers_device(tmp_path):
+    config = TrainConfig(batch_size=4, bptt=8, max_steps=2, eval_every=2, eval_batch_size=2)
+    _stops_at_the_first_host_read(lambda: Trainer(tiny_model(), markov_stream(600, 0), markov_stream(120, 1),
+                                                  config, tmp_path, device="meta", progress=False).fit())
+
+
+def test_averaging_monitors_are_built_on_the_device(tmp_path):
+    from paperlib.averaging_experiment import run_main
+    from paperlib.config import experiment_params
+
+    settings = experiment_params("averaging_ptb", "smoke")
+    corpus = SimpleNamespace(train=markov_stream(3000, 0), valid=markov_stream(600, 1), vocab=list(range(VOCAB)))
+    _stops_at_the_first_host_read(lambda: run_main(settings, corpus, tmp_path, False, device="meta"))
+
+
+def test_reverse_copy_trains_on_the_policy_device(monkeypatch):
+    import paperlib.reverse_copy as rc
+    from paperlib.config import experiment_params
+
+    monkeypatch.setenv("PAPERLIB_DEVICE", "meta")
+    settings = experiment_params("reverse_copy", "smoke")
+    _stops_at_the_first_host_read(lambda: rc.run_grid_point(rc.grid_points(settings)[0], settings))
+
+
+def test_synthetic_micmco_trains_on_the_policy_device(monkeypatch):
+    from paperlib.config import experiment_params
+    from paperlib.micmco import CONFIGURATIONS, run_trial
+
+    monkeypatch.setenv("PAPERLIB_DEVICE", "meta")
+    settings = experiment_params("micmco_synthetic", "smoke")
+    config = CONFIGURATIONS[settings.selected[0]]
+    _stops_at_the_first_host_read(lambda: run_trial(config, {"learning_rate": 1e-3, "lam": 0.5}, settings, seed=1))
+
+
+def test_ptb_micmco_trains_on_the_policy_device(monkeypatch):
+    from paperlib.micmco_ptb import CURVES, MicmcoPtbParams, prepare_sentences, run_trial
+    from tests.test_micmco_ptb import EOS, SMOKE, UNK, V, toy_sentences
+
+    settings = MicmcoPtbParams(figures=["5.22"], **SMOKE)
+    splits = {"train": toy_sentences(40, 1), "valid": toy_sentences(10, 2), "test": toy_sentences(10, 3)}
+    data = prepare_sentences(splits, V, EOS, UNK, settings)
+    monkeypatch.setenv("PAPERLIB_DEVICE", "meta")
+    _stops_at_the_first_host_read(
+        lambda: run_trial(CURVES["dreg16-1.train"], {"learning_rate": 1e-3, "lam": 0.5}, data, settings, seed=3))
+
+
+# -- precision and host round-trips -----------------------------------------------------------------------
+
+def test_bf16_autocasts_the_forward_pass_and_keeps_the_loss_in_float32(tmp_path, monkeypatch):
+    import paperlib.train as train_module
+
+    seen = {}
+    real = train_module.multi_sample_loss
+
+    def spy(net, inputs, targets, *args, **kwargs):
+        seen["logits"] = net(inputs)[0].dtype
+        loss, state = real(net, inputs, targets, *args, **kwargs)
+        seen["loss"] = loss.dtype
+        return loss, state
+
+    monkeypatch.setattr(train_module, "multi_sample_loss", spy)
+    configure("bf16")
+    config = TrainConfig(batch_size=4, bptt=8, max_steps=3, eval_every=3, eval_batch_size=2)
+    result = Trainer(tiny_model(), markov_stream(600, 0), markov_stream(120, 1), config, tmp_path,
+                     progress=False).fit()
+    assert seen == {"logits": torch.bfloat16, "loss": torch.float32}
+    assert result.steps == 3 and result.best_valid_nll < 10
+    configure("fp32")
+    with autocast("cpu"):
+        assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).dtype == torch.float32
+
+
+def _item_calls(monkeypatch, tmp_path, sync_every: int) -> tuple[int, Trainer]:
+    calls = {"n": 0}
+    real = torch.Tensor.item
+
+    def counted(self):
+        calls["n"] += 1
+        return real(self)
+
+    config = TrainConfig(batch_size=4, bptt=8, max_steps=12, eval_every=12, eval_batch_size=2, seed=2)
+    trainer = Trainer(tiny_model(), markov_stream(600, 0), markov_stream(120, 1), config, tmp_path,
+                      progress=False, sync_every=sync_every)
+    with monkeypatch.context() as patch:
+        patch.setattr(torch.Tensor, "item", counted)
+        trainer.fit()
+    return calls["n"], trainer
+
+
+def test_reading_the_loss_every_k_steps_cuts_host_reads_and_changes_no_number(monkeypatch, tmp_path):
+    every_step, a = _item_calls(monkeypatch, tmp_path / "a", 1)
+    every_sixth, b = _item_calls(monkeypatch, tmp_path / "b", 6)
+    assert every_step - every_sixth == 12 - 2  # one read per step became one per 6 steps
+    assert a.history == b.history
+    for x, y in zip(a.model.parameters(), b.model.parameters()):
+        assert torch.equal(x, y), "the same kernels on the same inputs: reading less often changes no update"
+
+
+def test_a_non_finite_loss_found_k_steps_late_still_rolls_back(tmp_path, monkeypatch):
+    import paperlib.train as train_module
+
+    calls, real = {"n": 0}, train_module.multi_sample_loss
+
+    def blows_up_on_the_second_call(*args, **kwargs):
+        calls["n"] += 1
+        loss, state = real(*args, **kwargs)
+        return (loss * float("nan"), state) if calls["n"] == 2 else (loss, state)
+
+    monkeypatch.setattr(train_module, "multi_sample_loss", blows_up_on_the_second_call)
+    config = TrainConfig(batch_size=4, bptt=8, max_steps=6, eval_every=6, eval_batch_size=2)
+    trainer = Trainer(tiny_model(), markov_stream(600, 0), markov_stream(120, 1), config, tmp_path,
+                      progress=False, sync_every=3)
+    result = trainer.fit()
+    assert result.rollbacks == 1
+    assert [h["event"] for h in result.history if "event" in h] == ["rollback"]
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    assert result.steps == 6 and calls["n"] == 7  # 2 updates counted before the check at the 3rd loss
