@@ -599,8 +599,9 @@ def run_trial(curve: Curve, params: Mapping[str, float], data: SentenceData, set
     ``DIVERGED_NLL`` x ln V (a finite objective can still leave e.g. posterior means so large that the bound
     explodes); its NLL and KL are then NaN, which fails the Optuna trial.
     """
+    device = stage_device()
     torch.manual_seed(seed)
-    model = build_model(curve, params, settings, data.vocab_size).to(stage_device())
+    model = build_model(curve, params, settings, data.vocab_size).to(device)
     result = train(model, curve, params, data.train, data.eos_id, settings.steps * curve.steps_factor,
                    settings.batch_size * curve.batch_factor, seed)
     record: dict[str, Any] = {"steps": result.steps, "train_seconds": round(result.seconds, 2),

@@ -217,17 +217,10 @@ class WordGenerationParams:
     threads: int = 1  # the models are many tiny ops: one intra-op thread is fastest (measured)
 
     def __post_init__(self) -> None:
-        for name in ("table1", "table2"):
-            table = getattr(self, name)
-            if not isinstance(table, dict):
-                raise ValueError(f"{name} must map row names to model specs")
-            for row, spec in table.items():
-                try:
-                    complete_spec(spec)
-                except (ValueError, TypeError) as err:
-                    raise ValueError(f"{name}.{row}: {err}") from None
-        for spec in self.table3_specs().values():
-            complete_spec(spec)
+        # complete_spec builds the flows to check them; validating params.yaml (which other stages do in the middle
+        # of their runs, e.g. to find the device) must not draw from the global random generator
+        with torch.random.fork_rng(devices=[]):
+            self._check_specs()
         if self.figure_model not in self.table1 or self.table1[self.figure_model].get("kind") != "dssm":
             raise ValueError(f"figure_model must be a DSSM row of table1; choices: {self._rows('dssm')}")
         if self.baseline_reference not in self.table1 or self.table1[self.baseline_reference].get("kind") != "gru":
@@ -248,6 +241,19 @@ class WordGenerationParams:
             raise ValueError("test_fraction must lie in (0, 1)")
         if self.clip_norm is not None and self.clip_norm <= 0:
             raise ValueError("clip_norm must be positive or null")
+
+    def _check_specs(self) -> None:
+        for name in ("table1", "table2"):
+            table = getattr(self, name)
+            if not isinstance(table, dict):
+                raise ValueError(f"{name} must map row names to model specs")
+            for row, spec in table.items():
+                try:
+                    complete_spec(spec)
+                except (ValueError, TypeError) as err:
+                    raise ValueError(f"{name}.{row}: {err}") from None
+        for spec in self.table3_specs().values():
+            complete_spec(spec)
 
     def _rows(self, kind: str) -> list[str]:
         return [r for r, s in self.table1.items() if s.get("kind") == kind]

@@ -276,3 +276,13 @@ def test_a_non_finite_loss_found_k_steps_late_still_rolls_back(tmp_path, monkeyp
     assert [h["event"] for h in result.history if "event" in h] == ["rollback"]
     assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
     assert result.steps == 6 and calls["n"] == 7  # 2 updates counted before the check at the 3rd loss
+
+
+def test_finding_the_device_draws_nothing_from_the_global_generator():
+    """Stages resolve the device (which validates params.yaml) between seeding and training: validation must not
+    consume random numbers, or the same seed would give other dropout masks than before (it did: building the
+    word-generation flows to check their names initialised weights)."""
+    torch.manual_seed(0)
+    before = torch.get_rng_state().clone()
+    stage_device()
+    assert torch.equal(before, torch.get_rng_state())
