@@ -14,7 +14,15 @@ What the seeds add to a plain loop (Melis thesis §4.3–§4.4, Circling Back §
   trajectory (`monitors`), each evaluated at its own period, so that 2TA, tail averaging and EMA
   are compared on identical iterates.
 
-Beyond the seeds: checkpoints are atomic (temp file + rename) and hold everything needed to
+Beyond the seeds, for budgets of minutes rather than GPU-days: plain SGD (the pytorch/examples
+recipe), and a learning-rate schedule that knows the budget (`schedule`: linear warm-up over the
+first `warmup` fraction, then cosine or linear decay to `final_lr` × lr at the end of the budget,
+as nanoGPT does; or the plateau rule, lr × `plateau_factor` after every evaluation without a new
+best). The budget is `max_steps`, or wall-clock training seconds with `max_seconds` (whichever ends
+first; a schedule then follows the larger fraction used). Seconds are for benchmarks: a stage whose
+results must repeat runs a step budget.
+
+Also beyond the seeds: checkpoints are atomic (temp file + rename) and hold everything needed to
 continue bit-for-bit (model, optimizer, RNG states, data position and the hidden state carried
 across windows), so `resume=True` after a kill reaches the same final numbers as an
 uninterrupted run. Metrics are JSON for DVC; wall time and tokens/s go to the provenance file,
@@ -49,7 +57,8 @@ from paperlib.models.objective import multi_sample_loss
 from paperlib.models.state import detach_state
 from paperlib.provenance import write_json_atomic
 
-OPTIMIZERS = ("radam", "adam")
+OPTIMIZERS = ("radam", "adam", "sgd")
+SCHEDULES = ("constant", "cosine", "linear", "plateau")
 
 
 class TrainingDiverged(RuntimeError):
@@ -84,6 +93,11 @@ class TrainConfig:
     averaging: str = "none"  # none, 2ta, ta, ema, swa, polyak (paperlib.averaging.build_averager)
     averaging_options: dict = field(default_factory=dict)
     early_stopping: int | None = None  # stop after this many evaluations without a new best; None: never
+    schedule: str = "constant"  # constant, cosine, linear (decay over the budget), plateau (x plateau_factor)
+    warmup: float = 0.0  # fraction of the budget with a linear warm-up from 0 (cosine and linear schedules)
+    final_lr: float = 0.0  # the cosine / linear schedule ends at final_lr * lr
+    plateau_factor: float = 0.25  # plateau schedule: lr multiplier after an evaluation without a new best
+    max_seconds: float | None = None  # also stop after this many seconds of training steps; None: steps only
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -100,6 +114,34 @@ class TrainConfig:
         check_averaging(self.averaging, self.averaging_options)
         if self.early_stopping is not None and self.early_stopping < 1:
             raise ValueError(f"early_stopping must be >= 1 evaluations or None, got {self.early_stopping}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}; valid schedules: {', '.join(SCHEDULES)}")
+        if not 0 <= self.warmup < 1:
+            raise ValueError(f"warmup is a fraction of the budget in [0, 1), got {self.warmup}")
+        if not 0 <= self.final_lr <= 1:
+            raise ValueError(f"final_lr is a fraction of lr in [0, 1], got {self.final_lr}")
+        if not 0 < self.plateau_factor <= 1:
+            raise ValueError(f"plateau_factor must lie in (0, 1], got {self.plateau_factor}")
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise ValueError(f"max_seconds must be positive or None, got {self.max_seconds}")
+        if self.optimizer == "sgd" and self.beta1 != 0.0:
+            raise ValueError("beta1 is Adam's; plain SGD takes none (leave beta1 at 0)")
+
+
+def schedule_factor(schedule: str, progress: float, warmup: float = 0.0, final_lr: float = 0.0) -> float:
+    """The learning-rate multiplier at ``progress`` (the fraction of the budget used, in [0, 1]).
+
+    ``constant`` and ``plateau`` (whose drops the trainer applies at evaluations) give 1; ``cosine`` and
+    ``linear`` rise linearly over the first ``warmup`` fraction, then fall from 1 to ``final_lr`` at the end.
+    """
+    if schedule in ("constant", "plateau"):
+        return 1.0
+    progress = min(max(progress, 0.0), 1.0)
+    if progress < warmup:
+        return progress / warmup
+    decay = (progress - warmup) / (1.0 - warmup)  # 0 -> 1 over the rest of the budget
+    shape = 0.5 * (1.0 + math.cos(math.pi * decay)) if schedule == "cosine" else 1.0 - decay
+    return final_lr + (1.0 - final_lr) * shape
 
 
 @dataclass
@@ -127,7 +169,10 @@ class TrainResult:
 
 
 def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """RAdam (Melis thesis §4.4) or Adam (β1 = 0 by default, §2.2.2 / §5.C), with L2 as `weight_decay`."""
+    """RAdam (Melis thesis §4.4) or Adam (β1 = 0 by default, §2.2.2 / §5.C), with L2 as `weight_decay`; or plain
+    SGD (no momentum), the pytorch/examples word_language_model recipe."""
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     kwargs = dict(lr=config.lr, betas=(config.beta1, config.beta2), weight_decay=config.weight_decay)
     if config.optimizer == "radam":
         return torch.optim.RAdam(model.parameters(), **kwargs)
@@ -208,6 +253,7 @@ class Trainer:
         self.rollbacks = 0
         self.history: list[dict[str, float]] = []
         self.train_seconds = 0.0
+        self.base_lr = config.lr  # lr before the schedule's factor: lowered by rollbacks and plateaus
 
     # -- checkpoints -------------------------------------------------------------------------
     @property
@@ -220,6 +266,22 @@ class Trainer:
 
     def _lr(self) -> float:
         return self.optimizer.param_groups[0]["lr"]
+
+    def _budget_used(self) -> float:
+        """The fraction of the budget spent: steps, or training seconds when those run out first."""
+        used = self.step / self.config.max_steps
+        if self.config.max_seconds is not None:
+            used = max(used, self.train_seconds / self.config.max_seconds)
+        return used
+
+    def _out_of_time(self) -> bool:
+        return self.config.max_seconds is not None and self.train_seconds >= self.config.max_seconds
+
+    def _apply_lr(self) -> None:
+        c = self.config
+        lr = self.base_lr * schedule_factor(c.schedule, self._budget_used(), c.warmup, c.final_lr)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
 
     def _checkpoint(self) -> dict[str, Any]:
         return {
@@ -236,6 +298,7 @@ class Trainer:
             "rollbacks": self.rollbacks,
             "history": list(self.history),
             "train_seconds": self.train_seconds,
+            "base_lr": self.base_lr,
         }
 
     def save(self, path: Path) -> None:
@@ -259,8 +322,9 @@ class Trainer:
         saved = ckpt["config"]
         ours = dataclasses.asdict(self.config)
         defaults = dataclasses.asdict(TrainConfig())
-        # max_steps may grow to continue a run; keys newer than the checkpoint count at their default
-        differ = sorted(k for k in ours if k != "max_steps" and saved.get(k, defaults[k]) != ours[k])
+        # the budget may grow to continue a run; keys newer than the checkpoint count at their default
+        budget = ("max_steps", "max_seconds")
+        differ = sorted(k for k in ours if k not in budget and saved.get(k, defaults[k]) != ours[k])
         if differ:
             raise CheckpointMismatch(
                 f"checkpoint {path} was written with different settings ({', '.join(differ)}); "
@@ -284,6 +348,7 @@ class Trainer:
             self.rollbacks = ckpt["rollbacks"]
             self.history = ckpt["history"]
             self.train_seconds = ckpt["train_seconds"]
+            self.base_lr = ckpt.get("base_lr", ckpt["optimizer"]["param_groups"][0]["lr"])
 
     # -- evaluation and divergence -----------------------------------------------------------
     def validate(self) -> float:
@@ -301,10 +366,10 @@ class Trainer:
                 f"training diverged {self.rollbacks} times (last: {reason}) at step {self.step} with lr "
                 f"{self._lr():.3g}; lower `lr` or raise `clip_norm` for this experiment in params.yaml"
             )
-        lr = self._lr() * self.config.lr_decay_on_rollback
+        self.base_lr *= self.config.lr_decay_on_rollback
         self.load(self.best_path, restore_position=False)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        self._apply_lr()
+        lr = self._lr()
         self.state = None
         self._unread = []  # losses of the discarded updates
         self.history.append({"step": self.step, "event": "rollback", "lr": lr, "reason": reason})
@@ -323,7 +388,7 @@ class Trainer:
         bar = _progress(config.max_steps, self.step, self.progress)
         tokens_per_step = config.batch_size * config.bptt
         try:
-            while self.step < config.max_steps:
+            while self.step < config.max_steps and not self._out_of_time():
                 if self.window >= self.windows_per_epoch:
                     self.epoch, self.window, self.state = self.epoch + 1, 0, None
                 inputs, targets = next(bptt_windows(self.train_stream, config.bptt, start=self.window))
@@ -341,7 +406,7 @@ class Trainer:
                 if loss is not None:
                     bar.set_postfix(loss=f"{loss:.3f}",
                                     tok_s=f"{self.step * tokens_per_step / max(self.train_seconds, 1e-9):.0f}")
-                if self.step % config.eval_every == 0 or self.step == config.max_steps:
+                if self.step % config.eval_every == 0 or self.step == config.max_steps or self._out_of_time():
                     self._evaluate_and_checkpoint()
                     if config.early_stopping is not None and self.evals_since_best >= config.early_stopping:
                         break
@@ -362,6 +427,7 @@ class Trainer:
         count as steps); validation, which reads its loss, still sees non-finite weights at once.
         """
         self.model.train()
+        self._apply_lr()
         with autocast(self.device):  # bf16 precision only; the loss itself is float32 (paperlib.device)
             loss, state = multi_sample_loss(self.net, inputs, targets, self.config.num_samples, self.state)
         self.state = detach_state(state)
@@ -408,6 +474,9 @@ class Trainer:
             self.save(self.best_path)
         else:
             self.evals_since_best += 1
+            if self.config.schedule == "plateau":  # pytorch/examples: lr / 4 when validation did not improve
+                self.base_lr *= self.config.plateau_factor
+                self._apply_lr()
         self.save(self.last_path)
 
     def recommended_weights(self):

@@ -38,3 +38,10 @@ def test_estimator_benchmark_gives_every_objective_relative_to_its_base_step():
     out = _run("estimators.py", "--batch-size", "4", "--repeats", "1", "--samples", "2", "--threads", "1")
     for estimator in ("reparam", "stl", "dreg", "reinforce", "vimco"):
         assert re.search(rf"\s{estimator}\s+2\s+\S+ms\s+{RATIO}\s+{RATIO}\s+{RATIO}\s*$", out, re.M), (estimator, out)
+
+
+def test_wallclock_benchmark_prints_each_test_perplexity_and_its_ratio_to_the_tutorial(data_root):
+    out = _run("lm_wallclock.py", "--seconds", "0.5", "--models", "baseline", "lstm", "--threads", "1",
+               "--profile", "smoke", "--data", str(data_root))
+    assert re.search(r"^baseline\s.*\s\d+\.\d\s+1\.00x\s*$", out, re.M), out
+    assert re.search(rf"^lstm\s.*\s\d+\.\d\s+{RATIO}\s*$", out, re.M), out

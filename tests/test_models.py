@@ -36,7 +36,7 @@ from paperlib.models.objective import token_log_likelihood
 from paperlib.models.rlstm import rlstm_recurrence
 from tests.numerics import assert_bitwise, assert_close_after_reduction
 
-RECURRENT_CELLS = [c for c in VALID_CELLS if c != "transformer"]
+RECURRENT_CELLS = [c for c in VALID_CELLS if c not in ("transformer", "torch_lstm")]  # the cells of eq. (4.1)
 ALL_DROPOUTS = dict(
     embedding_dropout=0.2, input_dropout=0.2, cell_output_dropout=0.2, state_dropout=0.3, output_dropout=0.2
 )
@@ -682,3 +682,39 @@ def test_chrono_init_lies_in_log_uniform_range(cell):
         assert bias.exp().mean().item() == pytest.approx(t_max / 2, abs=1.3)
     default = build_lm(cell, 10, 400, 1)
     assert default.layers[0].forget_bias().min() < 0  # without Chrono, the default symmetric init
+
+
+# ---------------------------------------------------------------- the nn.LSTM baseline (pytorch/examples)
+
+
+@pytest.mark.numerics
+def test_torch_lstm_baseline_is_embedding_nn_lstm_and_softmax_and_carries_its_state():
+    torch.manual_seed(31)
+    model = build_lm("torch_lstm", 30, 8, 2, embedding_size=6, dropout=0.2).eval()
+    tokens = torch.randint(0, 30, (3, 10))
+    logits, (h, c) = model(tokens)
+    assert logits.shape == (3, 10, 30) and h.shape == c.shape == (2, 3, 8)
+    # by hand: the same modules in sequence (eval mode: no dropout)
+    out, _ = model.rnn(model.embedding(tokens))
+    torch.testing.assert_close(logits, model.decoder(out))
+    first, state = model(tokens[:, :4])
+    second, _ = model(tokens[:, 4:], state)
+    torch.testing.assert_close(torch.cat([first, second], dim=1), logits)
+    # untied by default, initialised as in the example
+    assert model.decoder.weight is not model.embedding.weight
+    assert model.embedding.weight.abs().max() <= 0.1 and torch.all(model.decoder.bias == 0)
+    tied = build_lm("torch_lstm", 30, 8, 1, tie_embeddings=True)
+    assert tied.decoder.weight is tied.embedding.weight
+    with pytest.raises(ValueError, match="embedding_size == hidden_size"):
+        build_lm("torch_lstm", 30, 8, 1, embedding_size=6, tie_embeddings=True)
+
+
+def test_torch_lstm_baseline_dropout_is_drawn_per_time_step_in_training_only():
+    torch.manual_seed(32)
+    model = build_lm("torch_lstm", 30, 8, 1, dropout=0.5)
+    tokens = torch.zeros(1, 6, dtype=torch.long)  # the same word at every step
+    embedded = model.drop(model.embedding(tokens))
+    zeros = embedded[0] == 0
+    assert not all(torch.equal(zeros[0], zeros[t]) for t in range(1, 6))  # a fresh mask at each step
+    model.eval()
+    assert torch.equal(model(tokens)[0], model(tokens)[0])

@@ -13,7 +13,7 @@ import torch
 
 from paperlib.data import bptt_windows
 from paperlib.models import build_lm
-from paperlib.train import Trainer, TrainConfig, TrainingDiverged, CheckpointMismatch
+from paperlib.train import Trainer, TrainConfig, TrainingDiverged, CheckpointMismatch, schedule_factor
 from tests.conftest import REPO
 from tests.numerics import assert_bitwise
 
@@ -105,8 +105,16 @@ def test_non_finite_training_loss_rolls_back_to_the_saved_best(tmp_path):
 
 
 def test_bad_settings_are_value_errors():
-    with pytest.raises(ValueError, match="valid optimizers: radam, adam"):
-        TrainConfig(optimizer="sgd")
+    with pytest.raises(ValueError, match="valid optimizers: radam, adam, sgd"):
+        TrainConfig(optimizer="lbfgs")
+    with pytest.raises(ValueError, match="valid schedules: constant, cosine, linear, plateau"):
+        TrainConfig(schedule="step")
+    with pytest.raises(ValueError, match="warmup"):
+        TrainConfig(schedule="cosine", warmup=1.0)
+    with pytest.raises(ValueError, match="max_seconds"):
+        TrainConfig(max_seconds=0)
+    with pytest.raises(ValueError, match="plain SGD takes none"):
+        TrainConfig(optimizer="sgd", beta1=0.9)
     with pytest.raises(ValueError, match="bptt"):
         TrainConfig(bptt=0)
 
@@ -217,7 +225,7 @@ def test_optimizers_are_torch_radam_and_adam_with_beta1_zero_and_l2(tmp_path, na
     assert type(trainer.optimizer) is cls and group["betas"] == (0.0, 0.999)  # Melis §4.4: β1 = 0
     assert group["lr"] == 3e-3 and group["weight_decay"] == 1e-4
     with pytest.raises(ValueError, match="valid optimizers: .*adam"):
-        TrainConfig(optimizer="sgd")
+        TrainConfig(optimizer="adagrad")
 
 
 @pytest.mark.parametrize("clip_norm", [1e-3, 0.0])
@@ -285,3 +293,64 @@ def test_a_rollback_on_a_non_finite_loss_is_no_step_and_no_iterate_and_restores_
     assert taken_since == 2
     assert trainer.averager.steps == monitor.steps == 3 + taken_since
     assert [h["step"] for h in result.history if "valid_nll" in h and "monitor" not in h] == [3, 6]
+
+
+def test_schedules_follow_their_closed_forms():
+    # warm-up: linear from 0; cosine: (1 + cos(pi d)) / 2 of the way from 1 to final_lr; linear: 1 - d
+    assert schedule_factor("cosine", 0.05, warmup=0.1) == pytest.approx(0.5)
+    assert schedule_factor("cosine", 0.1, warmup=0.1) == pytest.approx(1.0)
+    assert schedule_factor("cosine", 0.55, warmup=0.1, final_lr=0.2) == pytest.approx(0.2 + 0.8 * 0.5)
+    assert schedule_factor("cosine", 1.0, warmup=0.1, final_lr=0.2) == pytest.approx(0.2)
+    assert schedule_factor("cosine", 0.25) == pytest.approx(0.5 * (1 + math.cos(math.pi / 4)))
+    assert schedule_factor("linear", 0.75) == pytest.approx(0.25)
+    assert schedule_factor("linear", 2.0, final_lr=0.1) == pytest.approx(0.1)  # past the budget: the floor
+    assert schedule_factor("constant", 0.9) == schedule_factor("plateau", 0.9) == 1.0
+
+
+def test_a_cosine_schedule_sets_each_steps_learning_rate_from_the_budget_used(tmp_path, monkeypatch):
+    config = TrainConfig(batch_size=4, bptt=8, lr=1e-2, max_steps=10, eval_every=5, eval_batch_size=2,
+                         schedule="cosine", warmup=0.2, final_lr=0.1)
+    trainer = Trainer(tiny_model(), markov_stream(1000, 0), markov_stream(200, 1), config, tmp_path, progress=False)
+    used = []
+    step = trainer.optimizer.step
+
+    def spy(*args, **kwargs):
+        used.append(trainer._lr())
+        return step(*args, **kwargs)
+
+    monkeypatch.setattr(trainer.optimizer, "step", spy)
+    trainer.fit()
+    # step s (0-based) runs with the factor at s / max_steps of the budget
+    assert used == pytest.approx([1e-2 * schedule_factor("cosine", s / 10, 0.2, 0.1) for s in range(10)])
+    assert used[0] == 0.0 and max(used) == pytest.approx(1e-2)
+
+
+def test_the_plateau_rule_divides_the_learning_rate_after_each_evaluation_without_a_new_best(tmp_path, monkeypatch):
+    config = TrainConfig(batch_size=4, bptt=8, lr=1.0, max_steps=8, eval_every=2, eval_batch_size=2,
+                         optimizer="sgd", schedule="plateau", plateau_factor=0.25)
+    trainer = Trainer(tiny_model(), markov_stream(1000, 0), markov_stream(200, 1), config, tmp_path, progress=False)
+    losses = iter([2.0, 2.1, 1.9, 2.0])  # worse at the 2nd and 4th evaluations (no divergence: < best + 1)
+    monkeypatch.setattr(trainer, "validate", lambda: next(losses))
+    result = trainer.fit()
+    assert [h["lr"] for h in result.history] == [1.0, 1.0, 0.25, 0.25]  # the lr of the steps before each one
+    assert result.final_lr == 0.0625 and result.rollbacks == 0
+    assert isinstance(trainer.optimizer, torch.optim.SGD)
+
+
+def test_a_seconds_budget_stops_with_an_evaluation_and_resumes_to_a_larger_one(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import paperlib.train
+
+    clock = iter(range(0, 10**6))  # every perf_counter call moves 1 s: each training step takes 1 s
+    monkeypatch.setattr(paperlib.train, "time", SimpleNamespace(perf_counter=lambda: float(next(clock))))
+    config = TrainConfig(batch_size=4, bptt=8, lr=1e-2, max_steps=1000, eval_every=100, eval_batch_size=2,
+                         max_seconds=3, schedule="linear")
+    trainer = Trainer(tiny_model(), markov_stream(1000, 0), markov_stream(200, 1), config, tmp_path, progress=False)
+    result = trainer.fit()
+    assert result.steps == 3 and trainer.train_seconds == 3.0
+    assert [h["step"] for h in result.history] == [3]  # evaluated and checkpointed when the time ran out
+    assert result.final_lr == pytest.approx(1e-2 / 3)  # the third step used 2 of the 3 seconds: 1 - 2/3
+    longer = TrainConfig(**{**config.__dict__, "max_seconds": 5})
+    again = Trainer(tiny_model(), markov_stream(1000, 0), markov_stream(200, 1), longer, tmp_path, progress=False)
+    assert again.fit(resume=True).steps == 5 and again.train_seconds == 5.0

@@ -12,9 +12,10 @@ from paperlib.models.masks import DropoutRates
 from paperlib.models.mlstm import MLSTMLayer
 from paperlib.models.mogrifier import Mogrifier
 from paperlib.models.recurrent_lm import CONNECTIONS, RecurrentLM
+from paperlib.models.torch_lstm import TorchLSTMLM
 from paperlib.models.transformer import POSITIONS, TransformerLM
 
-VALID_CELLS = ("lstm", "mogrifier_lstm", "rlstm", "mogrifier_rlstm", "mlstm", "gru", "transformer")
+VALID_CELLS = ("lstm", "mogrifier_lstm", "rlstm", "mogrifier_rlstm", "mlstm", "gru", "transformer", "torch_lstm")
 
 _RECURRENT = {
     "embedding_size": None,  # None: equal to hidden_size
@@ -47,6 +48,8 @@ CELL_OPTIONS: dict[str, dict[str, Any]] = {
         "memory_length": 0,
         "tie_embeddings": True,
     },
+    # the pytorch/examples baseline (paperlib.models.torch_lstm): per-step dropout, untied by default
+    "torch_lstm": {"embedding_size": None, "dropout": 0.0, "tie_embeddings": False},
 }
 
 
@@ -90,6 +93,10 @@ def build_lm(cell: str, vocab_size: int, hidden_size: int, num_layers: int, **op
             memory_length=opts["memory_length"],
             tie_embeddings=opts["tie_embeddings"],
         )
+
+    if cell == "torch_lstm":
+        return TorchLSTMLM(vocab_size, hidden_size, num_layers, opts["embedding_size"], opts["dropout"],
+                           opts["tie_embeddings"])
 
     if opts["connections"] not in CONNECTIONS:
         raise ValueError(f"connections must be one of {CONNECTIONS}, got {opts['connections']!r}")
