@@ -142,6 +142,31 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def cmd_recipes_search(args) -> int:
+    """Search a cpu training recipe for one model at a budget of training seconds (`paperlib.recipe_search`)."""
+    from paperlib.config import experiment_params, repo_root
+    from paperlib.data import get_corpus
+    from paperlib.provenance import write_json_atomic
+    from paperlib.recipe_search import search, summarise
+
+    settings = experiment_params(args.experiment, args.profile or "cpu")
+    level = get_corpus(settings.corpus).level
+    out = Path(args.out) if args.out else repo_root() / "results" / "recipes" / f"{args.experiment}-{args.model}.json"
+    enqueue = [json.loads(text) for text in args.enqueue or []]
+    study = None
+    for reached in range(1, args.trials + 1):  # one trial at a time: the summary is current after each
+        study = search(args.experiment, args.model, args.seconds, reached, profile=args.profile or "cpu",
+                       hidden_sizes=tuple(args.hidden or ()), enqueue=enqueue, seed=args.seed,
+                       study_name=args.study, progress=not args.quiet)
+        summary = summarise(study, args.experiment, args.model, level)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out, summary)
+    best = summary["best"]
+    print(f"study {study.study_name}: {len(summary['trials'])} trials; best {summary['unit']} "
+          f"{best[summary['unit']]:.3f} with {json.dumps(best['recipe'])}; wrote {out}" if best else "no trial finished")
+    return 0
+
+
 def _key_values(pairs: list[str] | None, what: str) -> dict[str, list[float]]:
     """``["lr=1e-4,3e-4", "decay=0.01"]`` -> ``{"lr": [1e-4, 3e-4], "decay": [0.01]}`` (a clear error otherwise)."""
     out: dict[str, list[float]] = {}
@@ -269,6 +294,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="smoke, cpu or paper (model and training sizes)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_tune)
+
+    rec = sub.add_parser("recipes", help="training recipes for a budget of minutes")
+    rec_sub = rec.add_subparsers(dest="recipes_command", required=True, metavar="ACTION")
+    p = rec_sub.add_parser("search", help="search batch, BPTT, optimizer, lr, schedule and dropout of one model "
+                                          "for a budget of training seconds (run it on an idle machine)")
+    p.add_argument("experiment", help="a language-model experiment, e.g. lm_ptb or lm_ptb_char")
+    p.add_argument("model", help="one of its models, e.g. lstm")
+    p.add_argument("--seconds", type=float, required=True, help="training seconds per trial")
+    p.add_argument("--trials", type=int, default=16, help="finished trials the study should hold (default 16)")
+    p.add_argument("--hidden", type=int, nargs="+", help="also search the hidden size among these")
+    p.add_argument("--enqueue", action="append", metavar="JSON",
+                   help="Optuna parameters to try first, e.g. '{\"batch_size\": 20, ...}'; repeatable")
+    p.add_argument("--study", help="study name (default: recipes-<experiment>-<model>-<profile>-<seconds>s)")
+    p.add_argument("--seed", type=int, default=0, help="sampler seed")
+    p.add_argument("--out", help="summary JSON (default: results/recipes/<experiment>-<model>.json)")
+    p.add_argument("--profile", help="the profile whose model and evaluation settings are searched (default cpu)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=cmd_recipes_search)
 
     dyn = sub.add_parser("dyneval", help="dynamic evaluation: tune an update rule on validation data")
     dyn_sub = dyn.add_subparsers(dest="dyneval_command", required=True, metavar="ACTION")

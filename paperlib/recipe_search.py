@@ -1,0 +1,236 @@
+"""Training recipes for a budget of minutes, chosen by search (beyond the seeds).
+
+The thesis trains 24M-parameter models for days with Adam at β1 = 0 or RAdam and no schedule (Melis §2.2.2,
+§4.4). At the ``cpu`` profile a run lasts minutes, and what decides its result is how fast the model learns:
+batch size and BPTT (updates per second against tokens per update), optimizer and β1, the peak learning rate,
+a schedule that decays to the end of the budget, and dropout sized for a run that is far from overfitting. This
+module searches those for one model of a language-model experiment at a fixed budget of training seconds, with
+the study machinery of :mod:`paperlib.tuning`: an Optuna study in ``runs/tuning/`` that resumes where it stopped,
+sampled by TPE (the space mixes categorical and conditional choices), each trial scored by the validation NLL of
+its best weights on the whole validation set. :func:`summarise` writes what the study found to
+``results/recipes/<experiment>-<model>.json``; the chosen recipe goes into ``params.yaml`` as a step budget.
+
+Seconds become steps once, before the first trial: :func:`calibrate` times training steps of every (hidden size,
+batch, BPTT) the space can pick, and a trial's budget is ``seconds / step time`` steps. So every trial of a study
+gets the same idle-machine time, the trials are deterministic (a trial's result does not depend on what else
+the machine ran meanwhile), and the stage that adopts a recipe runs exactly the searched number of steps. The
+calibration is stored in the study: a resumed study keeps it. Calibrate on an idle machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from paperlib.tuning import FINISHED, open_study, run_worker, trial_counts
+
+# The searched choices; learning-rate ranges are per optimizer family (SGD's lr is in other units).
+BATCH_SIZES = (16, 20, 32, 64)
+BPTTS = (35, 70)
+OPTIMIZERS = ("adam", "radam", "sgd")
+BETA1S = (0.0, 0.9)
+SCHEDULES = ("constant", "cosine", "linear")
+WARMUPS = (0.0, 0.05)
+LR_RANGES = {"adam": (3e-4, 1e-2), "radam": (3e-4, 1e-2), "sgd": (1.0, 40.0)}
+DROPOUT_SCALE = (0.0, 2.0)  # multiplies every *_dropout option of the model (capped at MAX_DROPOUT)
+MAX_DROPOUT = 0.8
+
+
+def sample_recipe(trial: optuna.Trial, batch_sizes=BATCH_SIZES, bptts=BPTTS, hidden_sizes=()) -> dict[str, Any]:
+    """Ask ``trial`` for a recipe: TrainConfig fields plus ``dropout_scale`` (and ``hidden_size`` if offered)."""
+    recipe: dict[str, Any] = {
+        "batch_size": trial.suggest_categorical("batch_size", list(batch_sizes)),
+        "bptt": trial.suggest_categorical("bptt", list(bptts)),
+        "optimizer": trial.suggest_categorical("optimizer", list(OPTIMIZERS)),
+    }
+    low, high = LR_RANGES[recipe["optimizer"]]
+    recipe["lr"] = trial.suggest_float(f"lr_{recipe['optimizer']}", low, high, log=True)
+    recipe["beta1"] = 0.0 if recipe["optimizer"] == "sgd" else trial.suggest_categorical("beta1", list(BETA1S))
+    recipe["schedule"] = trial.suggest_categorical("schedule", list(SCHEDULES))
+    recipe["warmup"] = 0.0 if recipe["schedule"] == "constant" else trial.suggest_categorical("warmup", list(WARMUPS))
+    recipe["dropout_scale"] = trial.suggest_float("dropout_scale", *DROPOUT_SCALE)
+    if hidden_sizes:
+        recipe["hidden_size"] = trial.suggest_categorical("hidden_size", list(hidden_sizes))
+    return recipe
+
+
+def apply_recipe(spec: dict[str, Any], train: dict[str, Any], recipe: dict[str, Any]) -> tuple[dict, dict]:
+    """The model spec and train settings of ``recipe`` applied to an experiment's ``spec`` and ``train``."""
+    options = dict(spec.get("options", {}))
+    for key, value in options.items():
+        if key.endswith("_dropout"):
+            options[key] = round(min(MAX_DROPOUT, value * recipe["dropout_scale"]), 4)
+    spec = {**spec, "options": options, "hidden_size": recipe.get("hidden_size", spec["hidden_size"])}
+    fields = ("batch_size", "bptt", "optimizer", "lr", "beta1", "schedule", "warmup")
+    return spec, {**train, **{k: recipe[k] for k in fields}}
+
+
+def _key(hidden_size: int, batch_size: int, bptt: int) -> str:
+    return f"{hidden_size}/{batch_size}/{bptt}"
+
+
+def calibrate(spec: dict[str, Any], train: dict[str, Any], vocab_size: int, hidden_sizes: tuple[int, ...],
+              batch_sizes: tuple[int, ...], bptts: tuple[int, ...], steps: int = 6, warmup: int = 2,
+              device: Any = "cpu") -> dict[str, float]:
+    """Median seconds of one training step (forward, backward, clipping, Adam) per ``"H/B/T"``.
+
+    The model is ``spec`` at each hidden size, trained on random tokens with ``train``'s number of dropout samples.
+    """
+    import statistics
+
+    import torch
+
+    from paperlib.models import build_lm, detach_state, multi_sample_loss
+
+    table = {}
+    for hidden_size in hidden_sizes:
+        torch.manual_seed(0)
+        model = build_lm(spec["cell"], vocab_size, hidden_size, spec["num_layers"], **spec.get("options", {}))
+        model.to(device).train()
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+        for batch_size in batch_sizes:
+            for bptt in bptts:
+                state, times = None, []
+                for _ in range(warmup + steps):
+                    tokens = torch.randint(vocab_size, (batch_size, bptt + 1), device=device)
+                    started = time.perf_counter()
+                    loss, state = multi_sample_loss(model, tokens[:, :-1], tokens[:, 1:],
+                                                    train.get("num_samples", 1), state)
+                    state = detach_state(state)
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+                    optimizer.step()
+                    loss.item()
+                    times.append(time.perf_counter() - started)
+                table[_key(hidden_size, batch_size, bptt)] = statistics.median(times[warmup:])
+    return table
+
+
+@dataclass
+class RecipeObjective:
+    """Train the model of ``spec`` with a sampled recipe for the steps that take ``seconds`` on the calibrated
+    machine (``step_seconds``: :func:`calibrate`); minimise the validation NLL."""
+
+    spec: dict[str, Any]
+    train: dict[str, Any]
+    seconds: float
+    step_seconds: dict[str, float]
+    corpus: Any
+    runs_dir: Path
+    hidden_sizes: tuple[int, ...] = ()
+    batch_sizes: tuple[int, ...] = BATCH_SIZES
+    bptts: tuple[int, ...] = BPTTS
+    progress: bool = False
+    device: Any = "cpu"
+    seed: int = 1
+    log: list = field(default_factory=list)
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        import torch
+
+        from paperlib.data import batchify, bptt_windows
+        from paperlib.models import build_lm, evaluate_nll
+        from paperlib.train import Trainer, TrainConfig, TrainingDiverged
+
+        recipe = sample_recipe(trial, self.batch_sizes, self.bptts, self.hidden_sizes)
+        spec, train = apply_recipe(self.spec, self.train, recipe)
+        steps = max(1, round(self.seconds / self.step_seconds[_key(spec["hidden_size"], train["batch_size"],
+                                                                    train["bptt"])]))
+        config = TrainConfig(**{**train, "max_steps": steps, "seed": self.seed})
+        torch.manual_seed(self.seed)
+        model = build_lm(spec["cell"], len(self.corpus.vocab), spec["hidden_size"], spec["num_layers"],
+                         **spec.get("options", {}))
+        trainer = Trainer(model, self.corpus.train, self.corpus.valid, config, self.runs_dir / f"trial{trial.number}",
+                          device=self.device, progress=self.progress)
+        trial.set_user_attr("parameters", sum(p.numel() for p in {id(p): p for p in model.parameters()}.values()))
+        started = time.perf_counter()
+        try:
+            result = trainer.fit()
+        except TrainingDiverged as err:
+            trial.set_user_attr("diverged", str(err))
+            return math.nan  # Optuna: FAIL
+        finally:
+            trial.set_user_attr("steps", trainer.step)
+            trial.set_user_attr("train_seconds", round(trainer.train_seconds, 1))
+        trainer.load(trainer.best_path, restore_position=False)
+        with trainer.recommended_weights():
+            valid = evaluate_nll(trainer.model, bptt_windows(batchify(self.corpus.valid, config.eval_batch_size),
+                                                             config.bptt))
+        for checkpoint in (trainer.best_path, trainer.last_path):
+            checkpoint.unlink(missing_ok=True)
+        trial.set_user_attr("tokens", result.tokens)
+        trial.set_user_attr("wall_seconds", round(time.perf_counter() - started, 1))
+        trial.set_user_attr("recipe", recipe)
+        return valid
+
+
+def search(experiment: str, model: str, seconds: float, trials: int, profile: str = "cpu",
+           hidden_sizes: tuple[int, ...] = (), enqueue: list[dict[str, Any]] | None = None, seed: int = 0,
+           study_name: str | None = None, progress: bool = True) -> optuna.Study:
+    """Run (or resume) the recipe study of ``model`` in ``experiment``'s ``profile`` until it holds ``trials``.
+
+    ``enqueue``: Optuna parameter dicts tried first (e.g. the current recipe or a known good one).
+    """
+    import torch
+
+    from paperlib.config import experiment_params, load_params, repo_root, section_params
+    from paperlib.data import load_corpus
+    from paperlib.device import setup_stage
+
+    params = load_params()
+    settings = experiment_params(experiment, profile, params)
+    if model not in settings.models:
+        raise ValueError(f"{experiment} ({profile}) has no model {model!r}; it has {', '.join(settings.models)}")
+    spec = settings.models[model]
+    train = {**settings.train, **spec.get("train", {})}
+    root = repo_root()
+    torch.set_num_threads(settings.threads)
+    device = setup_stage(profile, params)
+    corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
+    name = study_name or f"recipes-{experiment}-{model}-{profile}-{seconds:g}s"
+    study = open_study(name, directions=("minimize",), sampler="tpe", seed=seed, startup_trials=8)
+    spec_key = json.loads(json.dumps({"spec": spec, "train": train, "seconds": seconds,
+                                      "hidden_sizes": list(hidden_sizes), "corpus": settings.corpus}))
+    known = study.user_attrs.get("spec")
+    if known is None:
+        sizes = tuple(hidden_sizes) or (spec["hidden_size"],)
+        if progress:
+            print(f"{name}: timing training steps of {len(sizes) * len(BATCH_SIZES) * len(BPTTS)} shapes", flush=True)
+        study.set_user_attr("step_seconds", calibrate(spec, train, len(corpus.vocab), sizes, BATCH_SIZES, BPTTS,
+                                                      device=device))
+        study.set_user_attr("spec", spec_key)
+        for params_ in enqueue or []:
+            study.enqueue_trial(params_)
+    elif known != spec_key:
+        raise ValueError(f"study {name!r} was made with other settings; pass another study name")
+    optuna.logging.set_verbosity(optuna.logging.INFO if progress else optuna.logging.WARNING)
+    objective = RecipeObjective(spec, train, seconds, study.user_attrs["step_seconds"], corpus,
+                                root / "runs" / "tuning" / name, hidden_sizes=tuple(hidden_sizes), device=device)
+    run_worker(name, study._storage, objective, trials, catch=())
+    return study
+
+
+def summarise(study: optuna.Study, experiment: str, model: str, level: str = "word") -> dict[str, Any]:
+    """Every finished trial (recipe, steps, tokens, seconds, validation score) and the best, as JSON-ready data."""
+    convert = (lambda nll: nll / math.log(2)) if level == "char" else math.exp
+    unit = "valid_bpc" if level == "char" else "valid_ppl"
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        if t.state not in (*FINISHED, optuna.trial.TrialState.FAIL):
+            continue
+        rows.append({"number": t.number, "state": t.state.name,
+                     unit: convert(t.value) if t.value is not None and math.isfinite(t.value) else None,
+                     **{k: t.user_attrs.get(k) for k in ("recipe", "parameters", "steps", "tokens", "train_seconds")}})
+    done = [r for r in rows if r[unit] is not None]
+    best = min(done, key=lambda r: r[unit]) if done else None
+    return {"experiment": experiment, "model": model, "study": study.study_name,
+            "settings": study.user_attrs.get("spec"), "step_seconds": study.user_attrs.get("step_seconds"),
+            "counts": trial_counts(study), "unit": unit,
+            "trials": sorted(rows, key=lambda r: r[unit] if r[unit] is not None else math.inf), "best": best}

@@ -1,0 +1,78 @@
+"""Recipe search: the sampled space, dropout scaling, and a study whose seconds become calibrated step budgets."""
+
+import json
+
+import optuna
+import pytest
+import yaml
+
+from paperlib.recipe_search import MAX_DROPOUT, apply_recipe, sample_recipe
+from tests.conftest import REPO
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def test_conditional_choices_appear_only_where_they_mean_something():
+    sgd = sample_recipe(optuna.trial.FixedTrial({"batch_size": 20, "bptt": 35, "optimizer": "sgd", "lr_sgd": 20.0,
+                                                 "schedule": "constant", "dropout_scale": 1.0}))
+    assert sgd["beta1"] == 0.0 and sgd["lr"] == 20.0 and sgd["warmup"] == 0.0
+    adam = sample_recipe(optuna.trial.FixedTrial({"batch_size": 32, "bptt": 70, "optimizer": "adam", "lr_adam": 2e-3,
+                                                  "beta1": 0.9, "schedule": "cosine", "warmup": 0.05,
+                                                  "dropout_scale": 0.5, "hidden_size": 192}), hidden_sizes=(192, 256))
+    assert adam == {"batch_size": 32, "bptt": 70, "optimizer": "adam", "lr": 2e-3, "beta1": 0.9,
+                    "schedule": "cosine", "warmup": 0.05, "dropout_scale": 0.5, "hidden_size": 192}
+
+
+def test_a_recipe_scales_every_dropout_caps_it_and_replaces_the_training_fields():
+    spec = {"cell": "lstm", "hidden_size": 256, "num_layers": 2,
+            "options": {"input_dropout": 0.2, "state_dropout": 0.6, "chrono_t_max": 70.0}}
+    train = {"batch_size": 32, "bptt": 70, "optimizer": "radam", "lr": 3e-3, "eval_every": 75}
+    recipe = {"batch_size": 20, "bptt": 35, "optimizer": "adam", "lr": 2e-3, "beta1": 0.9, "schedule": "linear",
+              "warmup": 0.0, "dropout_scale": 2.0}
+    new_spec, new_train = apply_recipe(spec, train, recipe)
+    assert new_spec["options"] == {"input_dropout": 0.4, "state_dropout": MAX_DROPOUT, "chrono_t_max": 70.0}
+    assert new_spec["hidden_size"] == 256 and spec["options"]["input_dropout"] == 0.2  # the input is not changed
+    assert new_train == {"batch_size": 20, "bptt": 35, "optimizer": "adam", "lr": 2e-3, "beta1": 0.9,
+                         "schedule": "linear", "warmup": 0.0, "eval_every": 75}
+
+
+def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_resumes(data_root, tmp_path, monkeypatch):
+    from paperlib.cli import main
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    tiny = {"corpus": "ptb", "seeds": [1], "mc_samples": 2, "threads": 1, "eval_tokens": 2000,
+            "models": {"lstm": {"cell": "lstm", "hidden_size": 8, "num_layers": 1, "options": {"input_dropout": 0.1}}},
+            "train": {"batch_size": 8, "bptt": 10, "max_steps": 2, "eval_every": 50, "eval_batch_size": 4,
+                      "eval_max_windows": 2}}
+    params["experiments"]["lm_ptb"] = {p: tiny for p in ("smoke", "cpu", "paper")}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "raw").symlink_to(data_root)
+    monkeypatch.setenv("PAPERLIB_ROOT", str(tmp_path))
+    out = tmp_path / "summary.json"
+    first = {"batch_size": 16, "bptt": 35, "optimizer": "adam", "lr_adam": 3e-3, "beta1": 0.9, "schedule": "cosine",
+             "warmup": 0.0, "dropout_scale": 1.0}
+    argv = ["recipes", "search", "lm_ptb", "lstm", "--seconds", "0.3", "--profile", "smoke", "--out", str(out),
+            "--enqueue", json.dumps(first), "--enqueue", json.dumps(first), "--quiet"]
+    assert main([*argv, "--trials", "2"]) == 0
+    summary = json.loads(out.read_text())
+    timing = summary["step_seconds"]
+    assert sorted(timing) == sorted(f"8/{b}/{t}" for b in (16, 20, 32, 64) for t in (35, 70))
+    trials = summary["trials"]
+    assert [t["recipe"]["batch_size"] for t in trials] == [16, 16]
+    # seconds became steps through the timing table, so the same recipe gives the same score however busy the machine
+    assert trials[0]["steps"] == trials[1]["steps"] == max(1, round(0.3 / timing["8/16/35"]))
+    assert trials[0]["valid_ppl"] == trials[1]["valid_ppl"]
+    assert summary["best"] == trials[0] and summary["unit"] == "valid_ppl"
+    # resuming adds a sampled trial and keeps the timing
+    assert main([*argv, "--trials", "3"]) == 0
+    again = json.loads(out.read_text())
+    assert len(again["trials"]) == 3 and again["step_seconds"] == timing
+    assert again["best"]["valid_ppl"] == min(t["valid_ppl"] for t in again["trials"] if t["valid_ppl"] is not None)
+
+
+def test_searching_a_model_the_experiment_lacks_is_a_clear_error():
+    from paperlib.recipe_search import search
+
+    with pytest.raises(ValueError, match="has no model 'gpt'; it has lstm"):
+        search("lm_ptb", "gpt", 1.0, 1, profile="smoke")
