@@ -153,17 +153,39 @@ def cmd_recipes_search(args) -> int:
     level = get_corpus(settings.corpus).level
     out = Path(args.out) if args.out else repo_root() / "results" / "recipes" / f"{args.experiment}-{args.model}.json"
     enqueue = [json.loads(text) for text in args.enqueue or []]
+    timing = json.loads(Path(args.timing).read_text())["step_seconds"] if args.timing else None
     study = None
     for reached in range(1, args.trials + 1):  # one trial at a time: the summary is current after each
         study = search(args.experiment, args.model, args.seconds, reached, profile=args.profile or "cpu",
                        hidden_sizes=tuple(args.hidden or ()), enqueue=enqueue, seed=args.seed,
-                       study_name=args.study, progress=not args.quiet)
+                       study_name=args.study, progress=not args.quiet, step_seconds=timing)
         summary = summarise(study, args.experiment, args.model, level)
         out.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(out, summary)
     best = summary["best"]
     print(f"study {study.study_name}: {len(summary['trials'])} trials; best {summary['unit']} "
           f"{best[summary['unit']]:.3f} with {json.dumps(best['recipe'])}; wrote {out}" if best else "no trial finished")
+    return 0
+
+
+def cmd_recipes_time(args) -> int:
+    """Time every shape of the recipe search space once (`paperlib.recipe_search.timing_table`)."""
+    from paperlib.config import repo_root
+    from paperlib.provenance import write_json_atomic
+    from paperlib.recipe_search import timing_table
+
+    table = timing_table(args.experiment, args.model, args.profile or "cpu", tuple(args.hidden or ()))
+    if table["load_average_before"] > 0.5:
+        print(f"warning: the load average was {table['load_average_before']} before timing; other processes make "
+              "steps look slower than on an idle machine", file=sys.stderr)
+    out = Path(args.out) if args.out else repo_root() / "results" / "recipes" / f"timing-{args.experiment}-{args.model}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out, table)
+    for key, seconds in table["step_seconds"].items():
+        hidden, batch, bptt = map(int, key.split("/"))
+        print(f"H {hidden:4d}  batch {batch:3d} x BPTT {bptt:3d}: {seconds * 1e3:7.1f} ms/step  "
+              f"{batch * bptt / seconds:8.0f} tok/s")
+    print(f"wrote {out}")
     return 0
 
 
@@ -306,12 +328,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hidden", type=int, nargs="+", help="also search the hidden size among these")
     p.add_argument("--enqueue", action="append", metavar="JSON",
                    help="Optuna parameters to try first, e.g. '{\"batch_size\": 20, ...}'; repeatable")
+    p.add_argument("--timing", help="a timing table from `paperlib recipes time` (default: time the shapes first)")
     p.add_argument("--study", help="study name (default: recipes-<experiment>-<model>-<profile>-<seconds>s)")
     p.add_argument("--seed", type=int, default=0, help="sampler seed")
     p.add_argument("--out", help="summary JSON (default: results/recipes/<experiment>-<model>.json)")
     p.add_argument("--profile", help="the profile whose model and evaluation settings are searched (default cpu)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_recipes_search)
+
+    p = rec_sub.add_parser("time", help="time one training step of every shape the recipe search can pick "
+                                        "(run it on an idle machine)")
+    p.add_argument("experiment")
+    p.add_argument("model")
+    p.add_argument("--hidden", type=int, nargs="+", help="hidden sizes to time (default: the model's)")
+    p.add_argument("--out", help="JSON (default: results/recipes/timing-<experiment>-<model>.json)")
+    p.add_argument("--profile", help="default cpu")
+    p.set_defaults(func=cmd_recipes_time)
 
     dyn = sub.add_parser("dyneval", help="dynamic evaluation: tune an update rule on validation data")
     dyn_sub = dyn.add_subparsers(dest="dyneval_command", required=True, metavar="ACTION")

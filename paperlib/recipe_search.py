@@ -14,7 +14,9 @@ Seconds become steps once, before the first trial: :func:`calibrate` times train
 batch, BPTT) the space can pick, and a trial's budget is ``seconds / step time`` steps. So every trial of a study
 gets the same idle-machine time, the trials are deterministic (a trial's result does not depend on what else
 the machine ran meanwhile), and the stage that adopts a recipe runs exactly the searched number of steps. The
-calibration is stored in the study: a resumed study keeps it. Calibrate on an idle machine.
+calibration is stored in the study (a resumed study keeps it) and can be made apart from the search, by
+:func:`timing_table` (``paperlib recipes time``), whenever the machine is idle: it is the one measurement here
+that other load distorts.
 """
 
 from __future__ import annotations
@@ -171,25 +173,61 @@ class RecipeObjective:
         return valid
 
 
-def search(experiment: str, model: str, seconds: float, trials: int, profile: str = "cpu",
-           hidden_sizes: tuple[int, ...] = (), enqueue: list[dict[str, Any]] | None = None, seed: int = 0,
-           study_name: str | None = None, progress: bool = True) -> optuna.Study:
-    """Run (or resume) the recipe study of ``model`` in ``experiment``'s ``profile`` until it holds ``trials``.
-
-    ``enqueue``: Optuna parameter dicts tried first (e.g. the current recipe or a known good one).
-    """
-    import torch
-
-    from paperlib.config import experiment_params, load_params, repo_root, section_params
-    from paperlib.data import load_corpus
-    from paperlib.device import setup_stage
+def _model_settings(experiment: str, model: str, profile: str):
+    from paperlib.config import experiment_params, load_params
 
     params = load_params()
     settings = experiment_params(experiment, profile, params)
     if model not in settings.models:
         raise ValueError(f"{experiment} ({profile}) has no model {model!r}; it has {', '.join(settings.models)}")
     spec = settings.models[model]
-    train = {**settings.train, **spec.get("train", {})}
+    return params, settings, spec, {**settings.train, **spec.get("train", {})}
+
+
+def timing_table(experiment: str, model: str, profile: str = "cpu", hidden_sizes: tuple[int, ...] = ()) -> dict:
+    """:func:`calibrate` for every shape the search space can pick, with the experiment's thread count, plus what
+    the reading depends on (threads, the machine's load average before it started, torch's version)."""
+    import os
+    import platform
+
+    import torch
+
+    from paperlib.data import get_corpus, load_corpus
+    from paperlib.config import repo_root, section_params
+    from paperlib.device import setup_stage
+
+    params, settings, spec, train = _model_settings(experiment, model, profile)
+    torch.set_num_threads(settings.threads)
+    device = setup_stage(profile, params)
+    load = os.getloadavg()[0]
+    vocab = len(load_corpus(settings.corpus, repo_root() / section_params("data", params).root).vocab)
+    sizes = tuple(hidden_sizes) or (spec["hidden_size"],)
+    table = calibrate(spec, train, vocab, sizes, BATCH_SIZES, BPTTS, device=device)
+    return {"experiment": experiment, "model": model, "corpus": get_corpus(settings.corpus).name,
+            "threads": settings.threads, "load_average_before": round(load, 2), "torch": torch.__version__,
+            "machine": platform.processor() or platform.machine(), "step_seconds": table}
+
+
+def search(experiment: str, model: str, seconds: float, trials: int, profile: str = "cpu",
+           hidden_sizes: tuple[int, ...] = (), enqueue: list[dict[str, Any]] | None = None, seed: int = 0,
+           study_name: str | None = None, progress: bool = True,
+           step_seconds: dict[str, float] | None = None) -> optuna.Study:
+    """Run (or resume) the recipe study of ``model`` in ``experiment``'s ``profile`` until it holds ``trials``.
+
+    ``enqueue``: Optuna parameter dicts tried first (e.g. the current recipe or a known good one).
+    ``step_seconds``: a timing table (:func:`timing_table`) instead of timing the shapes now.
+    """
+    import torch
+
+    from paperlib.config import repo_root, section_params
+    from paperlib.data import load_corpus
+    from paperlib.device import setup_stage
+
+    params, settings, spec, train = _model_settings(experiment, model, profile)
+    sizes = tuple(hidden_sizes) or (spec["hidden_size"],)
+    needed = [_key(h, b, t) for h in sizes for b in BATCH_SIZES for t in BPTTS]
+    if step_seconds is not None and any(k not in step_seconds for k in needed):
+        raise ValueError(f"the timing table lacks shapes {[k for k in needed if k not in step_seconds]} (H/B/T)")
     root = repo_root()
     torch.set_num_threads(settings.threads)
     device = setup_stage(profile, params)
@@ -200,11 +238,11 @@ def search(experiment: str, model: str, seconds: float, trials: int, profile: st
                                       "hidden_sizes": list(hidden_sizes), "corpus": settings.corpus}))
     known = study.user_attrs.get("spec")
     if known is None:
-        sizes = tuple(hidden_sizes) or (spec["hidden_size"],)
-        if progress:
-            print(f"{name}: timing training steps of {len(sizes) * len(BATCH_SIZES) * len(BPTTS)} shapes", flush=True)
-        study.set_user_attr("step_seconds", calibrate(spec, train, len(corpus.vocab), sizes, BATCH_SIZES, BPTTS,
-                                                      device=device))
+        if step_seconds is None:
+            if progress:
+                print(f"{name}: timing training steps of {len(needed)} shapes", flush=True)
+            step_seconds = calibrate(spec, train, len(corpus.vocab), sizes, BATCH_SIZES, BPTTS, device=device)
+        study.set_user_attr("step_seconds", {k: step_seconds[k] for k in needed})
         study.set_user_attr("spec", spec_key)
         for params_ in enqueue or []:
             study.enqueue_trial(params_)

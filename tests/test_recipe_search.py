@@ -49,15 +49,18 @@ def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_res
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "raw").symlink_to(data_root)
     monkeypatch.setenv("PAPERLIB_ROOT", str(tmp_path))
+    timing_file = tmp_path / "timing.json"
+    assert main(["recipes", "time", "lm_ptb", "lstm", "--profile", "smoke", "--out", str(timing_file)]) == 0
     out = tmp_path / "summary.json"
     first = {"batch_size": 16, "bptt": 35, "optimizer": "adam", "lr_adam": 3e-3, "beta1": 0.9, "schedule": "cosine",
              "warmup": 0.0, "dropout_scale": 1.0}
     argv = ["recipes", "search", "lm_ptb", "lstm", "--seconds", "0.3", "--profile", "smoke", "--out", str(out),
-            "--enqueue", json.dumps(first), "--enqueue", json.dumps(first), "--quiet"]
+            "--enqueue", json.dumps(first), "--enqueue", json.dumps(first), "--timing", str(timing_file), "--quiet"]
     assert main([*argv, "--trials", "2"]) == 0
     summary = json.loads(out.read_text())
     timing = summary["step_seconds"]
     assert sorted(timing) == sorted(f"8/{b}/{t}" for b in (16, 20, 32, 64) for t in (35, 70))
+    assert timing == json.loads(timing_file.read_text())["step_seconds"]  # the table made apart from the search
     trials = summary["trials"]
     assert [t["recipe"]["batch_size"] for t in trials] == [16, 16]
     # seconds became steps through the timing table, so the same recipe gives the same score however busy the machine
@@ -71,8 +74,10 @@ def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_res
     assert again["best"]["valid_ppl"] == min(t["valid_ppl"] for t in again["trials"] if t["valid_ppl"] is not None)
 
 
-def test_searching_a_model_the_experiment_lacks_is_a_clear_error():
+def test_searching_a_model_the_experiment_lacks_or_without_its_timings_is_a_clear_error():
     from paperlib.recipe_search import search
 
     with pytest.raises(ValueError, match="has no model 'gpt'; it has lstm"):
         search("lm_ptb", "gpt", 1.0, 1, profile="smoke")
+    with pytest.raises(ValueError, match="the timing table lacks shapes"):
+        search("lm_ptb", "lstm", 1.0, 1, profile="smoke", step_seconds={"16/16/35": 0.1}, study_name="never-made")
