@@ -63,10 +63,12 @@ from paperlib.device import cache_key, setup_stage, stage_device
 from paperlib.models.layers import LSTMLayer
 from paperlib.models.lstm import LSTMState
 from paperlib.models.mogrifier import Mogrifier
+from paperlib.schedules import schedule_factor
 
 EXPERIMENT = "reverse_copy"
 MODEL_NAMES = ("lstm", "mogrifier")
 VALID_OPTIMIZERS = ("adam", "radam")
+SCHEDULES = ("constant", "cosine", "linear")  # the decays of paperlib.schedules over a run's steps
 
 # Per-token cross-entropy (nats) below which a length counts as solved ("solve the task perfectly").
 SOLVED_NATS = 0.05
@@ -257,8 +259,11 @@ class TrainSettings:
     beta1: float = 0.0  # Melis ch. 2: Adam with β1 = 0
     clip_norm: float = 10.0  # <= 0: no clipping
     log_every: int = 50
+    schedule: str = "constant"  # or cosine / linear decay to 0 over the steps (paperlib.schedules.schedule_factor)
 
     def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if self.optimizer not in VALID_OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(VALID_OPTIMIZERS)}, got {self.optimizer!r}")
         if self.steps < 1 or self.batch_size < 1 or self.log_every < 1:
@@ -289,6 +294,9 @@ def train_model(model: ReverseCopyModel, data: ReverseCopyData, settings: TrainS
     curve, running, count = [], 0.0, 0
     model.train()
     for step in range(1, settings.steps + 1):
+        if settings.schedule != "constant":
+            for group in optimizer.param_groups:
+                group["lr"] = settings.lr * schedule_factor(settings.schedule, (step - 1) / settings.steps)
         if cursor + settings.batch_size > num:  # next epoch
             order, cursor = torch.randperm(num, generator=generator), 0
         index = order[cursor : cursor + settings.batch_size]
@@ -356,6 +364,7 @@ class ReverseCopyParams:
     optimizer: str = "adam"
     beta1: float = 0.0
     clip_norm: float = 10.0
+    schedule: str = "constant"  # learning-rate schedule over `steps` (beyond the thesis, for short budgets)
     num_layers: int = 1
     eval_batch_size: int = 256
     log_every: int = 50
@@ -385,6 +394,8 @@ class ReverseCopyParams:
                 raise ValueError(f"models.{name}: embedding sizes must be >= 1 and rounds >= 0")
         if self.optimizer not in VALID_OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(VALID_OPTIMIZERS)}, got {self.optimizer!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if not self.lengths or any(n < 1 for n in self.lengths) or len(set(self.lengths)) != len(self.lengths):
             raise ValueError(f"lengths must be distinct positive integers, got {self.lengths}")
         for name in ("vocab_size", "train_examples", "valid_examples", "test_examples", "parameter_budget", "steps",
@@ -474,6 +485,7 @@ def run_grid_point(point: GridPoint, settings: ReverseCopyParams) -> dict[str, A
                         point.capped_input_gate, seed=settings.seed).to(stage_device())
     train = TrainSettings(steps=settings.steps, batch_size=settings.batch_size, lr=point.lr, l2=point.l2,
                           optimizer=settings.optimizer, beta1=settings.beta1, clip_norm=settings.clip_norm,
+                          schedule=settings.schedule,
                           log_every=settings.log_every)
     try:
         curve = train_model(model, data["train"], train, seed=settings.seed)

@@ -56,9 +56,9 @@ from paperlib.models.evaluation import evaluate_nll
 from paperlib.models.objective import multi_sample_loss
 from paperlib.models.state import detach_state
 from paperlib.provenance import write_json_atomic
+from paperlib.schedules import SCHEDULES, schedule_factor
 
 OPTIMIZERS = ("radam", "adam", "sgd")
-SCHEDULES = ("constant", "cosine", "linear", "plateau")
 
 
 class TrainingDiverged(RuntimeError):
@@ -126,22 +126,6 @@ class TrainConfig:
             raise ValueError(f"max_seconds must be positive or None, got {self.max_seconds}")
         if self.optimizer == "sgd" and self.beta1 != 0.0:
             raise ValueError("beta1 is Adam's; plain SGD takes none (leave beta1 at 0)")
-
-
-def schedule_factor(schedule: str, progress: float, warmup: float = 0.0, final_lr: float = 0.0) -> float:
-    """The learning-rate multiplier at ``progress`` (the fraction of the budget used, in [0, 1]).
-
-    ``constant`` and ``plateau`` (whose drops the trainer applies at evaluations) give 1; ``cosine`` and
-    ``linear`` rise linearly over the first ``warmup`` fraction, then fall from 1 to ``final_lr`` at the end.
-    """
-    if schedule in ("constant", "plateau"):
-        return 1.0
-    progress = min(max(progress, 0.0), 1.0)
-    if progress < warmup:
-        return progress / warmup
-    decay = (progress - warmup) / (1.0 - warmup)  # 0 -> 1 over the rest of the budget
-    shape = 0.5 * (1.0 + math.cos(math.pi * decay)) if schedule == "cosine" else 1.0 - decay
-    return final_lr + (1.0 - final_lr) * shape
 
 
 @dataclass

@@ -198,6 +198,25 @@ def test_settings_reject_bad_values_naming_the_valid_choices():
             ReverseCopyParams(**tiny_settings(**change))
     with pytest.raises(ValueError, match="adam, radam"):
         TrainSettings(steps=1, batch_size=1, lr=0.1, optimizer="sgd")
+    with pytest.raises(ValueError, match="constant, cosine, linear"):
+        ReverseCopyParams(**tiny_settings(schedule="plateau"))
+
+
+def test_a_cosine_schedule_decays_the_learning_rate_over_the_steps(monkeypatch):
+    from paperlib.schedules import schedule_factor
+
+    seen = []
+    step = torch.optim.Adam.step
+
+    def spy(self, *args, **kwargs):
+        seen.append(self.param_groups[0]["lr"])
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", spy)
+    data = reverse_copy(64, 3, vocab_size=5, seed=0)
+    train_model(build_model(5, 4, 8, seed=0), data, TrainSettings(steps=4, batch_size=8, lr=0.01, schedule="cosine"))
+    assert seen == pytest.approx([0.01 * schedule_factor("cosine", s / 4) for s in range(4)])
+    assert seen[0] == 0.01 and seen[-1] < 0.002
 
 
 def test_grid_gives_every_model_the_same_budget_and_every_length_and_learning_rate():
