@@ -212,7 +212,7 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
         "vocab_size": corpus.vocab_size, "train": settings.train, "mc_samples": settings.mc_samples,
         "models": settings.models, "train_bytes": len(corpus.raw["train"]),
         "eval_bytes": eval_bytes, "eval_words": eval_words,
-        "runs": [{k: v for k, v in r.items() if k != "train_seconds"} for r in runs],
+        "runs": [{k: v for k, v in r.items() if k not in ("train_seconds", "eval_seconds")} for r in runs],
         "summary": _summary(runs),
         "conversion_check": {"bytes": test_bytes, "words": test_words, "bits_per_byte": THESIS_TEST_BITS_PER_BYTE,
                              "perplexity": word_perplexity(THESIS_TEST_BITS_PER_BYTE, test_bytes, test_words)},

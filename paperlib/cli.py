@@ -157,8 +157,10 @@ def cmd_recipes_search(args) -> int:
     study = None
     for reached in range(1, args.trials + 1):  # one trial at a time: the summary is current after each
         study = search(args.experiment, args.model, args.seconds, reached, profile=args.profile or "cpu",
-                       hidden_sizes=tuple(args.hidden or ()), enqueue=enqueue, seed=args.seed,
-                       study_name=args.study, progress=not args.quiet, step_seconds=timing)
+                       tokens=args.tokens, threads=args.threads, hidden_sizes=tuple(args.hidden or ()),
+                       enqueue=enqueue, seed=args.seed,
+                       study_name=args.study, progress=not args.quiet, step_seconds=timing,
+                       **_recipe_shapes(args))
         summary = summarise(study, args.experiment, args.model, level)
         out.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(out, summary)
@@ -168,13 +170,20 @@ def cmd_recipes_search(args) -> int:
     return 0
 
 
+def _recipe_shapes(args) -> dict:
+    from paperlib.recipe_search import BATCH_SIZES, BPTTS
+
+    return {"batch_sizes": tuple(args.batch or BATCH_SIZES), "bptts": tuple(args.bptt or BPTTS)}
+
+
 def cmd_recipes_time(args) -> int:
     """Time every shape of the recipe search space once (`paperlib.recipe_search.timing_table`)."""
     from paperlib.config import repo_root
     from paperlib.provenance import write_json_atomic
     from paperlib.recipe_search import timing_table
 
-    table = timing_table(args.experiment, args.model, args.profile or "cpu", tuple(args.hidden or ()))
+    table = timing_table(args.experiment, args.model, args.profile or "cpu", tuple(args.hidden or ()),
+                         threads=args.threads, **_recipe_shapes(args))
     if table["load_average_before"] > 0.5:
         print(f"warning: the load average was {table['load_average_before']} before timing; other processes make "
               "steps look slower than on an idle machine", file=sys.stderr)
@@ -223,6 +232,32 @@ def cmd_dyneval_tune(args) -> int:
 
         write_json_atomic(Path(args.out), tuned)
         print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_dryrun(args) -> int:
+    """Dry-run one training step of every paper-profile model on fake tensors; print GPU-hour estimates
+    (`paperlib.dryrun`)."""
+    from paperlib.dryrun import check_stages, dry_run, render_tables
+
+    check_stages(args.stages)  # bad input fails before any work
+    progress = None if args.quiet else (lambda message: print(f"  {message}", file=sys.stderr, flush=True))
+    max_length = args.max_length
+    if max_length is None and not args.stages:  # the whole dry run: the active profile's cap (params.yaml)
+        from paperlib.config import ParamsError, active_profile, load_params, section_params
+
+        try:
+            params = load_params()
+            max_length = section_params("dryrun", params).max_length[active_profile(None, params)]
+        except ParamsError:
+            pass
+    result = dry_run(args.stages, max_length=max_length, progress=progress)
+    print(render_tables(result), end="")
+    if args.json:
+        from paperlib.provenance import write_json_atomic
+
+        write_json_atomic(Path(args.json), result)
+        print(f"wrote {args.json}")
     return 0
 
 
@@ -323,11 +358,16 @@ def build_parser() -> argparse.ArgumentParser:
                                           "for a budget of training seconds (run it on an idle machine)")
     p.add_argument("experiment", help="a language-model experiment, e.g. lm_ptb or lm_ptb_char")
     p.add_argument("model", help="one of its models, e.g. lstm")
-    p.add_argument("--seconds", type=float, required=True, help="training seconds per trial")
+    budget = p.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--seconds", type=float, help="training seconds per trial (turned into steps by timing)")
+    budget.add_argument("--tokens", type=int, help="training tokens per trial (a comparison at equal tokens)")
     p.add_argument("--trials", type=int, default=16, help="finished trials the study should hold (default 16)")
     p.add_argument("--hidden", type=int, nargs="+", help="also search the hidden size among these")
+    p.add_argument("--batch", type=int, nargs="+", help="batch sizes to choose from (default 16 20 32 64)")
+    p.add_argument("--bptt", type=int, nargs="+", help="BPTT lengths to choose from (default 35 70)")
     p.add_argument("--enqueue", action="append", metavar="JSON",
                    help="Optuna parameters to try first, e.g. '{\"batch_size\": 20, ...}'; repeatable")
+    p.add_argument("--threads", type=int, help="torch threads (default: the experiment's; trials do not depend on it)")
     p.add_argument("--timing", help="a timing table from `paperlib recipes time` (default: time the shapes first)")
     p.add_argument("--study", help="study name (default: recipes-<experiment>-<model>-<profile>-<seconds>s)")
     p.add_argument("--seed", type=int, default=0, help="sampler seed")
@@ -341,6 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("experiment")
     p.add_argument("model")
     p.add_argument("--hidden", type=int, nargs="+", help="hidden sizes to time (default: the model's)")
+    p.add_argument("--batch", type=int, nargs="+", help="batch sizes (default 16 20 32 64)")
+    p.add_argument("--bptt", type=int, nargs="+", help="BPTT lengths (default 35 70)")
+    p.add_argument("--threads", type=int, help="torch threads (default: the experiment's)")
     p.add_argument("--out", help="JSON (default: results/recipes/timing-<experiment>-<model>.json)")
     p.add_argument("--profile", help="default cpu")
     p.set_defaults(func=cmd_recipes_time)
@@ -365,6 +408,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="smoke, cpu or paper")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_dyneval_tune)
+
+    p = sub.add_parser("dryrun", help="one training step of every paper-profile model on fake tensors: parameters, "
+                       "peak memory, FLOPs, kernels and estimated GPU-hours per stage (no GPU needed)")
+    p.add_argument("stages", nargs="*", metavar="STAGE", help="experiment stages (default: all)")
+    p.add_argument("--json", help="also write the numbers here, e.g. results/dryrun.json")
+    p.add_argument("--max-length", type=int, help="cap every sequence length (a quick check, not the paper's numbers)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=cmd_dryrun)
 
     p = sub.add_parser("index", help="write results/README.md (one row per table/figure of the seeds), "
                        "results/metrics.json and results/plots/*.csv for `dvc metrics/plots show`")

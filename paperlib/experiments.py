@@ -31,6 +31,24 @@ class DataParams:
         _check_corpora(self.corpora)
 
 
+@register_section("dryrun", optional=True)
+@dataclass(frozen=True)
+class DryRunParams:
+    """``paperlib dryrun`` per profile: ``max_length`` caps every sequence (a quick check that the paper configs
+    build and step, as the smoke pipeline needs); null: the paper's lengths, the numbers the index reports."""
+
+    max_length: dict = dataclasses.field(default_factory=lambda: {"smoke": None, "cpu": None, "paper": None})
+
+    def __post_init__(self) -> None:
+        from paperlib.config import PROFILES
+
+        if sorted(self.max_length) != sorted(PROFILES):
+            raise ValueError(f"dryrun.max_length must give exactly the profiles {', '.join(PROFILES)}")
+        for profile, value in self.max_length.items():
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"dryrun.max_length.{profile} must be a positive integer or null, got {value!r}")
+
+
 @register_experiment("dataset_summary")
 @dataclass(frozen=True)
 class DatasetSummaryParams:
@@ -69,6 +87,7 @@ class LanguageModelParams:
     mc_samples: int
     threads: int = 2
     eval_tokens: int | None = None  # evaluate on the first N validation/test tokens only (None: all)
+    workers: int = 1  # runs trained at once, in processes of `threads` threads each (CPU only)
 
     def __post_init__(self) -> None:
         from paperlib.models import CELL_OPTIONS, VALID_CELLS
@@ -101,5 +120,5 @@ class LanguageModelParams:
                     TrainConfig(**{**self.train, **spec["train"]})
                 except ValueError as err:
                     raise ValueError(f"models.{name}.train: {err}") from None
-        if not self.seeds or self.mc_samples < 1 or self.threads < 1:
-            raise ValueError("seeds must be non-empty and mc_samples, threads >= 1")
+        if not self.seeds or self.mc_samples < 1 or self.threads < 1 or self.workers < 1:
+            raise ValueError("seeds must be non-empty and mc_samples, threads, workers >= 1")

@@ -78,44 +78,77 @@ def train_and_evaluate(name: str, settings: Any, vocab_size: int, train_ids: tor
 
     Each run lives in ``runs_dir/<model>-seed<seed>`` and resumes from its checkpoint; a finished run is read back
     from its ``done.json``, and a run folder made with other settings (``spec_extra`` joins them) is redone.
-    ``record_extra`` is stored in every new record.
+    ``record_extra`` is stored in every new record. With ``settings.workers`` > 1 the runs train in that many
+    processes at once, ``settings.threads`` threads each (on two cores, two one-thread runs finish sooner than two
+    two-thread runs in turn); a run's numbers do not depend on which process trained it.
     """
-    runs = []
-    for model_name, spec in settings.models.items():
-        train = {**settings.train, **spec.get("train", {})}  # the model's own overrides win
-        config = TrainConfig(**train)
-        for seed in settings.seeds:
-            run_dir = runs_dir / f"{model_name}-seed{seed}"
-            done = run_dir / "done.json"
-            forget_stale_run(run_dir, {"model": spec, "train": train, "seed": seed,
-                                        "eval_tokens": settings.eval_tokens, "mc_samples": settings.mc_samples,
-                                        **(spec_extra or {})})
-            if done.exists():
-                runs.append(json.loads(done.read_text()))
-                continue
-            seed_everything(seed)
-            model = build_lm(spec["cell"], vocab_size, spec["hidden_size"], spec["num_layers"],
-                             **spec.get("options", {}))
-            run_config = TrainConfig(**{**train, "seed": seed})
-            if progress:
-                print(f"{name}: training {model_name} (seed {seed}, {num_parameters(model):,} parameters)", flush=True)
-            trainer = Trainer(model, train_ids, valid_ids, run_config, run_dir, device=device, progress=progress)
-            result = trainer.fit(resume=True)
-            trainer.write_metrics()
-            trainer.load(trainer.best_path, restore_position=False)
-            with trainer.recommended_weights():
-                scores = evaluate_run(trainer.model, valid_ids, test_ids, config, settings.mc_samples, seed)
-            record = {
-                "model": model_name, "seed": seed, "cell": spec["cell"], "parameters": num_parameters(model),
-                "steps": result.steps, "train_tokens": result.tokens, "rollbacks": result.rollbacks,
-                "train_seconds": round(trainer.train_seconds, 1), **(record_extra or {}),
-                "history": [h for h in result.history if "valid_nll" in h],
-                **scores,
-            }
-            if is_main_process():  # under torchrun every rank has the same record; one writes it
-                write_json_atomic(done, record)
-            runs.append(record)
-    return runs
+    jobs = [(model_name, spec, seed) for model_name, spec in settings.models.items() for seed in settings.seeds]
+    workers = getattr(settings, "workers", 1)
+    args = (name, settings, vocab_size, train_ids, valid_ids, test_ids, runs_dir, device, spec_extra, record_extra)
+    if workers == 1:
+        return [_train_one(*job, *args, progress) for job in jobs]
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    if device.type != "cpu":
+        raise ValueError(f"workers > 1 trains runs in CPU processes; this stage's device is {device}: set workers: 1")
+    from paperlib.device import current
+
+    # the slowest runs first, so that the workers finish together; spawn: forking a running OpenMP pool can hang
+    order = sorted(range(len(jobs)), key=lambda i: -_relative_cost(jobs[i][1]))
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        futures = {i: pool.submit(_train_in_worker, jobs[i], args, current().precision, progress) for i in order}
+        return [futures[i].result() for i in range(len(jobs))]
+
+
+def _relative_cost(spec: dict[str, Any]) -> float:
+    """A rough cost of one training step, only to order the jobs: H^2, plus 10% per Mogrifier round."""
+    rounds = spec.get("options", {}).get("mogrifier_rounds", 5) if spec["cell"].startswith("mogrifier") else 0
+    return spec["hidden_size"] ** 2 * (1 + 0.1 * rounds)
+
+
+def _train_in_worker(job: tuple, args: tuple, precision: str, progress: bool) -> dict[str, Any]:
+    from paperlib.device import configure
+
+    torch.set_num_threads(args[1].threads)
+    configure(precision)
+    return _train_one(*job, *args, progress=False)
+
+
+def _train_one(model_name: str, spec: dict[str, Any], seed: int, name: str, settings: Any, vocab_size: int,
+               train_ids: torch.Tensor, valid_ids: torch.Tensor, test_ids: torch.Tensor, runs_dir: Path,
+               device: torch.device, spec_extra: dict[str, Any] | None, record_extra: dict[str, Any] | None,
+               progress: bool = True) -> dict[str, Any]:
+    """One model x seed of :func:`train_and_evaluate`: trained (or resumed, or read back when done) and evaluated."""
+    train = {**settings.train, **spec.get("train", {})}  # the model's own overrides win
+    config = TrainConfig(**train)
+    run_dir = runs_dir / f"{model_name}-seed{seed}"
+    done = run_dir / "done.json"
+    forget_stale_run(run_dir, {"model": spec, "train": train, "seed": seed, "eval_tokens": settings.eval_tokens,
+                               "mc_samples": settings.mc_samples, **(spec_extra or {})})
+    if done.exists():
+        return json.loads(done.read_text())
+    seed_everything(seed)
+    model = build_lm(spec["cell"], vocab_size, spec["hidden_size"], spec["num_layers"], **spec.get("options", {}))
+    run_config = TrainConfig(**{**train, "seed": seed})
+    if progress:
+        print(f"{name}: training {model_name} (seed {seed}, {num_parameters(model):,} parameters)", flush=True)
+    trainer = Trainer(model, train_ids, valid_ids, run_config, run_dir, device=device, progress=progress)
+    result = trainer.fit(resume=True)
+    trainer.write_metrics()
+    trainer.load(trainer.best_path, restore_position=False)
+    started = time.perf_counter()
+    with trainer.recommended_weights():
+        scores = evaluate_run(trainer.model, valid_ids, test_ids, config, settings.mc_samples, seed)
+    record = {
+        "model": model_name, "seed": seed, "cell": spec["cell"], "parameters": num_parameters(model),
+        "steps": result.steps, "train_tokens": result.tokens, "rollbacks": result.rollbacks,
+        "train_seconds": round(trainer.train_seconds, 1), "eval_seconds": round(time.perf_counter() - started, 1),
+        **(record_extra or {}), "history": [h for h in result.history if "valid_nll" in h], **scores,
+    }
+    if is_main_process():  # under torchrun every rank has the same record; one writes it
+        write_json_atomic(done, record)
+    return record
 
 
 def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.PathLike | None = None,
@@ -154,15 +187,16 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
     results = {"experiment": name, "corpus": settings.corpus, "level": level, "profile": profile,
                "vocab_size": len(corpus.vocab), "train": settings.train, "mc_samples": settings.mc_samples,
                "models": settings.models, "eval_tokens": {"valid": int(valid_ids.numel()), "test": int(test_ids.numel())},
-               "runs": [{k: v for k, v in r.items() if k != "train_seconds"} for r in runs],
+               "runs": [{k: v for k, v in r.items() if k not in ("train_seconds", "eval_seconds")} for r in runs],
                "summary": summarise(runs, level)}
     out = Path(out) if out is not None else root / "results" / f"{name}.json"
     if is_main_process():
         write_json_atomic(out, results)
         timing = {r["model"] + f"-seed{r['seed']}": r["train_seconds"] for r in runs}
+        evaluation = {r["model"] + f"-seed{r['seed']}": r.get("eval_seconds") for r in runs}
         write_json_atomic(out.with_suffix(".provenance.json"),
                           {**provenance(root, profile, vars(settings), pinned_checksums(settings.corpus), started),
-                           "train_seconds": timing})
+                           "train_seconds": timing, "eval_seconds": evaluation})
     return out
 
 
@@ -207,13 +241,35 @@ def comparison_table(results: dict[str, Any]):
     return pd.DataFrame(rows).sort_values(["model", "source"], kind="stable").set_index(["model", "source"])
 
 
+def compare_seed_means(summary: dict[str, Any], worse: str, better: str, key: str) -> dict[str, Any]:
+    """The paper has ``better`` below ``worse`` on ``key`` (lower is better): our gap of seed means and its tie rule.
+
+    The gap is mean(worse) - mean(better), positive in the paper's direction. The tie margin is twice the standard
+    error of the difference of the two seed means, 2 sqrt(s_w^2 / n_w + s_b^2 / n_b), from the seed standard
+    deviations we measured: a gap beyond it in the paper's direction is ``reproduced``, beyond it the other way
+    ``opposite``, inside it ``within seed noise``. Without two seeds of each model no spread is measured and the
+    verdict is ``one seed``.
+    """
+    a, b = summary[worse], summary[better]
+    gap = a[key] - b[key]
+    margin = None
+    if a["seeds"] >= 2 and b["seeds"] >= 2:
+        margin = 2 * math.sqrt(a[key + "_std"] ** 2 / a["seeds"] + b[key + "_std"] ** 2 / b["seeds"])
+    if margin is None:
+        verdict = "one seed"
+    else:
+        verdict = "reproduced" if gap > margin else "opposite" if gap < -margin else "within seed noise"
+    return {"paper: better": better, "than": worse, "our gap": gap, "tie margin": margin, "verdict": verdict,
+            "agrees": gap > 0, "resolved": margin is not None and abs(gap) > margin}
+
+
 def ordering_verdict(results: dict[str, Any], metric: str = "test") -> dict[str, Any]:
     """Does our ranking of the models by mean test score match the paper's (lower is better)?
 
-    The paper ranks LSTM > Mogrifier LSTM > Mogrifier RLSTM (worst to best) on PTB words and
-    characters. A gap counts as resolved when it exceeds twice the larger seed standard deviation.
-    When a Mogrifier LSTM was also trained with ch. 4's setup (:data:`paperlib.reference.CHAPTER_4_MOGRIFIER`), the RLSTM
-    is compared with that one, as in Tables 4.1 / 4.2.
+    The paper ranks LSTM > Mogrifier LSTM > Mogrifier RLSTM (worst to best) on PTB words and characters; each
+    neighbouring pair is judged by :func:`compare_seed_means`. When a Mogrifier LSTM was also trained with ch. 4's
+    setup (:data:`paperlib.reference.CHAPTER_4_MOGRIFIER`), the RLSTM is compared with that one, as in Tables
+    4.1 / 4.2. ``same_order``: every pair reproduced.
     """
     from paperlib.reference import rlstm_baseline
 
@@ -223,14 +279,8 @@ def ordering_verdict(results: dict[str, Any], metric: str = "test") -> dict[str,
     ours = [m for m in paper_order if m in summary]
     compared = [(rlstm_baseline(summary) if better == "mogrifier_rlstm" else worse, better)
                 for worse, better in zip(ours, ours[1:])]
-    key = f"{metric}_{unit}"
-    pairs = []
-    for worse, better in compared:
-        gap = summary[worse][key] - summary[better][key]
-        noise = 2 * max(summary[worse][key + "_std"], summary[better][key + "_std"])
-        pairs.append({"paper: better": better, "than": worse, "our gap": gap,
-                      "agrees": gap > 0, "resolved": abs(gap) > noise and summary[worse]["seeds"] > 1})
-    return {"pairs": pairs, "same_order": all(p["agrees"] for p in pairs)}
+    pairs = [compare_seed_means(summary, worse, better, f"{metric}_{unit}") for worse, better in compared]
+    return {"pairs": pairs, "same_order": all(p["verdict"] == "reproduced" for p in pairs)}
 
 
 def rounds_of(spec: dict[str, Any]) -> int:
@@ -240,25 +290,64 @@ def rounds_of(spec: dict[str, Any]) -> int:
     return spec.get("options", {}).get("mogrifier_rounds", 5)
 
 
-def ablation_findings(results: dict[str, Any], metric: str = "valid_ppl") -> dict[str, bool | None]:
-    """The thesis' ablation findings (§2.3.1, Table 2.3) checked on our numbers; None where a model is missing."""
+def ablation_findings(results: dict[str, Any], metric: str = "valid_ppl") -> dict[str, dict[str, Any]]:
+    """The thesis' ablation findings (§2.3.1, Table 2.3) judged on our numbers, each with the tie rule of
+    :func:`compare_seed_means`; None where a model is missing. Per finding: ``verdict`` and ``evidence``.
+
+    - rounds: every step of the sweep r = 0 (the LSTM), 2, 4, 6 lowers perplexity; ``reproduced`` when the sweep's
+      ends differ beyond the tie margin and no step goes the other way beyond it, ``opposite`` when one does;
+    - full rank close behind low rank: the full-rank Mogrifier is within 2% of the best low-rank one;
+    - no-zigzag underperforms the Mogrifier with the same r: a pair of :func:`compare_seed_means`;
+    - the mLSTM does not improve on the LSTM: ``reproduced`` unless the mLSTM is better beyond the tie margin.
+    """
     summary, models = results["summary"], results["models"]
-    score = {name: summary[name][metric] for name in summary}
-    sweep = sorted((rounds_of(models[n]), score[n]) for n in score
-                   if n == "lstm" or (n.startswith("mogrifier_r") and models[n]["cell"] == "mogrifier_lstm"))
-    best_low_rank = min((score[n] for n in score if n.startswith("mogrifier_r")), default=None)
-    same_r = [n for n in score if n.startswith("mogrifier_r") and "no_zigzag" in score
-              and rounds_of(models[n]) == rounds_of(models["no_zigzag"])]
+    low_rank = [n for n in summary if n.startswith("mogrifier_r") and models[n]["cell"] == "mogrifier_lstm"]
+    sweep = sorted((rounds_of(models[n]), n) for n in summary if n == "lstm" or n in low_rank)
+    found: dict[str, dict[str, Any] | None] = {}
 
-    def have(*names):
-        return all(n in score for n in names)
+    if len(sweep) > 1:
+        steps = [compare_seed_means(summary, a, b, metric) for (_, a), (_, b) in zip(sweep, sweep[1:])]
+        ends = compare_seed_means(summary, sweep[0][1], sweep[-1][1], metric)
+        verdict = ("opposite" if any(p["verdict"] == "opposite" for p in steps) else
+                   ends["verdict"] if ends["verdict"] != "opposite" else "opposite")
+        found["perplexity improves with the number of rounds r"] = {
+            "verdict": verdict, "evidence": ", ".join(f"r={r} {summary[n][metric]:.1f}" for r, n in sweep)
+            + (f"; r={sweep[0][0]} -> {sweep[-1][0]} gap {ends['our gap']:.1f} (tie margin "
+               f"{ends['tie margin']:.1f})" if ends["tie margin"] is not None else "")}
+    else:
+        found["perplexity improves with the number of rounds r"] = None
 
-    return {
-        "perplexity improves with the number of rounds r": all(b[1] < a[1] for a, b in zip(sweep, sweep[1:]))
-        if len(sweep) > 1 else None,
-        "full rank is close behind low rank (within 2%)": abs(score["full_rank"] / best_low_rank - 1) < 0.02
-        if have("full_rank") and best_low_rank else None,
-        "no-zigzag underperforms the Mogrifier with the same r": score["no_zigzag"] > score[same_r[0]]
-        if same_r else None,
-        "the mLSTM does not improve on the LSTM": score["mlstm"] >= score["lstm"] if have("mlstm", "lstm") else None,
-    }
+    if "full_rank" in summary and low_rank:
+        best = min(low_rank, key=lambda n: summary[n][metric])
+        ratio = summary["full_rank"][metric] / summary[best][metric]
+        found["full rank is close behind low rank (within 2%)"] = {
+            "verdict": "reproduced" if abs(ratio - 1) < 0.02 else "not reproduced",
+            "evidence": f"full rank {summary['full_rank'][metric]:.1f} vs {best} {summary[best][metric]:.1f} "
+                        f"({ratio - 1:+.1%})"}
+    else:
+        found["full rank is close behind low rank (within 2%)"] = None
+
+    same_r = [n for n in low_rank if "no_zigzag" in summary and rounds_of(models[n]) == rounds_of(models["no_zigzag"])]
+    if same_r:
+        pair = compare_seed_means(summary, "no_zigzag", same_r[0], metric)
+        found["no-zigzag underperforms the Mogrifier with the same r"] = {
+            "verdict": pair["verdict"], "evidence": _pair_evidence(pair, summary, metric)}
+    else:
+        found["no-zigzag underperforms the Mogrifier with the same r"] = None
+
+    if "mlstm" in summary and "lstm" in summary:
+        pair = compare_seed_means(summary, "mlstm", "lstm", metric)  # the claim: the mLSTM is not the better one
+        verdict = {"reproduced": "reproduced", "within seed noise": "reproduced", "opposite": "opposite",
+                   "one seed": "one seed"}[pair["verdict"]]
+        found["the mLSTM does not improve on the LSTM"] = {"verdict": verdict,
+                                                         "evidence": _pair_evidence(pair, summary, metric)}
+    else:
+        found["the mLSTM does not improve on the LSTM"] = None
+    return found
+
+
+def _pair_evidence(pair: dict[str, Any], summary: dict[str, Any], metric: str) -> str:
+    margin = pair["tie margin"]
+    return (f"{pair['than']} {summary[pair['than']][metric]:.1f} vs {pair['paper: better']} "
+            f"{summary[pair['paper: better']][metric]:.1f}: gap {pair['our gap']:.1f}"
+            + (f", tie margin {margin:.1f}" if margin is not None else ", one seed"))

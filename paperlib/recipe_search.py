@@ -42,6 +42,7 @@ WARMUPS = (0.0, 0.05)
 LR_RANGES = {"adam": (3e-4, 1e-2), "radam": (3e-4, 1e-2), "sgd": (1.0, 40.0)}
 DROPOUT_SCALE = (0.0, 2.0)  # multiplies every *_dropout option of the model (capped at MAX_DROPOUT)
 MAX_DROPOUT = 0.8
+EMBEDDING_INITS = ("normal", "uniform")  # paperlib.models.recurrent_lm: PyTorch's N(0, 1) or U(-0.1, 0.1)
 
 
 def sample_recipe(trial: optuna.Trial, batch_sizes=BATCH_SIZES, bptts=BPTTS, hidden_sizes=()) -> dict[str, Any]:
@@ -57,6 +58,7 @@ def sample_recipe(trial: optuna.Trial, batch_sizes=BATCH_SIZES, bptts=BPTTS, hid
     recipe["schedule"] = trial.suggest_categorical("schedule", list(SCHEDULES))
     recipe["warmup"] = 0.0 if recipe["schedule"] == "constant" else trial.suggest_categorical("warmup", list(WARMUPS))
     recipe["dropout_scale"] = trial.suggest_float("dropout_scale", *DROPOUT_SCALE)
+    recipe["embedding_init"] = trial.suggest_categorical("embedding_init", list(EMBEDDING_INITS))
     if hidden_sizes:
         recipe["hidden_size"] = trial.suggest_categorical("hidden_size", list(hidden_sizes))
     return recipe
@@ -68,6 +70,8 @@ def apply_recipe(spec: dict[str, Any], train: dict[str, Any], recipe: dict[str, 
     for key, value in options.items():
         if key.endswith("_dropout"):
             options[key] = round(min(MAX_DROPOUT, value * recipe["dropout_scale"]), 4)
+    if "embedding_init" in recipe:
+        options["embedding_init"] = recipe["embedding_init"]
     spec = {**spec, "options": options, "hidden_size": recipe.get("hidden_size", spec["hidden_size"])}
     fields = ("batch_size", "bptt", "optimizer", "lr", "beta1", "schedule", "warmup")
     return spec, {**train, **{k: recipe[k] for k in fields}}
@@ -78,11 +82,13 @@ def _key(hidden_size: int, batch_size: int, bptt: int) -> str:
 
 
 def calibrate(spec: dict[str, Any], train: dict[str, Any], vocab_size: int, hidden_sizes: tuple[int, ...],
-              batch_sizes: tuple[int, ...], bptts: tuple[int, ...], steps: int = 6, warmup: int = 2,
+              batch_sizes: tuple[int, ...], bptts: tuple[int, ...], rounds: int = 6, warmup: int = 2,
               device: Any = "cpu") -> dict[str, float]:
     """Median seconds of one training step (forward, backward, clipping, Adam) per ``"H/B/T"``.
 
     The model is ``spec`` at each hidden size, trained on random tokens with ``train``'s number of dropout samples.
+    The shapes take their steps in turn, one step each per round, so that load from other processes that comes and
+    goes hits every shape alike (it still inflates all of them: time on an idle machine).
     """
     import statistics
 
@@ -90,7 +96,7 @@ def calibrate(spec: dict[str, Any], train: dict[str, Any], vocab_size: int, hidd
 
     from paperlib.models import build_lm, detach_state, multi_sample_loss
 
-    table = {}
+    runners = {}
     for hidden_size in hidden_sizes:
         torch.manual_seed(0)
         model = build_lm(spec["cell"], vocab_size, hidden_size, spec["num_layers"], **spec.get("options", {}))
@@ -98,34 +104,44 @@ def calibrate(spec: dict[str, Any], train: dict[str, Any], vocab_size: int, hidd
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
         for batch_size in batch_sizes:
             for bptt in bptts:
-                state, times = None, []
-                for _ in range(warmup + steps):
-                    tokens = torch.randint(vocab_size, (batch_size, bptt + 1), device=device)
-                    started = time.perf_counter()
-                    loss, state = multi_sample_loss(model, tokens[:, :-1], tokens[:, 1:],
-                                                    train.get("num_samples", 1), state)
-                    state = detach_state(state)
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
-                    optimizer.step()
-                    loss.item()
-                    times.append(time.perf_counter() - started)
-                table[_key(hidden_size, batch_size, bptt)] = statistics.median(times[warmup:])
-    return table
+                runners[_key(hidden_size, batch_size, bptt)] = {"model": model, "optimizer": optimizer, "state": None,
+                                                                "shape": (batch_size, bptt + 1), "times": []}
+
+    def step(run: dict[str, Any]) -> float:
+        model, optimizer = run["model"], run["optimizer"]
+        tokens = torch.randint(vocab_size, run["shape"], device=device)
+        started = time.perf_counter()
+        loss, state = multi_sample_loss(model, tokens[:, :-1], tokens[:, 1:], train.get("num_samples", 1),
+                                        run["state"])
+        run["state"] = detach_state(state)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        optimizer.step()
+        loss.item()
+        return time.perf_counter() - started
+
+    for round_ in range(warmup + rounds):
+        for run in runners.values():
+            seconds = step(run)
+            if round_ >= warmup:
+                run["times"].append(seconds)
+    return {key: statistics.median(run["times"]) for key, run in runners.items()}
 
 
 @dataclass
 class RecipeObjective:
     """Train the model of ``spec`` with a sampled recipe for the steps that take ``seconds`` on the calibrated
-    machine (``step_seconds``: :func:`calibrate`); minimise the validation NLL."""
+    machine (``step_seconds``: :func:`calibrate`), or for ``tokens`` training tokens when given (the budget of a
+    comparison at equal training tokens); minimise the validation NLL."""
 
     spec: dict[str, Any]
     train: dict[str, Any]
-    seconds: float
-    step_seconds: dict[str, float]
+    seconds: float | None
+    step_seconds: dict[str, float] | None
     corpus: Any
     runs_dir: Path
+    tokens: int | None = None
     hidden_sizes: tuple[int, ...] = ()
     batch_sizes: tuple[int, ...] = BATCH_SIZES
     bptts: tuple[int, ...] = BPTTS
@@ -143,8 +159,11 @@ class RecipeObjective:
 
         recipe = sample_recipe(trial, self.batch_sizes, self.bptts, self.hidden_sizes)
         spec, train = apply_recipe(self.spec, self.train, recipe)
-        steps = max(1, round(self.seconds / self.step_seconds[_key(spec["hidden_size"], train["batch_size"],
-                                                                    train["bptt"])]))
+        if self.tokens is not None:
+            steps = max(1, round(self.tokens / (train["batch_size"] * train["bptt"])))
+        else:
+            key = _key(spec["hidden_size"], train["batch_size"], train["bptt"])
+            steps = max(1, round(self.seconds / self.step_seconds[key]))
         config = TrainConfig(**{**train, "max_steps": steps, "seed": self.seed})
         torch.manual_seed(self.seed)
         model = build_lm(spec["cell"], len(self.corpus.vocab), spec["hidden_size"], spec["num_layers"],
@@ -184,7 +203,9 @@ def _model_settings(experiment: str, model: str, profile: str):
     return params, settings, spec, {**settings.train, **spec.get("train", {})}
 
 
-def timing_table(experiment: str, model: str, profile: str = "cpu", hidden_sizes: tuple[int, ...] = ()) -> dict:
+def timing_table(experiment: str, model: str, profile: str = "cpu", hidden_sizes: tuple[int, ...] = (),
+                 batch_sizes: tuple[int, ...] = BATCH_SIZES, bptts: tuple[int, ...] = BPTTS,
+                 threads: int | None = None) -> dict:
     """:func:`calibrate` for every shape the search space can pick, with the experiment's thread count, plus what
     the reading depends on (threads, the machine's load average before it started, torch's version)."""
     import os
@@ -197,26 +218,31 @@ def timing_table(experiment: str, model: str, profile: str = "cpu", hidden_sizes
     from paperlib.device import setup_stage
 
     params, settings, spec, train = _model_settings(experiment, model, profile)
-    torch.set_num_threads(settings.threads)
+    threads = threads or settings.threads
+    torch.set_num_threads(threads)
     device = setup_stage(profile, params)
     load = os.getloadavg()[0]
     vocab = len(load_corpus(settings.corpus, repo_root() / section_params("data", params).root).vocab)
     sizes = tuple(hidden_sizes) or (spec["hidden_size"],)
-    table = calibrate(spec, train, vocab, sizes, BATCH_SIZES, BPTTS, device=device)
+    table = calibrate(spec, train, vocab, sizes, batch_sizes, bptts, device=device)
     return {"experiment": experiment, "model": model, "corpus": get_corpus(settings.corpus).name,
-            "threads": settings.threads, "load_average_before": round(load, 2), "torch": torch.__version__,
+            "threads": threads, "load_average_before": round(load, 2), "torch": torch.__version__,
             "machine": platform.processor() or platform.machine(), "step_seconds": table}
 
 
-def search(experiment: str, model: str, seconds: float, trials: int, profile: str = "cpu",
+def search(experiment: str, model: str, seconds: float | None, trials: int, profile: str = "cpu",
            hidden_sizes: tuple[int, ...] = (), enqueue: list[dict[str, Any]] | None = None, seed: int = 0,
-           study_name: str | None = None, progress: bool = True,
-           step_seconds: dict[str, float] | None = None) -> optuna.Study:
+           study_name: str | None = None, progress: bool = True, step_seconds: dict[str, float] | None = None,
+           batch_sizes: tuple[int, ...] = BATCH_SIZES, bptts: tuple[int, ...] = BPTTS,
+           tokens: int | None = None, threads: int | None = None) -> optuna.Study:
     """Run (or resume) the recipe study of ``model`` in ``experiment``'s ``profile`` until it holds ``trials``.
 
+    The budget is ``seconds`` of training per trial, or ``tokens`` training tokens (then nothing is timed).
     ``enqueue``: Optuna parameter dicts tried first (e.g. the current recipe or a known good one).
     ``step_seconds``: a timing table (:func:`timing_table`) instead of timing the shapes now.
     """
+    if (seconds is None) == (tokens is None):
+        raise ValueError("give the budget either in seconds or in tokens")
     import torch
 
     from paperlib.config import repo_root, section_params
@@ -225,32 +251,36 @@ def search(experiment: str, model: str, seconds: float, trials: int, profile: st
 
     params, settings, spec, train = _model_settings(experiment, model, profile)
     sizes = tuple(hidden_sizes) or (spec["hidden_size"],)
-    needed = [_key(h, b, t) for h in sizes for b in BATCH_SIZES for t in BPTTS]
-    if step_seconds is not None and any(k not in step_seconds for k in needed):
+    needed = [_key(h, b, t) for h in sizes for b in batch_sizes for t in bptts]
+    if tokens is None and step_seconds is not None and any(k not in step_seconds for k in needed):
         raise ValueError(f"the timing table lacks shapes {[k for k in needed if k not in step_seconds]} (H/B/T)")
     root = repo_root()
-    torch.set_num_threads(settings.threads)
+    torch.set_num_threads(threads or settings.threads)
     device = setup_stage(profile, params)
     corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
-    name = study_name or f"recipes-{experiment}-{model}-{profile}-{seconds:g}s"
+    budget = f"{seconds:g}s" if tokens is None else f"{tokens}tok"
+    name = study_name or f"recipes-{experiment}-{model}-{profile}-{budget}"
     study = open_study(name, directions=("minimize",), sampler="tpe", seed=seed, startup_trials=8)
-    spec_key = json.loads(json.dumps({"spec": spec, "train": train, "seconds": seconds,
-                                      "hidden_sizes": list(hidden_sizes), "corpus": settings.corpus}))
+    spec_key = json.loads(json.dumps({"spec": spec, "train": train, "seconds": seconds, "tokens": tokens,
+                                      "hidden_sizes": list(hidden_sizes), "batch_sizes": list(batch_sizes),
+                                      "bptts": list(bptts), "corpus": settings.corpus}))
     known = study.user_attrs.get("spec")
-    if known is None:
+    if known is None and tokens is None:
         if step_seconds is None:
             if progress:
                 print(f"{name}: timing training steps of {len(needed)} shapes", flush=True)
-            step_seconds = calibrate(spec, train, len(corpus.vocab), sizes, BATCH_SIZES, BPTTS, device=device)
+            step_seconds = calibrate(spec, train, len(corpus.vocab), sizes, batch_sizes, bptts, device=device)
         study.set_user_attr("step_seconds", {k: step_seconds[k] for k in needed})
+    if known is None:
         study.set_user_attr("spec", spec_key)
         for params_ in enqueue or []:
             study.enqueue_trial(params_)
     elif known != spec_key:
         raise ValueError(f"study {name!r} was made with other settings; pass another study name")
     optuna.logging.set_verbosity(optuna.logging.INFO if progress else optuna.logging.WARNING)
-    objective = RecipeObjective(spec, train, seconds, study.user_attrs["step_seconds"], corpus,
-                                root / "runs" / "tuning" / name, hidden_sizes=tuple(hidden_sizes), device=device)
+    objective = RecipeObjective(spec, train, seconds, study.user_attrs.get("step_seconds"), corpus,
+                                root / "runs" / "tuning" / name, hidden_sizes=tuple(hidden_sizes),
+                                batch_sizes=tuple(batch_sizes), bptts=tuple(bptts), device=device, tokens=tokens)
     run_worker(name, study._storage, objective, trials, catch=())
     return study
 

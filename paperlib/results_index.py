@@ -120,42 +120,47 @@ def _lm_scale(name: str) -> Callable[[Results], str]:
     return scale
 
 
+_MODEL_NAMES = {"lstm": "LSTM", "mogrifier_lstm": "Mogrifier", reference.CHAPTER_4_MOGRIFIER: "Mogrifier (ch. 4 setup)",
+                "mogrifier_rlstm": "Mogrifier RLSTM"}
+
+
+def _ordering_verdict(results: Results, name: str) -> str:
+    """The paper's ordering LSTM > Mogrifier > Mogrifier RLSTM, pair by pair, each gap against its tie margin
+    (twice the standard error of the difference of seed means: :func:`paperlib.lm_experiment.compare_seed_means`)."""
+    from paperlib.lm_experiment import ordering_verdict  # lazily: the index does not load torch at import time
+
+    r = results[name]
+    unit = "bpc" if r["level"] == "char" else "ppl"
+    digits = 3 if unit == "bpc" else 1
+    pairs = ordering_verdict(r)["pairs"]
+    parts = []
+    for p in pairs:
+        margin = "one seed" if p["tie margin"] is None else f"tie margin {p['tie margin']:.{digits}f}"
+        parts.append(f"{_MODEL_NAMES.get(p['paper: better'], p['paper: better'])} better than "
+                     f"{_MODEL_NAMES.get(p['than'], p['than'])}: {p['verdict']} (gap {p['our gap']:.{digits}f} {unit}, "
+                     f"{margin})")
+    verdicts = [p["verdict"] for p in pairs]
+    head = ("reproduced" if all(v == "reproduced" for v in verdicts) else
+            "partly" if "reproduced" in verdicts else "not reproduced")
+    return f"{head}: " + "; ".join(parts)
+
+
 def _lm_ptb_verdict(results: Results) -> str:
-    s = _lm_summary(results, "lm_ptb")
-    lstm, mog = s["lstm"]["test_ppl"], s["mogrifier_lstm"]["test_ppl"]
-    rlstm = s.get("mogrifier_rlstm", {}).get("test_ppl")
-    mog_better = mog < lstm
-    rl_better = rlstm is not None and rlstm < s[reference.rlstm_baseline(s)]["test_ppl"]
-    if mog_better and rl_better:
-        return "partly: ordering LSTM > Mogrifier > Mogrifier RLSTM reproduced, far from the paper's absolute level"
-    if mog_better:
-        return "partly: Mogrifier beats the LSTM; the RLSTM's further gain is not seen at our budget"
-    return "not reproduced at our budget: the Mogrifier does not beat the LSTM after ~1 epoch"
+    return _ordering_verdict(results, "lm_ptb") + "; absolute level: see the scale column"
+
+
+def _lm_char_verdict(results: Results) -> str:
+    s = _lm_summary(results, "lm_ptb_char")
+    ratio = s["mogrifier_lstm"]["parameters"] / s["lstm"]["parameters"]
+    size = "parameter-matched" if 0.95 <= ratio <= 1.05 else f"the Mogrifier has {ratio - 1:+.0%} parameters"
+    return (_ordering_verdict(results, "lm_ptb_char") + f" ({size}); enwik8 / MWC / text8 rows not attempted "
+            "(GPU-scale corpora)")
 
 
 def _lm_char_ours(results: Results) -> str:
     s = _lm_summary(results, "lm_ptb_char")
     parts = [f"{model} {_f(row['test_bpc'], 3)} (MC {_f(row.get('test_bpc_mc'), 3)})" for model, row in s.items()]
     return "test bpc " + "; ".join(parts) + _profile_note(results, "lm_ptb_char")
-
-
-def _lm_char_verdict(results: Results) -> str:
-    s = _lm_summary(results, "lm_ptb_char")
-    lstm, mog = s["lstm"], s["mogrifier_lstm"]
-    ratio = mog["parameters"] / lstm["parameters"]
-    matched = 0.95 <= ratio <= 1.05
-    size = "parameter-matched" if matched else f"the Mogrifier has {ratio - 1:+.0%} parameters"
-    parts = []
-    if mog["test_bpc"] < lstm["test_bpc"]:
-        parts.append(f"Mogrifier beats the LSTM ({size})")
-    else:
-        parts.append(f"the Mogrifier does not beat the LSTM ({size})")
-    if "mogrifier_rlstm" in s:
-        better = s["mogrifier_rlstm"]["test_bpc"] < s[reference.rlstm_baseline(s)]["test_bpc"]
-        parts.append("the Mogrifier RLSTM " + ("improves on" if better else "does not improve on") + " the Mogrifier")
-    held = mog["test_bpc"] < lstm["test_bpc"]
-    head = "partly" if held else "not reproduced"
-    return f"{head}: {'; '.join(parts)}; far from the paper's level; enwik8 / MWC / text8 rows not attempted (GPU-scale corpora)"
 
 
 def _ablation_ours(results: Results) -> str:
@@ -165,20 +170,13 @@ def _ablation_ours(results: Results) -> str:
 
 
 def _ablation_verdict(results: Results) -> str:
-    s = _lm_summary(results, "lm_ptb_ablation")
-    best_mog = min(v["valid_ppl"] for k, v in s.items() if k.startswith("mogrifier_r"))
-    held = []
-    if s["no_zigzag"]["valid_ppl"] > best_mog:
-        held.append("no-zigzag worse than the best Mogrifier")
-    if s["mlstm"]["valid_ppl"] >= s["lstm"]["valid_ppl"]:
-        held.append("mLSTM no better than the LSTM")
-    rounds = [s[k]["valid_ppl"] for k in ("mogrifier_r2", "mogrifier_r4", "mogrifier_r6") if k in s]
-    monotone = all(a >= b for a, b in zip(rounds, rounds[1:]))
-    if monotone:
-        held.append("perplexity falls with r")
-    head = "partly" if held else "not reproduced"
-    rest = "" if monotone else "; perplexity does not fall monotonically with r at this budget"
-    return f"{head}: {', '.join(held) or 'none of the findings'} hold{rest}"
+    from paperlib.lm_experiment import ablation_findings
+
+    found = {k: v for k, v in ablation_findings(results["lm_ptb_ablation"]).items() if v is not None}
+    verdicts = [v["verdict"] for v in found.values()]
+    head = ("reproduced" if all(v == "reproduced" for v in verdicts) else
+            "partly" if "reproduced" in verdicts else "not reproduced")
+    return f"{head}: " + "; ".join(f"{k}: {v['verdict']} ({v['evidence']})" for k, v in found.items())
 
 
 # -- reverse copy ------------------------------------------------------------------------------
@@ -193,12 +191,30 @@ def _reverse_copy_ours(results: Results) -> str:
 
 
 def _reverse_copy_verdict(results: Results) -> str:
-    claims = results["reverse_copy"]["claims"]
-    if claims["Mogrifier better at the longest lengths"] and claims["both models solve the shortest lengths"]:
-        return "reproduced at our (shorter) lengths"
+    from paperlib.reverse_copy import SOLVED_NATS  # lazily: the index does not load torch at import time
+
+    r = results["reverse_copy"]
+    claims, ce, lengths = r["claims"], r["cross_entropy"], r["lengths"]
+    solved = {m: [n for n, x in zip(lengths, ce[m]) if x < SOLVED_NATS] for m in ("lstm", "mogrifier")}
+    both = sorted(set(solved["lstm"]) & set(solved["mogrifier"]))
+    solved_text = (f"both models solve length {', '.join(map(str, both))} (< {SOLVED_NATS} nats)" if both else
+                   "neither model solves any length" if not solved["lstm"] and not solved["mogrifier"] else
+                   f"solved: LSTM {solved['lstm'] or 'none'}, Mogrifier {solved['mogrifier'] or 'none'}")
+    half = len(lengths) // 2
+    longest = lengths[len(lengths) - half:]
+    gaps = ", ".join(f"{n}: LSTM {_f(ce['lstm'][lengths.index(n)])} vs Mogrifier {_f(ce['mogrifier'][lengths.index(n)])}"
+                     for n in longest)
     if claims["Mogrifier better at the longest lengths"]:
-        return "partly: the Mogrifier is better at the longest lengths, but neither model solves the task"
-    return "not reproduced: neither model solves the task and the Mogrifier is not better at the longest lengths"
+        long_text = f"the Mogrifier is better at the longest lengths ({gaps})"
+    elif all(ce["mogrifier"][lengths.index(n)] > ce["lstm"][lengths.index(n)] for n in longest):
+        long_text = f"the LSTM, not the Mogrifier, is better at the longest lengths ({gaps})"
+    else:
+        long_text = f"the Mogrifier is not better at the longest lengths ({gaps})"
+    head = ("reproduced at our (shorter) lengths" if claims["Mogrifier better at the longest lengths"]
+            and claims["both models solve the shortest lengths"] else
+            "partly" if claims["Mogrifier better at the longest lengths"] or claims["both models solve the shortest lengths"]
+            else "not reproduced")
+    return f"{head}: {solved_text}; {long_text}"
 
 
 # -- averaging (Melis ch. 3) -------------------------------------------------------------------
@@ -1250,19 +1266,37 @@ def scratch_estimate(entry: tuple) -> float | None:
     return max(seconds or 0.0, work or 0.0)
 
 
-def render_compute(wall_times: Mapping[str, tuple]) -> str:
+def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | None = None) -> str:
     """The compute section: per stage, the wall time of its last run as its provenance records it, and the work
-    its records account for including parts reused from earlier runs; totals of both and of their maximum."""
+    its records account for including parts reused from earlier runs; totals of both and of their maximum. Beside
+    them, joined by stage name, the ``paper`` profile's GPU-hours estimated by ``paperlib dryrun`` (``dryrun``: the
+    content of ``results/dryrun.json``, read from the repository when None; a capped quick run is not shown)."""
     if not wall_times:
         return ""
+    if dryrun is None:
+        from paperlib.config import ParamsError, repo_root
+
+        try:
+            path = repo_root() / "results" / "dryrun.json"
+        except ParamsError:
+            path = None
+        dryrun = json.loads(path.read_text()) if path is not None and path.is_file() else {}
+    made = dryrun.get("assumptions", {})
+    paper = {} if made.get("max_length") is not None else dryrun.get("stages", {})
     lines = ["", "## Compute", "",
              "Per experiment stage (2-core CPU machine): the wall time of its last run, from its `*.provenance.json`",
              "(a stage that resumed from its checkpoints in `runs/` records only the remainder), and the work its",
              "records account for including reused parts (per-trial or per-run times; a lower bound on a run from",
-             "scratch, as final evaluations are not timed there). The last column, the larger of the two, estimates",
-             "a run from scratch.", "",
-             "| stage | profile | last run | recorded work | estimate from scratch |", "|---|---|---|---|---|"]
-    totals = [0.0, 0.0, 0.0]
+             "scratch, as final evaluations are not timed there). The fifth column, the larger of the two, estimates",
+             "a run from scratch.", ""]
+    if paper:
+        lines += [f"The last column is the `paper` profile's training time on one {made['gpu']} at {made['precision']} "
+                  f"(MFU {made['mfu']:g}, or {made['kernel_latency_us']:g} µs per kernel launch when that is slower),",
+                  "estimated without a GPU by `paperlib dryrun` (`results/dryrun.json`; training only, see",
+                  "`paperlib/dryrun.py`).", ""]
+    lines += ["| stage | profile | last run | recorded work | estimate from scratch "
+              "| paper scale (estimated GPU-hours) |", "|---|---|---|---|---|---|"]
+    totals = [0.0, 0.0, 0.0, 0.0]
 
     def minutes(seconds: float | None) -> str:
         return "n/a" if seconds is None else f"{seconds / 60:.1f} min"
@@ -1271,11 +1305,13 @@ def render_compute(wall_times: Mapping[str, tuple]) -> str:
         profile, seconds = entry[0], entry[1]
         work = entry[2] if len(entry) > 2 else None
         scratch = scratch_estimate(entry)
-        for i, value in enumerate((seconds, work, scratch)):
+        hours = paper.get(name, {}).get("gpu_hours")
+        for i, value in enumerate((seconds, work, scratch, hours)):
             totals[i] += value or 0.0
-        lines.append(f"| {name} | {profile} | {minutes(seconds)} | {minutes(work)} | {minutes(scratch)} |")
+        lines.append(f"| {name} | {profile} | {minutes(seconds)} | {minutes(work)} | {minutes(scratch)} | "
+                     f"{'n/a' if hours is None else f'{hours:,.1f}'} |")
     lines.append(f"| **total** | | **{totals[0] / 60:.1f} min** | **{totals[1] / 60:.1f} min** | "
-                 f"**{totals[2] / 60:.1f} min** |")
+                 f"**{totals[2] / 60:.1f} min** | **{f'{totals[3]:,.0f}' if paper else 'n/a'}** |")
     return "\n".join(lines) + "\n"
 
 

@@ -107,6 +107,8 @@ def entry_modules(cmd: str) -> set[str]:
         return {"paperlib.data.corpora"}
     if words[1:3] == ["data", "summary"]:
         return {"paperlib.config", "paperlib.data.corpora", "paperlib.data.summary", "paperlib.provenance"}
+    if words[1] == "dryrun":
+        return {"paperlib.dryrun", "paperlib.provenance"}
     if words[1] == "index":
         return {"paperlib.results_index", "paperlib.dvc_views"}
     raise AssertionError(f"unknown command {cmd!r}: teach entry_modules about it")

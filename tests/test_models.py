@@ -718,3 +718,17 @@ def test_torch_lstm_baseline_dropout_is_drawn_per_time_step_in_training_only():
     assert not all(torch.equal(zeros[0], zeros[t]) for t in range(1, 6))  # a fresh mask at each step
     model.eval()
     assert torch.equal(model(tokens)[0], model(tokens)[0])
+
+
+def test_embedding_init_uniform_bounds_the_tied_embedding_and_normal_is_torchs_default():
+    torch.manual_seed(33)
+    normal = build_lm("lstm", 500, 16, 1)
+    torch.manual_seed(33)
+    named = build_lm("lstm", 500, 16, 1, embedding_init="normal")
+    for a, b in zip(normal.parameters(), named.parameters()):
+        assert_bitwise(a, b, why="the default draws the same numbers as before the option existed")
+    uniform = build_lm("lstm", 500, 16, 1, embedding_init="uniform")
+    assert uniform.embedding.weight.abs().max() <= 0.1 and uniform.decoder.weight is uniform.embedding.weight
+    assert normal.embedding.weight.std() > 0.9  # N(0, 1)
+    with pytest.raises(ValueError, match="embedding_init must be one of"):
+        build_lm("gru", 500, 16, 1, embedding_init="xavier")

@@ -14,13 +14,16 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 def test_conditional_choices_appear_only_where_they_mean_something():
     sgd = sample_recipe(optuna.trial.FixedTrial({"batch_size": 20, "bptt": 35, "optimizer": "sgd", "lr_sgd": 20.0,
-                                                 "schedule": "constant", "dropout_scale": 1.0}))
+                                                 "schedule": "constant", "dropout_scale": 1.0,
+                                                 "embedding_init": "normal"}))
     assert sgd["beta1"] == 0.0 and sgd["lr"] == 20.0 and sgd["warmup"] == 0.0
     adam = sample_recipe(optuna.trial.FixedTrial({"batch_size": 32, "bptt": 70, "optimizer": "adam", "lr_adam": 2e-3,
                                                   "beta1": 0.9, "schedule": "cosine", "warmup": 0.05,
-                                                  "dropout_scale": 0.5, "hidden_size": 192}), hidden_sizes=(192, 256))
+                                                  "dropout_scale": 0.5, "embedding_init": "uniform",
+                                                  "hidden_size": 192}), hidden_sizes=(192, 256))
     assert adam == {"batch_size": 32, "bptt": 70, "optimizer": "adam", "lr": 2e-3, "beta1": 0.9,
-                    "schedule": "cosine", "warmup": 0.05, "dropout_scale": 0.5, "hidden_size": 192}
+                    "schedule": "cosine", "warmup": 0.05, "dropout_scale": 0.5, "embedding_init": "uniform",
+                    "hidden_size": 192}
 
 
 def test_a_recipe_scales_every_dropout_caps_it_and_replaces_the_training_fields():
@@ -28,9 +31,10 @@ def test_a_recipe_scales_every_dropout_caps_it_and_replaces_the_training_fields(
             "options": {"input_dropout": 0.2, "state_dropout": 0.6, "chrono_t_max": 70.0}}
     train = {"batch_size": 32, "bptt": 70, "optimizer": "radam", "lr": 3e-3, "eval_every": 75}
     recipe = {"batch_size": 20, "bptt": 35, "optimizer": "adam", "lr": 2e-3, "beta1": 0.9, "schedule": "linear",
-              "warmup": 0.0, "dropout_scale": 2.0}
+              "warmup": 0.0, "dropout_scale": 2.0, "embedding_init": "uniform"}
     new_spec, new_train = apply_recipe(spec, train, recipe)
-    assert new_spec["options"] == {"input_dropout": 0.4, "state_dropout": MAX_DROPOUT, "chrono_t_max": 70.0}
+    assert new_spec["options"] == {"input_dropout": 0.4, "state_dropout": MAX_DROPOUT, "chrono_t_max": 70.0,
+                                   "embedding_init": "uniform"}
     assert new_spec["hidden_size"] == 256 and spec["options"]["input_dropout"] == 0.2  # the input is not changed
     assert new_train == {"batch_size": 20, "bptt": 35, "optimizer": "adam", "lr": 2e-3, "beta1": 0.9,
                          "schedule": "linear", "warmup": 0.0, "eval_every": 75}
@@ -53,7 +57,7 @@ def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_res
     assert main(["recipes", "time", "lm_ptb", "lstm", "--profile", "smoke", "--out", str(timing_file)]) == 0
     out = tmp_path / "summary.json"
     first = {"batch_size": 16, "bptt": 35, "optimizer": "adam", "lr_adam": 3e-3, "beta1": 0.9, "schedule": "cosine",
-             "warmup": 0.0, "dropout_scale": 1.0}
+             "warmup": 0.0, "dropout_scale": 1.0, "embedding_init": "uniform"}
     argv = ["recipes", "search", "lm_ptb", "lstm", "--seconds", "0.3", "--profile", "smoke", "--out", str(out),
             "--enqueue", json.dumps(first), "--enqueue", json.dumps(first), "--timing", str(timing_file), "--quiet"]
     assert main([*argv, "--trials", "2"]) == 0
@@ -72,6 +76,12 @@ def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_res
     again = json.loads(out.read_text())
     assert len(again["trials"]) == 3 and again["step_seconds"] == timing
     assert again["best"]["valid_ppl"] == min(t["valid_ppl"] for t in again["trials"] if t["valid_ppl"] is not None)
+    # a budget in tokens: steps = tokens / (batch x BPTT), nothing timed
+    tokens = tmp_path / "tokens.json"
+    assert main(["recipes", "search", "lm_ptb", "lstm", "--tokens", "11200", "--profile", "smoke", "--trials", "1",
+                 "--out", str(tokens), "--enqueue", json.dumps(first), "--quiet"]) == 0
+    by_tokens = json.loads(tokens.read_text())
+    assert by_tokens["step_seconds"] is None and by_tokens["trials"][0]["steps"] == 11200 // (16 * 35)
 
 
 def test_searching_a_model_the_experiment_lacks_or_without_its_timings_is_a_clear_error():
@@ -79,5 +89,7 @@ def test_searching_a_model_the_experiment_lacks_or_without_its_timings_is_a_clea
 
     with pytest.raises(ValueError, match="has no model 'gpt'; it has lstm"):
         search("lm_ptb", "gpt", 1.0, 1, profile="smoke")
+    with pytest.raises(ValueError, match="either in seconds or in tokens"):
+        search("lm_ptb", "lstm", 1.0, 1, profile="smoke", tokens=1000)
     with pytest.raises(ValueError, match="the timing table lacks shapes"):
         search("lm_ptb", "lstm", 1.0, 1, profile="smoke", step_seconds={"16/16/35": 0.1}, study_name="never-made")

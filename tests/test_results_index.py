@@ -143,6 +143,18 @@ def test_compute_section_sums_the_recorded_wall_times():
     assert ri.render_compute({}) == ""
 
 
+def test_compute_section_joins_the_paper_scale_estimate_by_stage_name():
+    made = {"gpu": "GPU X", "precision": "tf32", "mfu": 0.3, "kernel_latency_us": 5.0, "max_length": None}
+    dryrun = {"assumptions": made, "stages": {"z": {"gpu_hours": 99.0}, "b": {"gpu_hours": 12.34}}}
+    text = ri.render_compute({"a": ("cpu", 60.0), "b": ("cpu", 120.0)}, dryrun)
+    assert "| a | cpu | 1.0 min | n/a | 1.0 min | n/a |" in text
+    assert "| b | cpu | 2.0 min | n/a | 2.0 min | 12.3 |" in text
+    assert "| **total** | | **3.0 min** | **0.0 min** | **3.0 min** | **12** |" in text  # z has no row: not counted
+    assert "one GPU X at tf32 (MFU 0.3, or 5 µs per kernel launch" in text
+    quick = {**dryrun, "assumptions": {**made, "max_length": 2}}  # a capped check is not the paper's scale
+    assert "| b | cpu | 2.0 min | n/a | 2.0 min | n/a |" in ri.render_compute({"b": ("cpu", 120.0)}, quick)
+
+
 def test_recorded_work_counts_trials_over_workers_or_per_run_times():
     trials = [{"train_seconds": 10.0, "eval_seconds": 2.0}, {"train_seconds": 20.0}]
     result = {"settings": {"workers": 2}, "curves": {"x": {"trials": trials}, "y": {"trials": trials}}}

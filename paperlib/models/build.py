@@ -26,6 +26,7 @@ _RECURRENT = {
     "output_dropout": 0.0,
     "connections": "residual",
     "tie_embeddings": True,
+    "embedding_init": "normal",  # or "uniform": U(-0.1, 0.1) (paperlib.models.recurrent_lm)
 }
 _MOGRIFIER = {"mogrifier_rounds": 5, "mogrifier_rank": 40, "mogrifier_zigzag": True}
 
@@ -142,4 +143,5 @@ def build_lm(cell: str, vocab_size: int, hidden_size: int, num_layers: int, **op
         connections=opts["connections"],
         tie_embeddings=opts["tie_embeddings"],
         dropout=rates,
+        embedding_init=opts["embedding_init"],
     )

@@ -1,0 +1,187 @@
+"""The dry run of the paper profile (paperlib.dryrun): every stage's paper config builds and takes a training step
+on fake tensors, the counts agree with closed forms, and the estimate is the slower of compute and launches.
+
+The end-to-end test caps sequence lengths at 2 to stay fast (the models are the paper's, the steps shorter); the
+committed results/dryrun.json is made at full length by `paperlib dryrun --json results/dryrun.json`. The CUDA tests
+at the end need a GPU: they train a tiny lm_ptb-style model at tf32 and bf16 and resume it from a checkpoint.
+"""
+
+import json
+import math
+
+import pytest
+import torch
+import yaml
+
+from paperlib import dryrun
+from paperlib.cli import main
+from paperlib.config import experiment_params
+from paperlib.device import configure, current
+from paperlib.models import build_lm, multi_sample_loss
+from paperlib.reverse_copy import grid_points
+from paperlib.train import Trainer, TrainConfig
+from tests.conftest import REPO
+from tests.test_train import markov_stream, tiny_model
+
+
+def test_every_stage_of_the_paper_profile_builds_steps_and_is_printed_by_the_cli(tmp_path, capsys):
+    out = tmp_path / "dryrun.json"
+    assert main(["dryrun", "--max-length", "2", "--quiet", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    result = json.loads(out.read_text())
+    assert set(result["stages"]) == set(dryrun.STAGES) and result["assumptions"]["max_length"] == 2
+    for stage in dryrun.STAGES:
+        assert f"\n{stage}: " in printed, f"the CLI did not print {stage}"
+        entry = result["stages"][stage]
+        assert entry["workloads"], f"{stage} has no workload"
+        for name, w in entry["workloads"].items():
+            assert w["parameters"] > 0 and w["kernels_per_step"] > 0 and w["flops_per_step"] > 0, (stage, name)
+            assert w["peak_memory_bytes"] >= w["weights_and_optimizer_bytes"] > 4 * w["parameters"], (stage, name)
+            assert w["gpu_hours"] == max(w["compute_bound_hours"], w["launch_bound_hours"]), (stage, name)
+            assert w["total_flops"] == w["flops_per_step"] * w["steps_per_run"] * w["runs"]
+        assert entry["gpu_hours"] == pytest.approx(sum(w["gpu_hours"] for w in entry["workloads"].values()),
+                                                   abs=1e-3)
+    assert "total:" in printed
+    # the stages' own step counts: max_steps x seeds, trials, grid points
+    lm = result["stages"]["lm_ptb"]["workloads"]
+    assert (lm["lstm"]["steps_per_run"], lm["lstm"]["runs"]) == (200_000, 1)
+    assert (lm["mogrifier_lstm_ch4"]["steps_per_run"], lm["mogrifier_lstm_ch4"]["batch"]) == (41_500, "8x128")
+    assert result["stages"]["tuning_ptb"]["workloads"]["lstm"]["runs"] == 300
+    copies = result["stages"]["reverse_copy"]["workloads"].values()
+    assert sum(w["runs"] for w in copies) == len(grid_points(experiment_params("reverse_copy", "paper")))
+
+
+def test_every_training_stage_of_the_pipeline_has_a_dry_run():
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    training = {name for name, spec in stages.items() if "compute" in spec.get("params", [])
+                and any(p == f"experiments.{name}.${{profile}}" for p in spec.get("params", []))}
+    assert training == set(dryrun.STAGES)
+    assert "dryrun" in stages and "results/dryrun.json" in stages["results_index"]["deps"]
+
+
+def test_an_unknown_stage_is_a_clear_error(capsys):
+    with pytest.raises(ValueError, match="unknown stage.*lm_ptbb.*lm_ptb, lm_ptb_char"):
+        dryrun.check_stages(["lm_ptb", "lm_ptbb"])
+    assert main(["dryrun", "lm_ptbb"]) == 2
+    assert "stages with a dry run" in capsys.readouterr().err
+
+
+def test_the_estimate_is_the_slower_of_compute_and_kernel_launches():
+    hour_of_compute = dryrun.MFU * dryrun.PEAK_FLOPS["tf32"] * 3600  # FLOPs one hour of tf32 compute does
+    hour_of_launches = round(3600 / dryrun.KERNEL_LATENCY_S)
+    slow = dryrun.estimate(hour_of_compute, hour_of_launches // 2, 1, "tf32")
+    assert slow["gpu_hours"] == pytest.approx(1.0) and slow["bound"] == "compute"
+    assert slow["launch_bound_hours"] == pytest.approx(0.5, rel=1e-6)
+    loop = dryrun.estimate(hour_of_compute / 4, hour_of_launches, 10, "tf32")
+    assert loop["gpu_hours"] == pytest.approx(10.0) and loop["bound"] == "launch"
+    assert loop["compute_bound_hours"] == pytest.approx(2.5)
+    assert dryrun.estimate(hour_of_compute, 0, 1, "bf16")["gpu_hours"] == pytest.approx(495 / 989)
+    with pytest.raises(ValueError, match="unknown precision 'fp8'; valid: fp32, tf32, bf16"):
+        dryrun.estimate(1.0, 1, 1, "fp8")
+
+
+def _lm_workload(vocab: int, batch: int, hidden: int, forward_only: bool = False) -> dryrun.Workload:
+    def backward(model, length):
+        tokens = torch.randint(vocab, (batch, length))
+        loss, _ = multi_sample_loss(model, tokens, tokens, 1)
+        if not forward_only:
+            loss.backward()
+
+    return dryrun.Workload("lstm", lambda: build_lm("lstm", vocab, hidden, 1), backward,
+                           lambda model: torch.optim.Adam(model.parameters()), steps=1, length=5)
+
+
+def test_the_softmax_layer_counts_2bthv_forward_and_twice_that_backward():
+    batch, steps, hidden = 4, 5, 8
+    counted = {}
+    for vocab in (50, 90):
+        counted[vocab] = (dryrun.measure(_lm_workload(vocab, batch, hidden, forward_only=True))["flops_per_step"],
+                          dryrun.measure(_lm_workload(vocab, batch, hidden))["flops_per_step"])
+    forward = 2 * batch * steps * hidden * (90 - 50)  # the only matmul whose size depends on V: [B*T, H] x [H, V]
+    assert counted[90][0] - counted[50][0] == forward
+    assert counted[90][1] - counted[50][1] == 3 * forward  # backward: dL/dh and dL/dW, one forward's worth each
+    # the whole step of a 1-layer LSTM: 6 FLOPs per token per matmul weight (input, recurrent, tied softmax)
+    assert counted[50][1] == 6 * batch * steps * (4 * hidden * (hidden + hidden) + hidden * 50)
+
+
+@pytest.mark.parametrize("stage", dryrun.STAGES)
+def test_parameter_counts_are_those_of_the_real_model(stage):
+    """On each stage's smoke settings (small models): the fake model has the parameters of the one built on the CPU."""
+    settings = experiment_params(stage, "smoke")
+    workload = next(dryrun.ADAPTERS[stage](stage, settings, "fp32", lambda length: min(length, 2)))
+    torch.manual_seed(0)
+    real = workload.build()
+    distinct = {id(p): p for p in real.parameters()}.values()
+    assert dryrun.measure(workload)["parameters"] == sum(p.numel() for p in distinct) == dryrun.num_parameters(real)
+
+
+def test_lengths_extrapolate_linearly_for_reverse_copy():
+    from paperlib.reverse_copy import build_model, token_cross_entropy
+
+    def backward(model, length):
+        source = torch.randint(30, (8, length))
+        token_cross_entropy(model(source, source), source).backward()
+
+    def workload(length, probes=None):
+        return dryrun.Workload("mogrifier", lambda: build_model(30, 6, 16, 1, 3, 4), backward,
+                               lambda model: torch.optim.Adam(model.parameters()), 1, length, key=("m",),
+                               probes=probes)
+
+    direct = dryrun.measure(workload(12))
+    extrapolated = dryrun.measure(workload(12, probes=(4, 8)), cache={})
+    for key in ("parameters", "flops_per_step", "kernels_per_step", "weights_and_optimizer_bytes"):
+        assert extrapolated[key] == direct[key], key
+    assert extrapolated["peak_memory_bytes"] == pytest.approx(direct["peak_memory_bytes"], rel=0.02)
+
+
+def test_a_dry_run_repeats_exactly():
+    first, second = (json.dumps(dryrun.dry_run(["lm_wt2_bytes"], max_length=3)) for _ in range(2))
+    assert first == second
+
+
+def test_the_committed_dry_run_is_at_full_length_and_covers_every_stage():
+    result = json.loads((REPO / "results" / "dryrun.json").read_text())
+    assert result["assumptions"]["max_length"] is None and set(result["stages"]) == set(dryrun.STAGES)
+    lm = result["stages"]["lm_ptb"]["workloads"]["mogrifier_lstm"]
+    assert lm["length"] == 70 and lm["batch"] == "64"
+
+
+# -- on a GPU only ----------------------------------------------------------------------------------------------
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.fixture
+def restore_precision():
+    before = current()
+    yield
+    configure(before.precision, before.sync_every)
+
+
+def _cuda_trainer(tmp_path, max_steps: int, cell: str = "mogrifier_lstm") -> Trainer:
+    config = TrainConfig(batch_size=4, bptt=8, max_steps=max_steps, eval_every=3, eval_batch_size=2, num_samples=2,
+                         averaging="2ta", seed=1)
+    return Trainer(tiny_model(cell=cell), markov_stream(600, 0), markov_stream(120, 1), config, tmp_path,
+                   device="cuda", progress=False)
+
+
+@needs_cuda
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_a_tiny_lm_ptb_model_trains_on_cuda_with_a_finite_loss(tmp_path, precision, restore_precision):
+    configure(precision)
+    trainer = _cuda_trainer(tmp_path, 6)
+    result = trainer.fit()
+    assert next(trainer.model.parameters()).device.type == "cuda"
+    assert result.steps == 6 and math.isfinite(result.best_valid_nll) and result.rollbacks == 0
+    assert all(math.isfinite(h["valid_nll"]) for h in result.history if "valid_nll" in h)
+
+
+@needs_cuda
+def test_a_cuda_run_resumes_from_its_checkpoint(tmp_path, restore_precision):
+    configure("tf32")
+    _cuda_trainer(tmp_path, 3).fit()
+    resumed = _cuda_trainer(tmp_path, 6)
+    result = resumed.fit(resume=True)  # the RNG states stay CPU tensors; weights and optimizer go to the GPU
+    assert resumed.step == 6 and result.steps == 6 and math.isfinite(result.best_valid_nll)
+    assert [h["step"] for h in result.history if "valid_nll" in h] == [3, 6]
+    assert all(s["exp_avg_sq"].device.type == "cuda" for s in resumed.optimizer.state.values())
