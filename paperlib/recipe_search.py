@@ -187,6 +187,9 @@ class RecipeObjective:
         for checkpoint in (trainer.best_path, trainer.last_path):
             checkpoint.unlink(missing_ok=True)
         trial.set_user_attr("tokens", result.tokens)
+        # the validation curve (on the evaluation subset the recipe's settings give): was the run still improving?
+        trial.set_user_attr("curve", [[h["step"], round(h["valid_nll"], 5)] for h in result.history
+                                      if "valid_nll" in h and "monitor" not in h])
         trial.set_user_attr("wall_seconds", round(time.perf_counter() - started, 1))
         trial.set_user_attr("recipe", recipe)
         return valid
@@ -295,7 +298,8 @@ def summarise(study: optuna.Study, experiment: str, model: str, level: str = "wo
             continue
         rows.append({"number": t.number, "state": t.state.name,
                      unit: convert(t.value) if t.value is not None and math.isfinite(t.value) else None,
-                     **{k: t.user_attrs.get(k) for k in ("recipe", "parameters", "steps", "tokens", "train_seconds")}})
+                     **{k: t.user_attrs.get(k) for k in ("recipe", "parameters", "steps", "tokens", "train_seconds",
+                                                             "curve")}})
     done = [r for r in rows if r[unit] is not None]
     best = min(done, key=lambda r: r[unit]) if done else None
     return {"experiment": experiment, "model": model, "study": study.study_name,

@@ -110,13 +110,16 @@ def _lm_ptb_ours(results: Results) -> str:
 
 
 def _lm_scale(name: str) -> Callable[[Results], str]:
+    """Per model its hidden size and parameters, then the training budget every model got (runs of one experiment
+    train on equal tokens) and the number of seeds."""
     def scale(results: Results) -> str:
         r = results[name]
-        run = r["runs"][0]
-        params = sorted({x["parameters"] for x in r["runs"]})
-        seeds = len({x["seed"] for x in r["runs"]})
-        return (f"H={r['models'][run['model']]['hidden_size']}, {params[0] / 1e6:.2f}–{params[-1] / 1e6:.2f}M params, "
-                f"{run['train_tokens'] / 1e6:.2f}M training tokens ({run['steps']} steps), {seeds} seed(s)")
+        sizes = ", ".join(f"{_MODEL_NAMES.get(m, m)} H={r['models'][m]['hidden_size']} {s['parameters'] / 1e6:.2f}M"
+                          for m, s in r["summary"].items())
+        budgets = sorted({(x["steps"], x["train_tokens"]) for x in r["runs"]})
+        budget = "; ".join(f"{tokens / 1e6:.2f}M training tokens ({steps:,} steps)" for steps, tokens in budgets)
+        seeds = sorted({s["seeds"] for s in r["summary"].values()})
+        return f"{sizes}; each {budget}; {'/'.join(map(str, seeds))} seed(s) per model"
     return scale
 
 
@@ -1346,6 +1349,11 @@ def render_markdown(table: list[dict[str, str]], wall_times: Mapping[str, tuple[
         "`paperlib index` (DVC stage `results_index`) from `results/*.json`; do not edit by hand.",
         "'Ours' numbers are measured at the `cpu` profile unless a row says otherwise; they are never the",
         "paper's scale (see 'scale').",
+        "",
+        "Tie rule of the language-model comparisons (M-T2.1-M-T4.2, M-F2.3): two models differ only when the gap",
+        "between their seed means exceeds twice the standard error of that difference, 2·√(s₁²/n₁ + s₂²/n₂), with",
+        "s the standard deviations over the n seeds we ran; inside it the verdict reads 'within seed noise', and a",
+        "model with one seed gets no verdict ('one seed').",
         "",
         "Status counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + ".",
         "",
