@@ -53,7 +53,8 @@ def test_lm_experiment_params_reject_unknown_cells_options_and_train_keys():
     import yaml
 
     raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    assert experiment_params("lm_ptb", "cpu", raw).train["bptt"] == 70
+    cpu = raw["experiments"]["lm_ptb"]["cpu"]
+    assert experiment_params("lm_ptb", "cpu", raw).train["bptt"] == cpu["train"]["bptt"]
     for path, value, message in (
         (("models", "lstm", "cell"), "lstmm", "unknown cell 'lstmm'"),
         (("models", "lstm", "options"), {"dropuot": 0.1}, r"unknown option\(s\) \['dropuot'\]"),
