@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_dryrun)
 
     p = sub.add_parser("index", help="write results/README.md (one row per table/figure of the seeds), "
-                       "results/metrics.json and results/plots/*.csv for `dvc metrics/plots show`")
+                       "results/metrics/<experiment>.json and results/plots/*.csv for `dvc metrics/plots show`")
     p.add_argument("--readme", action="store_true", help="also rewrite the summary table in README.md")
     p.add_argument("--check", action="store_true", help="only check that both are current (exit 2 if not)")
     p.set_defaults(func=cmd_index)

@@ -73,7 +73,7 @@ def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch):
     assert all(f"| {item} |" in index for item in ids)
     assert "[profile smoke]" in index  # smoke numbers are labelled as such, never passed off as cpu ones
     metrics = _json([sys.executable, "-m", "dvc", "metrics", "show", "--json"], root, env)
-    assert "results/metrics.json" in json.dumps(metrics), "dvc metrics show found no metrics"
+    assert "results/metrics/lm_ptb.json" in json.dumps(metrics), "dvc metrics show found no metrics"
     plots = _json([sys.executable, "-m", "dvc", "plots", "show", "--json", "-o", str(root / "dvc_plots")], root, env)
     assert "results/plots/averaging_valid.csv" in json.dumps(plots)
     second = _run([sys.executable, "-m", "dvc", "repro"], root, env)

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -127,9 +128,10 @@ def test_budget_sentence_sums_the_from_scratch_estimates_and_names_the_largest(m
 
 
 def test_the_index_quotes_the_micmco_figures_as_the_experiment_module_does():
-    from paperlib.micmco import FIGURES
+    from paperlib.micmco import FIGURES, HV_TIE
 
     assert ri._MICMCO_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
+    assert ri._HV_TIE == HV_TIE
 
 
 def test_compute_section_sums_the_recorded_wall_times():
@@ -253,9 +255,151 @@ def test_a_figure_row_takes_the_comparisons_of_its_own_figure_when_a_claim_spans
                           "5.12 vimco16_kl.shared": "d"}}
     own = ri._claim_for_figure(claim, "5.8")
     assert own["verdict"] == "reproduced"
-    assert own["evidence"] == {"5.8 dreg16_kl.train": "a", "5.8 dreg16_renyi.train": "b",
-                               "all figures": "partly reproduced"}
+    # the pooled outcome is a count beside the figure's own evidence, never a second verdict inside it
+    assert own["evidence"] == {"5.8 dreg16_kl.train": "a", "5.8 dreg16_renyi.train": "b"}
+    assert own["pooled"] == (2, 4) and set(own["wins"]) == {"5.8 dreg16_kl.train", "5.8 dreg16_renyi.train"}
     assert ri._claim_for_figure(claim, "5.12")["verdict"] == "not reproduced"
     assert ri._claim_for_figure(claim, "5.1")["verdict"] == "partly reproduced"  # no "5.1 ..." key: pooled
     pooled = {"claim": "c", "verdict": "reproduced", "evidence": {"kl": "x"}, "wins": {"kl": True}}
     assert ri._claim_for_figure(pooled, "5.9") == pooled
+
+
+# -- verdict words: one rule from the parts (issue #24) --------------------------------------------------------------
+
+_PART_VERDICT = re.compile(r"\b(partly reproduced|not reproduced|reproduced)\b")
+
+
+def _outside_parentheses(text):
+    while (stripped := re.sub(r"\([^()]*\)", "", text)) != text:
+        text = stripped
+    return text
+
+
+def test_the_verdict_rule_all_parts_none_or_some():
+    assert ri.verdict_word(["reproduced", True]) == "reproduced"
+    assert ri.verdict_word(["not reproduced", False, "not reproduced"]) == "not reproduced"
+    assert ri.verdict_word(["not reproduced", "partly reproduced"]) == "partly"
+    assert ri.verdict_word(["partly", "partly"]) == "partly"
+    assert ri.verdict_word([True, False]) == "partly"
+    with pytest.raises(ValueError, match="one of reproduced, partly reproduced, not reproduced"):
+        ri.verdict_word(["opposite"])
+    with pytest.raises(ValueError, match="at least one"):
+        ri.verdict_word([])
+
+
+def test_every_judged_row_takes_its_word_from_the_verdicts_of_its_parts():
+    """A row's parts each carry one verdict word, outside the parentheses of their evidence; its own word follows
+    from them by ``verdict_word`` (only a row that says some of it was "not run" may read partly when every part
+    judged holds). So a row whose parts all say "not reproduced" cannot read "partly"."""
+    results = ri.load_results(REPO)
+    checked = 0
+    for row in ri.build_index(_items(), results):
+        if row["status"] not in ("reproduced", "partly", "not reproduced"):
+            continue
+        body = row["verdict"].split(": ", 1)[1] if ": " in row["verdict"] else ""
+        parts = _PART_VERDICT.findall(body)
+        assert _PART_VERDICT.findall(_outside_parentheses(body)) == parts, (
+            f"{row['id']}: a verdict word inside the evidence reads as another part: {row['verdict']}")
+        if not parts:
+            continue
+        expected = ("reproduced" if all(p == "reproduced" for p in parts) else
+                    "not reproduced" if all(p == "not reproduced" for p in parts) else "partly")
+        if expected == "reproduced" and "not run" in body:
+            expected = "partly"
+        assert row["status"] == expected, f"{row['id']}: parts {parts} make it '{expected}': {row['verdict']}"
+        checked += 1
+    assert checked or not results, "no judged row has part verdicts to check"
+
+
+def _ptb_row(fig, claims, curves=None, reference_nll=None, hv=None):
+    results = _ptb_micmco_results([fig], {}, [])
+    r = results["micmco_ptb"]
+    r["claims"] = claims
+    if curves is not None:
+        r["curves"] = curves
+        r["figures"][fig] = {"curves": list(curves), "reference_nll": reference_nll, "normalised_hypervolume": hv}
+    return ri.ROWS[f"M-F{fig}"].render(results)
+
+
+def test_a_failed_ptb_comparison_says_whether_it_tied_or_went_the_other_way():
+    claim = {"claim": "multiple samples improve latent usage", "verdict": "partly reproduced",
+             "rule": "HV(16) > HV(1) + 0.02 per estimator and objective",
+             "wins": {"5.8 dreg16_kl.train": False, "5.8 dreg16_renyi.train": False, "5.9 vimco16_kl.train": True},
+             "evidence": {"5.8 dreg16_kl.train": "HV 16 / 1 = 0.013 / 0.005",
+                          "5.8 dreg16_renyi.train": "HV 16 / 1 = 0.005 / 0.040",
+                          "5.9 vimco16_kl.train": "HV 16 / 1 = 0.050 / 0.006"}}
+    _, _, verdict, status = _ptb_row("5.8", [claim])
+    assert status == "not reproduced"
+    assert "rule: HV(16) > HV(1) + 0.02" in verdict  # what the thesis' claim is taken to require
+    assert "16 ahead of 1 by only 0.008, inside the 0.02 tie margin: no difference detected" in verdict
+    assert "16 behind 1 by 0.035: the opposite of the thesis" in verdict
+    assert "over all the claim's figures 1 of 3 comparisons hold" in verdict
+
+
+def test_a_figure_row_states_each_claim_once_and_keeps_pooled_verdicts_out_of_its_evidence():
+    shared = {"claim": "shared dropout masks restore the validation frontiers", "verdict": "not reproduced",
+              "wins": {"dreg16_kl": False}, "evidence": {"dreg16_kl": "HV shared / naive = 0.017 / 0.012"}}
+    samples = {"claim": "multiple samples improve latent usage", "verdict": "partly reproduced",
+               "wins": {"5.12 dreg16_kl.shared": False, "5.12 vimco16_kl.shared": False, "5.8 dreg16_kl.train": True},
+               "evidence": {"5.12 dreg16_kl.shared": "HV 16 / 1 = 0.014 / 0.006",
+                            "5.12 vimco16_kl.shared": "HV 16 / 1 = 0.015 / 0.003",
+                            "5.8 dreg16_kl.train": "HV 16 / 1 = 0.050 / 0.005"}}
+    _, _, verdict, status = _ptb_row("5.12", [shared, samples])
+    assert status == "not reproduced"  # both of the figure's parts fail; the claim holds elsewhere (Fig. 5.8)
+    assert _PART_VERDICT.findall(verdict) == ["not reproduced"] * 3  # the row's word and one per part
+    samples["wins"]["5.12 vimco16_kl.shared"] = True
+    _, _, verdict, status = _ptb_row("5.12", [shared, samples])
+    assert status == "partly" and _PART_VERDICT.findall(verdict.split(": ", 1)[1]) == [
+        "not reproduced", "partly reproduced"]
+
+
+def test_a_zero_hypervolume_says_why_the_curve_has_no_area():
+    def trials(*points):
+        return [{"nll": nll, "kl": kl} for nll, kl in points]
+
+    curves = {"vimco1.train.T16": {"label": "VIMCO 1 T×16", "trials": trials((3.26, 0.02), (3.31, 0.1))},
+              "vimco16_kl.train": {"label": "VIMCO 16 KL", "trials": trials((3.84, 0.04), (4.6, 0.2))},
+              "vimco16_renyi.train": {"label": "VIMCO 16 Rényi", "trials": [{"nll": None, "kl": None}]}}  # diverged
+    claim = {"claim": "16x compute buys one sample a better best fit but not a better tradeoff",
+             "verdict": "not reproduced", "wins": {"5.13 1 T×16": False},
+             "evidence": {"5.13": "lowest NLL 1 T×16 / best 16 = 3.2600 / 3.8400; "
+                                  "HV 1 T×16 / best 16 = 0.057 / 0.000"}}
+    hv = {"vimco1.train.T16": 0.057, "vimco16_kl.train": 0.0, "vimco16_renyi.train": None}
+    ours, _, verdict, status = _ptb_row("5.13", [claim], curves, 3.56, hv)
+    assert status == "not reproduced"
+    assert "reference NLL 3.560 = the figure's lowest NLL 3.260 (VIMCO 1 T×16) + the 0.3-nat margin" in ours
+    assert "every trial of VIMCO 16 KL is worse than the reference (its lowest NLL 3.840)" in ours
+    assert "VIMCO 16 Rényi has no trial with a finite NLL (all diverged or failed)" in ours
+    assert "HV 0.000 is no area" in verdict and "VIMCO 16 KL, VIMCO 16 Rényi" in verdict
+    curves["vimco16_renyi.train"]["trials"] = [{"nll": 3.9, "kl": 0.05}]  # now every zero lies above the reference
+    _, _, verdict, _ = _ptb_row("5.13", [claim], curves, 3.56, hv)
+    assert "every trial of VIMCO 16 KL, VIMCO 16 Rényi lies above the reference NLL 3.560" in verdict
+
+
+def _averaging_results(long_periods, actions, period=50):
+    n = len(long_periods)
+    curve = {"long_len": [p * period for p in long_periods], "short_len": [0] * n, "action": actions,
+             "step": [period * (i + 1) for i in range(n)], "valid_nll": [6.0 - 0.01 * i for i in range(n)]}
+    return {"averaging_ptb": {
+        "profile": "cpu", "main": {"period": period, "curves": {"2ta": curve}},
+        "settings": {"model": {"num_layers": 1, "cell": "lstm", "hidden_size": 8},
+                     "train": {"max_steps": n * period, "optimizer": "radam", "batch_size": 2, "bptt": 5}},
+        "summary": {"claims": {"best loss robust to E/4..4E (within tolerance)": True}}}}
+
+
+def test_the_length_plot_row_is_judged_on_fig_3_4s_peaks_and_valleys():
+    # switches at evaluations 3, 6 and 10: L before them 3, 5, 7 periods (peaks), after them 2, 3, 4 (valleys)
+    rising = _averaging_results([1, 2, 2, 3, 4, 3, 4, 5, 6, 4], ["switch", "keep", "switch", "keep", "keep",
+                                                                  "switch", "keep", "keep", "keep", "switch"])
+    ours, _, verdict, status = ri.ROWS["M-F3.4"].render(rising)
+    assert "peaks 3 5 7; valleys 2 3 4" in ours
+    assert status == "reproduced" and "peaks and valleys increase almost monotonically" in verdict
+    assert "E/4" not in verdict  # the robustness to the evaluation period is §3.6's text, not this figure
+    # peaks 4, 6 rise; valleys fall from 3 to 1 periods: half the figure's reading holds
+    falling = _averaging_results([1, 2, 3, 3, 4, 5, 1, 2],
+                                 ["switch", "keep", "keep", "switch", "keep", "keep", "switch", "keep"])
+    ours, _, verdict, status = ri.ROWS["M-F3.4"].render(falling)
+    assert "peaks 4 6; valleys 3 1" in ours
+    assert status == "partly"
+    assert "valleys (after each switch) rise almost monotonically: not reproduced" in verdict
+    assert "peaks of L (before each switch) rise almost monotonically: reproduced" in verdict
