@@ -567,7 +567,6 @@ def _epsilon_verdict(results: Results) -> str:
 # -- MICMCO synthetic (Melis ch. 5) ------------------------------------------------------------
 
 
-_HV_TIE = 0.02  # paperlib.micmco.HV_TIE (not imported: the index does not load torch at import time)
 
 
 def _micmco_figure(fig: str) -> tuple[Callable[[Results], str], Callable[[Results], str]]:
@@ -612,8 +611,10 @@ def _micmco_figure(fig: str) -> tuple[Callable[[Results], str], Callable[[Result
 
 def _micmco_rule(text: str, pairs: tuple[tuple[str, str], ...], hv: Mapping[str, float]) -> tuple[str, str]:
     """One figure-specific reading: every (better, worse) pair must satisfy HV(better) > HV(worse) + HV_TIE."""
+    from paperlib.micmco import HV_TIE  # here, not at the top: the index loads torch only when it judges
+
     run = [(a, b) for a, b in pairs if hv.get(a) is not None and hv.get(b) is not None]
-    wins = sum(hv[a] > hv[b] + _HV_TIE for a, b in run)
+    wins = sum(hv[a] > hv[b] + HV_TIE for a, b in run)
     if not run:
         return f"'{text}'", "not run at this profile"
     word = "reproduced" if wins == len(run) else ("partly reproduced" if 2 * wins >= len(run) else "not reproduced")
@@ -1061,17 +1062,19 @@ def _hv_reading(key: str, evidence: str, held: bool | None) -> str:
     """One comparison of a PTB claim, "HV A / B = x / y" with the claim "A beats B by more than the tie", read out:
     a comparison that fails either leads in the claim's direction by less than the tie margin (no difference
     detected) or goes the other way."""
+    from paperlib.micmco import HV_TIE
+
     text = f"{key}: {evidence}"
     pair = _HV_PAIR.fullmatch(evidence)
     if pair is None or held is None:
         return text
     a, b, gap = pair["a"], pair["b"], float(pair["x"]) - float(pair["y"])
     if held:
-        return f"{text}, {a} ahead of {b} by {gap:.3f}, more than the {_HV_TIE} tie margin"
+        return f"{text}, {a} ahead of {b} by {gap:.3f}, more than the {HV_TIE} tie margin"
     if gap > 0:
-        return f"{text}, {a} ahead of {b} by only {gap:.3f}, inside the {_HV_TIE} tie margin: no difference detected"
-    if gap >= -_HV_TIE:
-        return f"{text}, {a} behind {b} by {-gap:.3f}, inside the {_HV_TIE} tie margin: no difference detected"
+        return f"{text}, {a} ahead of {b} by only {gap:.3f}, inside the {HV_TIE} tie margin: no difference detected"
+    if gap >= -HV_TIE:
+        return f"{text}, {a} behind {b} by {-gap:.3f}, inside the {HV_TIE} tie margin: no difference detected"
     return f"{text}, {a} behind {b} by {-gap:.3f}: the opposite of the thesis"
 
 
