@@ -154,16 +154,18 @@ def cmd_recipes_search(args) -> int:
     out = Path(args.out) if args.out else repo_root() / "results" / "recipes" / f"{args.experiment}-{args.model}.json"
     enqueue = [json.loads(text) for text in args.enqueue or []]
     timing = json.loads(Path(args.timing).read_text())["step_seconds"] if args.timing else None
-    study = None
-    for reached in range(1, args.trials + 1):  # one trial at a time: the summary is current after each
-        study = search(args.experiment, args.model, args.seconds, reached, profile=args.profile or "cpu",
+    for _ in range(3 * args.trials):  # one trial per call, so that the summary is current after each trial;
+        # other workers may run trials of the same study meanwhile (a failed trial is replaced by another)
+        study = search(args.experiment, args.model, args.seconds, args.trials, profile=args.profile or "cpu",
                        tokens=args.tokens, threads=args.threads, hidden_sizes=tuple(args.hidden or ()),
-                       enqueue=enqueue, seed=args.seed,
+                       enqueue=enqueue, seed=args.seed, one_more=True,
                        study_name=args.study, progress=not args.quiet, step_seconds=timing,
                        **_recipe_shapes(args))
         summary = summarise(study, args.experiment, args.model, level)
         out.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(out, summary)
+        if sum(summary["counts"].get(state, 0) for state in ("COMPLETE", "PRUNED")) >= args.trials:
+            break
     best = summary["best"]
     print(f"study {study.study_name}: {len(summary['trials'])} trials; best {summary['unit']} "
           f"{best[summary['unit']]:.3f} with {json.dumps(best['recipe'])}; wrote {out}" if best else "no trial finished")

@@ -237,8 +237,12 @@ def search(experiment: str, model: str, seconds: float | None, trials: int, prof
            hidden_sizes: tuple[int, ...] = (), enqueue: list[dict[str, Any]] | None = None, seed: int = 0,
            study_name: str | None = None, progress: bool = True, step_seconds: dict[str, float] | None = None,
            batch_sizes: tuple[int, ...] = BATCH_SIZES, bptts: tuple[int, ...] = BPTTS,
-           tokens: int | None = None, threads: int | None = None) -> optuna.Study:
+           tokens: int | None = None, threads: int | None = None, one_more: bool = False) -> optuna.Study:
     """Run (or resume) the recipe study of ``model`` in ``experiment``'s ``profile`` until it holds ``trials``.
+
+    ``one_more``: run one trial and return, so that a caller can write a summary after each trial while other
+    workers run trials of the same study (if the study already holds ``trials`` finished or running trials,
+    wait for them as :func:`paperlib.tuning.run_worker` does).
 
     The budget is ``seconds`` of training per trial, or ``tokens`` training tokens (then nothing is timed).
     ``enqueue``: Optuna parameter dicts tried first (e.g. the current recipe or a known good one).
@@ -284,7 +288,11 @@ def search(experiment: str, model: str, seconds: float | None, trials: int, prof
     objective = RecipeObjective(spec, train, seconds, study.user_attrs.get("step_seconds"), corpus,
                                 root / "runs" / "tuning" / name, hidden_sizes=tuple(hidden_sizes),
                                 batch_sizes=tuple(batch_sizes), bptts=tuple(bptts), device=device, tokens=tokens)
-    run_worker(name, study._storage, objective, trials, catch=())
+    counts = trial_counts(study)
+    if one_more and sum(counts.get(state.name, 0) for state in FINISHED) + counts.get("RUNNING", 0) < trials:
+        study.optimize(objective, n_trials=1, catch=())  # one trial of its own, whatever the others are running
+    else:  # (or the remaining trials all run elsewhere: wait for them, and finish any whose worker died)
+        run_worker(name, study._storage, objective, trials, catch=())
     return study
 
 

@@ -82,6 +82,15 @@ def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_res
                  "--out", str(tokens), "--enqueue", json.dumps(first), "--quiet"]) == 0
     by_tokens = json.loads(tokens.read_text())
     assert by_tokens["step_seconds"] is None and by_tokens["trials"][0]["steps"] == 11200 // (16 * 35)
+    # a second worker joins while another holds a running trial: one_more runs exactly one trial of its own
+    # (the CLI's loop), instead of waiting for the other worker's trial to finish
+    from paperlib.recipe_search import search
+    from paperlib.tuning import open_study, trial_counts
+
+    open_study(by_tokens["study"]).ask()  # the trial another worker is running
+    study = search("lm_ptb", "lstm", None, 10, profile="smoke", tokens=11200, study_name=by_tokens["study"],
+                   one_more=True, progress=False)
+    assert trial_counts(study) == {"COMPLETE": 2, "RUNNING": 1}
 
 
 def test_searching_a_model_the_experiment_lacks_or_without_its_timings_is_a_clear_error():
