@@ -11,7 +11,11 @@ so a burst of load from other processes hits all of them alike; tokens/s is
 computed from the median step time, and the ratio from the fastest step time
 is printed as well.
 
-    python benchmarks/cells.py [--hidden 256 512] [--warmup 2] [--steps 5]
+    python benchmarks/cells.py [--hidden 256 512] [--warmup 2] [--steps 5] [--compile]
+
+``--compile`` adds each paperlib model again under ``torch.compile`` (inductor; on a CPU it needs a C++
+compiler) and prints how long its first step took, compilation included: whether compiling the per-time-step
+recurrence pays, measured rather than assumed.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--compile", action="store_true", help="also time each paperlib model under torch.compile")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -85,11 +90,15 @@ def main() -> None:
             "mogrifier_lstm", args.vocab, h, args.layers, mogrifier_rounds=5, mogrifier_rank=40)),
         ("rlstm", lambda h: build_lm("rlstm", args.vocab, h, args.layers)),
     ]
+    if args.compile:
+        configs += [(f"{name} + torch.compile", lambda h, make=make: torch.compile(make(h)))
+                    for name, make in configs[1:]]
     print(
         f"vocab {args.vocab}, batch {args.batch}, BPTT {args.bptt}, layers {args.layers}, threads {args.threads}, "
         f"{args.warmup} warm-up + {args.steps} timed steps per model (round robin)"
     )
-    print(f"{'model':34s} {'H':>5s} {'tok/s (median)':>15s} {'ratio (median)':>15s} {'ratio (best)':>13s}")
+    print(f"{'model':46s} {'H':>5s} {'tok/s (median)':>15s} {'ratio (median)':>15s} {'ratio (best)':>13s} "
+          f"{'first step (s)':>15s}")
     tokens = args.batch * args.bptt
     generator = torch.Generator().manual_seed(0)
     for hidden in args.hidden:
@@ -98,18 +107,21 @@ def main() -> None:
             torch.manual_seed(0)
             trainers.append(Trainer(make(hidden), args.vocab))
         times: list[list[float]] = [[] for _ in trainers]
+        first: list[float] = []
         for index in range(args.warmup + args.steps):
             window = torch.randint(0, args.vocab, (args.batch, args.bptt + 1), generator=generator)
             for trainer, record in zip(trainers, times):
                 elapsed = trainer.step(window)
+                if index == 0:
+                    first.append(elapsed)
                 if index >= args.warmup:
                     record.append(elapsed)
         medians = [statistics.median(t) for t in times]
         bests = [min(t) for t in times]
-        for (name, _), median, best in zip(configs, medians, bests):
+        for (name, _), median, best, start in zip(configs, medians, bests, first):
             print(
-                f"{name:34s} {hidden:5d} {tokens / median:15.0f} {medians[0] / median:14.2f}x "
-                f"{bests[0] / best:12.2f}x",
+                f"{name:46s} {hidden:5d} {tokens / median:15.0f} {medians[0] / median:14.2f}x "
+                f"{bests[0] / best:12.2f}x {start:15.1f}",
                 flush=True,
             )
 
