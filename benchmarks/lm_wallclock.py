@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from paperlib.config import experiment_params, load_params, repo_root, section_params
+from paperlib.experiments.config import experiment_params, load_params, repo_root, section_params
 from paperlib.data import batchify, bptt_windows, load_corpus, num_windows
 from paperlib.models import build_lm, evaluate_nll
 from paperlib.train import Trainer, TrainConfig

@@ -1,5 +1,5 @@
 import sys
 
-from paperlib.cli import main
+from paperlib.compendium.cli import main
 
 sys.exit(main())

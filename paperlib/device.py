@@ -35,43 +35,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from paperlib.config import PROFILES, register_section
-
 DEVICE_ENV = "PAPERLIB_DEVICE"
 PRECISIONS = ("fp32", "tf32", "bf16")
 RNG_KEYS = frozenset({"rng"})  # checkpoint keys whose values stay on the CPU (paperlib.train's RNG states)
-
-
-@register_section("compute", optional=True)
-@dataclass(frozen=True)
-class ComputeParams:
-    """``params.yaml``'s ``compute`` section: the device request and, per profile, precision and sync period."""
-
-    device: str = "auto"
-    precision: dict = field(default_factory=lambda: {p: "fp32" for p in PROFILES})
-    sync_every: dict = field(default_factory=lambda: {p: 1 for p in PROFILES})
-
-    def __post_init__(self) -> None:
-        if self.device != "auto":
-            _parse(self.device, "compute.device")
-        for name, valid in (("precision", PRECISIONS), ("sync_every", None)):
-            table = getattr(self, name)
-            missing = [p for p in PROFILES if p not in table]
-            unknown = sorted(set(table) - set(PROFILES))
-            if missing or unknown:
-                raise ValueError(f"{name} must give exactly the profiles {', '.join(PROFILES)}; "
-                                 f"missing {missing}, unknown {unknown}")
-            for profile, value in table.items():
-                if valid is not None and value not in valid:
-                    raise ValueError(f"{name}.{profile}: unknown precision {value!r}; valid: {', '.join(valid)}")
-                if valid is None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                    raise ValueError(f"{name}.{profile} must be an integer >= 1, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -85,7 +57,7 @@ class Compute:
 _current = Compute()
 
 
-def _parse(text: str, where: str) -> torch.device:
+def parse_device(text: str, where: str) -> torch.device:
     try:
         return torch.device(text)
     except RuntimeError:
@@ -105,34 +77,13 @@ def resolve_device(requested: str | torch.device | None = None, configured: str 
     elif text == "auto":
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     else:
-        device = _parse(text, DEVICE_ENV if requested is None and os.environ.get(DEVICE_ENV) else "device")
+        device = parse_device(text, DEVICE_ENV if requested is None and os.environ.get(DEVICE_ENV) else "device")
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device} requested but this torch build sees no CUDA device "
                          f"(torch {torch.__version__}); install the CUDA build or set {DEVICE_ENV}=cpu")
     if device.type == "cuda" and device.index is None and local_rank is not None:
         device = torch.device("cuda", local_rank)
     return device
-
-
-def stage_device(requested: str | torch.device | None = None, params: dict[str, Any] | None = None) -> torch.device:
-    """The device a stage puts its model and data on: joins torchrun's process group first (which selects the
-    rank's GPU), then resolves the request with the rank's local index."""
-    from paperlib.distributed import init_from_env
-
-    context = init_from_env()
-    configured = _compute_params(params).device if requested is None else "auto"
-    local_rank = context.local_rank if context.is_distributed else None
-    return resolve_device(requested, configured, local_rank)
-
-
-def _compute_params(params: dict[str, Any] | None) -> ComputeParams:
-    from paperlib.config import ParamsError, load_params, section_params
-
-    try:
-        params = params if params is not None else load_params()
-    except ParamsError:  # outside a compendium (a user's own script): the defaults
-        return ComputeParams()
-    return section_params("compute", params)
 
 
 def configure(precision: str = "fp32", sync_every: int = 1) -> Compute:
@@ -147,24 +98,6 @@ def configure(precision: str = "fp32", sync_every: int = 1) -> Compute:
     torch.backends.cudnn.conv.fp32_precision = mode
     _current = Compute(precision, sync_every)
     return _current
-
-
-def setup_stage(profile: str | None = None, params: dict[str, Any] | None = None,
-                requested: str | torch.device | None = None) -> torch.device:
-    """What every stage (and every worker process of one) calls first: set the precision and sync period of
-    ``profile`` (default: the active one) and return the stage's device."""
-    from paperlib.config import ParamsError, active_profile, load_params
-
-    if params is None:
-        try:
-            params = load_params()
-        except ParamsError:  # outside a compendium (a user's own script): the defaults
-            params = None
-    if profile is None:
-        profile = active_profile(None, params) if params is not None else "cpu"
-    settings = _compute_params(params) if params is not None else ComputeParams()
-    configure(settings.precision[profile], settings.sync_every[profile])
-    return stage_device(requested, params)
 
 
 def current() -> Compute:
@@ -222,5 +155,5 @@ def load_checkpoint(path: str | os.PathLike, device: torch.device | str, cpu_key
     return _map(payload, torch.device(device), frozenset(cpu_keys))
 
 
-__all__ = ["DEVICE_ENV", "PRECISIONS", "Compute", "ComputeParams", "autocast", "configure", "current", "describe",
-           "cache_key", "float32_recurrence", "load_checkpoint", "resolve_device", "setup_stage", "stage_device"]
+__all__ = ["DEVICE_ENV", "PRECISIONS", "Compute", "autocast", "configure", "current", "describe",
+           "cache_key", "float32_recurrence", "load_checkpoint", "resolve_device"]

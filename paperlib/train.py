@@ -55,7 +55,7 @@ from paperlib.data.batching import batchify, bptt_windows, num_windows
 from paperlib.models.evaluation import evaluate_nll
 from paperlib.models.objective import multi_sample_loss
 from paperlib.models.state import detach_state
-from paperlib.provenance import write_json_atomic
+from paperlib.atomic_files import write_json_atomic
 from paperlib.schedules import SCHEDULES, schedule_factor
 
 OPTIMIZERS = ("radam", "adam", "sgd")

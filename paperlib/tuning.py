@@ -28,12 +28,9 @@ one trial each (the storage has no lock for "the last trial"), which never loses
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import inspect
-import json
 import math
 import os
-import shutil
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -45,9 +42,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import TrialState
 
-from paperlib.config import register_experiment
-from paperlib.device import setup_stage
-from paperlib.search_spaces import SPACES, SearchSpace, get_space
+from paperlib.search_spaces import SearchSpace
 
 if TYPE_CHECKING:  # torch and the trainer load only when a language model is tuned: workers start fast
     import torch
@@ -60,28 +55,14 @@ HEARTBEAT_INTERVAL = 30  # seconds between a running trial's heartbeats
 GRACE_PERIOD = 120  # seconds without a heartbeat after which a running trial counts as dead
 MAX_RETRY = 1  # re-queue a dead worker's trial once with the same hyperparameters
 
-# Melis thesis §2.B and Table 2.1 (PTB, 2 layers, 24M weights): what a reader of Figs. 2.5/2.6 is told.
-PAPER = {
-    "neighbourhood_fraction": 0.15,  # each hyperparameter restricted to ~15% of its range around the best
-    "neighbourhood_max_gap_ppl": 1.2,  # the neighbours are at most 1.2 perplexity points off the best
-    "rerun_std_ppl": 0.2,  # std of LSTM reruns with the best hyperparameters
-    "rerun_mean_gap_ppl": 0.7,  # reruns' mean vs the best tuning run
-    "best_valid_ppl": {"lstm": 55.8, "mogrifier": 52.1},  # Table 2.1, no dynamic evaluation
-    "parameters": 24_000_000,
-    "tuner": "Google Vizier (batched GP bandits)",
-}
-
-
 # ---------------------------------------------------------------------------------------------------
 # studies, samplers, workers
 
 
 def default_storage(study_name: str, root: str | os.PathLike | None = None) -> str:
-    """``sqlite:///<root>/runs/tuning/<study_name>.db``, the folder created; root defaults to the repository's."""
-    if root is None:
-        from paperlib.config import repo_root
-
-        root = repo_root()
+    """``sqlite:///<root>/runs/tuning/<study_name>.db``, the folder created; root defaults to the working directory
+    (the compendium's stages pass the repository root)."""
+    root = Path.cwd() if root is None else root
     folder = Path(root).resolve() / "runs" / "tuning"
     folder.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{folder / study_name}.db"
@@ -215,10 +196,10 @@ def run_worker(study_name: str, storage: str | optuna.storages.BaseStorage | Non
     """
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-    return _work(open_study(study_name, storage, **study_options), objective, n_trials, tuple(catch), poll_seconds)
+    return work(open_study(study_name, storage, **study_options), objective, n_trials, tuple(catch), poll_seconds)
 
 
-def _work(study: optuna.Study, objective: Callable[[optuna.Trial], Any], n_trials: int,
+def work(study: optuna.Study, objective: Callable[[optuna.Trial], Any], n_trials: int,
           catch: tuple[type[Exception], ...], poll_seconds: float) -> int:
     ran = 0
     while True:
@@ -369,217 +350,3 @@ class LanguageModelObjective:
                   "train_seconds": trainer.train_seconds}
         chosen = tuple(values[m] for m in self.metrics)
         return chosen[0] if len(chosen) == 1 else chosen
-
-
-# ---------------------------------------------------------------------------------------------------
-# the tuning experiment (params.yaml: experiments.tuning_ptb) and the `paperlib tune` command
-
-
-@register_experiment("tuning_ptb")
-@dataclass(frozen=True)
-class TuningParams:
-    """Tuning studies of language models on one corpus, one per search space (Melis thesis §2.A, Figs. 2.5/2.6).
-
-    ``models`` maps a language-model search space (``lstm``, ``mogrifier``, ``enwik8_lstm``, ``enwik8_mogrifier``)
-    to ``{cell, hidden_size, num_layers, options}``; ``train`` holds :class:`TrainConfig` fields; ``trials`` is the
-    study size, of which the first ``startup_trials`` are random; ``pruner`` is ``{startup_trials, warmup_steps}``
-    for median pruning, or null; ``train_tokens`` / ``eval_tokens`` cut the training / validation streams.
-    """
-
-    corpus: str
-    models: dict
-    train: dict
-    trials: int
-    startup_trials: int
-    threads: int
-    seed: int = 0
-    sampler: str = "auto"
-    pruner: dict | None = None
-    train_tokens: int | None = None
-    eval_tokens: int | None = None
-
-    def __post_init__(self) -> None:
-        from paperlib.data.corpora import CORPORA
-        from paperlib.models import CELL_OPTIONS, VALID_CELLS
-        from paperlib.train import TrainConfig
-
-        if self.corpus not in CORPORA:
-            raise ValueError(f"unknown corpus {self.corpus!r}; known corpora: {', '.join(CORPORA)}")
-        if not self.models:
-            raise ValueError("models must name at least one search space")
-        for space, spec in self.models.items():
-            if space not in LM_SPACES:
-                raise ValueError(f"models: {space!r} is not a language-model search space; "
-                                 f"valid: {', '.join(LM_SPACES)}")
-            missing = [k for k in ("cell", "hidden_size", "num_layers") if k not in spec]
-            extra = sorted(set(spec) - {"cell", "hidden_size", "num_layers", "options"})
-            if missing or extra:
-                raise ValueError(f"models.{space}: needs cell, hidden_size, num_layers (and optionally options); "
-                                 f"missing {missing}, unknown {extra}")
-            if spec["cell"] not in VALID_CELLS:
-                raise ValueError(f"models.{space}.cell must be one of {', '.join(VALID_CELLS)}, got {spec['cell']!r}")
-            tuned, _ = lm_hyperparameters({h.name: h.low for h in SPACES[space].hyperparameters}, spec["hidden_size"])
-            unknown = sorted(set(tuned) - set(CELL_OPTIONS[spec["cell"]]))
-            if unknown:
-                raise ValueError(f"models.{space}: cell {spec['cell']!r} has no option(s) {unknown} "
-                                 "that the space tunes")
-        try:
-            TrainConfig(**self.train)
-        except TypeError as err:
-            raise ValueError(f"train: {err}") from None
-        if self.sampler not in SAMPLERS:
-            raise ValueError(f"unknown sampler {self.sampler!r}; valid choices: {', '.join(SAMPLERS)}")
-        if self.trials < 1 or self.startup_trials < 0 or self.threads < 1:
-            raise ValueError("trials and threads must be >= 1 and startup_trials >= 0")
-        if self.pruner is not None and sorted(self.pruner) != ["startup_trials", "warmup_steps"]:
-            raise ValueError(f"pruner must be null or {{startup_trials, warmup_steps}}, got {self.pruner}")
-        if self.pruner is not None and self.train.get("averaging") != "2ta":
-            raise ValueError("pruning judges trials by their 2TA-averaged validation loss: a pruner needs "
-                             f"train.averaging: 2ta, got {self.train.get('averaging', 'none')!r}")
-        for name in ("train_tokens", "eval_tokens"):
-            value = getattr(self, name)
-            if value is not None and value < 2:
-                raise ValueError(f"{name} must be >= 2 or null, got {value}")
-
-
-def _load_settings(profile: str | None):
-    from paperlib.config import active_profile, experiment_params, load_params
-
-    params = load_params()
-    profile = active_profile(profile, params)
-    return params, profile, experiment_params("tuning_ptb", profile, params)
-
-
-def tune(space: str, study_name: str | None = None, storage: str | None = None, trials: int | None = None,
-         metrics: Sequence[str] = ("valid_nll",), profile: str | None = None, sampler: str | None = None,
-         seed: int | None = None, progress: bool = True, heartbeat_interval: int = HEARTBEAT_INTERVAL,
-         grace_period: int = GRACE_PERIOD) -> optuna.Study:
-    """``paperlib tune SPACE``: be one worker of the study tuning the model of ``experiments.tuning_ptb.models[SPACE]``.
-
-    Sizes (model, training steps, data) come from the profile; ``trials`` and ``sampler`` default to it.
-    The default study name is ``tuning_ptb-<space>-<profile>`` in ``runs/tuning/<study>.db``; a study
-    created with other settings is refused (pass another ``--study``). ``seed`` None draws a fresh seed, which
-    is what several workers of one study need. Returns the study.
-    """
-    import torch
-
-    from paperlib.config import repo_root, section_params
-    from paperlib.data import load_corpus
-
-    get_space(space)
-    params, profile, settings = _load_settings(profile)
-    if space not in settings.models:
-        raise ValueError(f"profile {profile!r} of tuning_ptb has no model for space {space!r}; "
-                         f"it has: {', '.join(settings.models)}")
-    root = repo_root()
-    torch.set_num_threads(settings.threads)
-    corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
-    train_ids = corpus.train if settings.train_tokens is None else corpus.train[: settings.train_tokens]
-    valid_ids = corpus.valid if settings.eval_tokens is None else corpus.valid[: settings.eval_tokens]
-    study_name = study_name or f"tuning_ptb-{space}-{profile}"
-    spec = _study_spec(space, settings, metrics)
-    optuna.logging.set_verbosity(optuna.logging.INFO if progress else optuna.logging.WARNING)
-    pruner = make_pruner(**settings.pruner) if settings.pruner else make_pruner(None)
-    options = dict(directions=["minimize"] * len(metrics), sampler=sampler or settings.sampler, seed=seed,
-                   startup_trials=settings.startup_trials, pruner=pruner,
-                   heartbeat_interval=heartbeat_interval, grace_period=grace_period)
-    study = open_study(study_name, storage, **options)
-    known = study.user_attrs.get("spec")
-    if known is None:
-        study.set_user_attr("spec", spec)
-    elif known != spec:
-        raise ValueError(f"study {study_name!r} was created with other settings; use another --study name "
-                         "(or delete it with `optuna delete-study`)")
-    device = setup_stage(profile, params)
-    model = settings.models[space]
-    objective = LanguageModelObjective(
-        get_space(space), model["cell"], model["hidden_size"], model["num_layers"], settings.train,
-        train_ids.to(device), valid_ids.to(device), len(corpus.vocab), root / "runs" / "tuning" / study_name,
-        options=model.get("options", {}), metrics=metrics, device=device, progress=progress)
-    _work(study, objective, trials or settings.trials, (), poll_seconds=1.0)
-    return study
-
-
-def _study_spec(space: str, settings: TuningParams, metrics: Sequence[str]) -> dict[str, Any]:
-    """What a study's trials depend on besides the sampled values (as JSON, to compare with a stored one)."""
-    spec = {"space": space, "model": settings.models[space], "train": settings.train, "corpus": settings.corpus,
-            "train_tokens": settings.train_tokens, "eval_tokens": settings.eval_tokens, "metrics": list(metrics)}
-    return json.loads(json.dumps(spec))
-
-
-def neighbourhood(space: SearchSpace, trials: Sequence[Mapping[str, Any]], best: Mapping[str, Any],
-                  fraction: float = PAPER["neighbourhood_fraction"]) -> list[int]:
-    """Numbers of the trials whose every hyperparameter lies within ``fraction`` of its range around the best's.
-
-    The window is ``fraction`` of the range wide, centred on the best value, on the sampling scale (log for
-    log-spaced hyperparameters): the "closest combinations" of Melis thesis §2.B (Figs. 2.5/2.6, red lines).
-    """
-    centre = space.to_unit(best["params"])
-    return [t["number"] for t in trials
-            if all(abs(u - centre[name]) <= fraction / 2 for name, u in space.to_unit(t["params"]).items())]
-
-
-def study_record(study: optuna.Study, space: SearchSpace) -> dict[str, Any]:
-    """Every trial of a single-objective study (state, value, hyperparameters, 2TA curve) and its best one."""
-    trials = []
-    for t in study.get_trials(deepcopy=False):
-        if t.state not in (*FINISHED, TrialState.FAIL):
-            continue
-        trials.append({"number": t.number, "state": t.state.name, "value": t.value, "params": dict(t.params),
-                       "intermediate": sorted([int(k), v] for k, v in t.intermediate_values.items()),
-                       **{k: t.user_attrs[k] for k in ("parameters", "embedding_size", "steps", "rollbacks")
-                          if k in t.user_attrs}})
-    complete = [t for t in trials if t["state"] == "COMPLETE"]
-    best = min(complete, key=lambda t: t["value"]) if complete else None
-    near = neighbourhood(space, complete, best) if best else []
-    gaps = [math.exp(t["value"]) - math.exp(best["value"]) for t in complete if t["number"] in near]
-    return {
-        "space": space.name, "source": space.source,
-        "hyperparameters": [dataclasses.asdict(h) for h in space.hyperparameters],
-        "trials": trials, "counts": trial_counts(study),
-        "best": best, "neighbourhood": {"trials": near, "max_gap_ppl": max(gaps) if gaps else None},
-    }
-
-
-def run_tuning(profile: str | None = None, progress: bool = True, out: str | os.PathLike | None = None) -> Path:
-    """Run (or finish) the study of every model of ``experiments.tuning_ptb`` and write ``results/tuning_ptb.json``.
-
-    Studies live in ``runs/tuning/tuning_ptb-<space>-<profile>.db`` and resume where they stopped; a study
-    made with other settings is deleted and redone. The sampler is seeded from ``seed`` (one worker).
-    """
-    from paperlib.config import repo_root, section_params
-    from paperlib.data import load_corpus, pinned_checksums
-    from paperlib.provenance import provenance, write_json_atomic
-
-    started = time.time()
-    params, profile, settings = _load_settings(profile)
-    root = repo_root()
-    records = {}
-    for space in settings.models:
-        name = f"tuning_ptb-{space}-{profile}"
-        storage = default_storage(name, root)
-        _forget_stale_study(name, storage, root, _study_spec(space, settings, ("valid_nll",)))
-        study = tune(space, name, storage, profile=profile, seed=settings.seed, progress=progress)
-        records[space] = study_record(study, get_space(space))
-    vocab_size = len(load_corpus(settings.corpus, root / section_params("data", params).root).vocab)
-    results = {"experiment": "tuning_ptb", "profile": profile, "settings": dataclasses.asdict(settings),
-               "vocab_size": vocab_size, "optuna": optuna.__version__,
-               "sampler": settings.sampler if settings.sampler != "auto"
-               else ("gp" if gp_sampler_available() else "tpe"),
-               "models": records, "paper": PAPER}
-    out = Path(out) if out is not None else root / "results" / "tuning_ptb.json"
-    write_json_atomic(out, results)
-    write_json_atomic(out.with_suffix(".provenance.json"),
-                      provenance(root, profile, dataclasses.asdict(settings), pinned_checksums(settings.corpus), started))
-    return out
-
-
-def _forget_stale_study(name: str, storage: str, root: Path, spec: dict[str, Any]) -> None:
-    """Delete the pipeline's study (and its trial folders) if it was made with other settings."""
-    try:
-        study = optuna.load_study(study_name=name, storage=storage)
-    except KeyError:
-        return
-    if study.user_attrs.get("spec") != spec:
-        optuna.delete_study(study_name=name, storage=storage)
-        shutil.rmtree(root / "runs" / "tuning" / name, ignore_errors=True)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from paperlib.averaging_experiment import summarise, tuned
+from paperlib.experiments.averaging_ptb import summarise, tuned
 
 
 def curve(losses, **extra):
@@ -38,7 +38,7 @@ def test_claims_follow_from_the_curves():
 
 
 def test_unknown_experiment_for_run_is_a_clear_error(capsys):
-    from paperlib.cli import main
+    from paperlib.compendium.cli import main
 
     assert main(["run", "averaging_ptbb", "--profile", "smoke"]) == 2
     assert "runnable experiments: averaging_ptb" in capsys.readouterr().err

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from paperlib.byte_lm import (
+from paperlib.experiments.lm_wt2_bytes import (
     THESIS_TEST_BITS_PER_BYTE,
     THESIS_TEST_BYTES,
     THESIS_TEST_WORDS,

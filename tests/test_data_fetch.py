@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from paperlib.cli import main as cli_main
+from paperlib.compendium.cli import main as cli_main
 from paperlib.data.corpora import MIRROR_ENV, Corpus, CorpusFile, DataError, fetch_corpus, get_corpus, is_fetched, sha256_of
 
 FILES = {"tiny.train.txt": b"a b c\nb c\n", "tiny.valid.txt": b"a c\n", "tiny.test.txt": b"c b\n"}

@@ -1,4 +1,4 @@
-"""The dry run of the paper profile (paperlib.dryrun): every stage's paper config builds and takes a training step
+"""The dry run of the paper profile (paperlib.experiments.dryrun): every stage's paper config builds and takes a training step
 on fake tensors, the counts agree with closed forms, and the estimate is the slower of compute and launches.
 
 The end-to-end test caps sequence lengths at 2 to stay fast (the models are the paper's, the steps shorter); the
@@ -13,12 +13,12 @@ import pytest
 import torch
 import yaml
 
-from paperlib import dryrun
-from paperlib.cli import main
-from paperlib.config import experiment_params
+from paperlib.experiments import dryrun
+from paperlib.compendium.cli import main
+from paperlib.experiments.config import experiment_params
 from paperlib.device import configure, current
 from paperlib.models import build_lm, multi_sample_loss
-from paperlib.reverse_copy import grid_points
+from paperlib.experiments.reverse_copy import grid_points
 from paperlib.train import Trainer, TrainConfig
 from tests.conftest import REPO
 from tests.test_train import markov_stream, tiny_model
@@ -116,7 +116,7 @@ def test_parameter_counts_are_those_of_the_real_model(stage):
 
 
 def test_lengths_extrapolate_linearly_for_reverse_copy():
-    from paperlib.reverse_copy import build_model, token_cross_entropy
+    from paperlib.experiments.reverse_copy import build_model, token_cross_entropy
 
     def backward(model, length):
         source = torch.randint(30, (8, length))

@@ -3,7 +3,7 @@
 A stage that misses a module it runs would not re-run when that module changes, so `dvc repro` could leave
 results made by old code. The imports are read statically (``import`` statements anywhere in a module, including
 inside functions), starting from the module the stage's command dispatches to. Modules loaded by name at run time
-(``paperlib.config`` imports the params schemas of every experiment through ``importlib`` to validate
+(``paperlib.experiments.config`` imports the params schemas of every experiment through ``importlib`` to validate
 ``params.yaml``) are not followed; they validate settings and do not compute results.
 """
 from __future__ import annotations
@@ -15,64 +15,25 @@ from pathlib import Path
 import pytest
 import yaml
 
-from paperlib.cli import RUNNERS
+from paperlib.compendium.cli import RUNNERS
+from paperlib.experiments import code_hash
 
 REPO = Path(__file__).resolve().parents[1]
-# dispatch only (argument parsing, version): a change there cannot change a result
-NOT_RESULT_CODE = {"paperlib/__init__.py", "paperlib/__main__.py", "paperlib/cli.py"}
 
 
 def module_file(name: str) -> Path | None:
-    """The file of module ``paperlib.x.y`` (a module or a package's ``__init__``), None if it is not one."""
-    parts = name.split(".")
-    if parts[0] != "paperlib":
-        return None
-    base = REPO.joinpath(*parts)
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
+    """The file of module ``paperlib.x.y`` in this repository, None if it is not one."""
+    return code_hash.module_file(name, REPO / "paperlib")
 
 
 def imported_modules(path: Path) -> set[str]:
-    """Names of the paperlib modules ``path`` imports anywhere (``from paperlib import x`` counts x if a module)."""
-    tree = ast.parse(path.read_text())
-    package = ".".join(path.relative_to(REPO).with_suffix("").parts)
-    if path.name != "__init__.py":
-        package = package.rpartition(".")[0]
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)
-    found = set()
-    for name in names:
-        parts = name.split(".")
-        for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
-            if module_file(".".join(parts[:i])) is not None:
-                found.add(".".join(parts[:i]))
-    return found
+    return code_hash.imported_modules(path, REPO / "paperlib")
 
 
 def closure(modules: set[str]) -> set[str]:
-    """Repository-relative files of ``modules`` and everything they import from paperlib, transitively."""
-    todo, seen = list(modules), set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        path = module_file(name)
-        if path is not None:
-            todo.extend(imported_modules(path) - seen)
-    files = {str(module_file(n).relative_to(REPO)) for n in seen if module_file(n) is not None}
-    return files - NOT_RESULT_CODE
+    """Repository-relative files of ``modules`` and everything they import from paperlib, transitively: the same
+    closure that keys the run caches (:mod:`paperlib.experiments.code_hash`), less the dispatch-only modules."""
+    return {str(module_file(n).relative_to(REPO)) for n in code_hash.closure(modules, REPO / "paperlib")}
 
 
 def notebook_tree(name: str) -> ast.Module:
@@ -94,23 +55,24 @@ def notebook_modules(name: str) -> set[str]:
 
 
 def entry_modules(cmd: str) -> set[str]:
-    """The paperlib modules a stage's ``paperlib ...`` command dispatches to (see ``paperlib.cli``)."""
+    """The paperlib modules a stage's ``paperlib ...`` command dispatches to (see ``paperlib.compendium.cli``)."""
     words = cmd.split()
     assert words[0] == "paperlib", cmd
     if words[1] == "run":
         return {RUNNERS[words[2]].split(":")[0]}
     if words[1] == "train":
-        return {"paperlib.lm_experiment"}
+        return {"paperlib.experiments.lm_ptb"}
     if words[1] == "run-notebook":
-        return {"paperlib.notebooks"} | notebook_modules(words[2])
+        return {"paperlib.compendium.notebooks"} | notebook_modules(words[2])
     if words[1:3] == ["data", "fetch"]:
         return {"paperlib.data.corpora"}
     if words[1:3] == ["data", "summary"]:
-        return {"paperlib.config", "paperlib.data.corpora", "paperlib.data.summary", "paperlib.provenance"}
+        return {"paperlib.experiments.config", "paperlib.data.corpora", "paperlib.data.summary", "paperlib.experiments.provenance",
+                "paperlib.experiments.code_hash"}
     if words[1] == "dryrun":
-        return {"paperlib.dryrun", "paperlib.provenance"}
+        return {"paperlib.experiments.dryrun", "paperlib.experiments.provenance"}
     if words[1] == "index":
-        return {"paperlib.results_index", "paperlib.dvc_views"}
+        return {"paperlib.compendium.results_index", "paperlib.compendium.dvc_views"}
     raise AssertionError(f"unknown command {cmd!r}: teach entry_modules about it")
 
 
@@ -130,10 +92,10 @@ def test_stage_declares_every_paperlib_module_it_runs(stage):
 
 
 def test_the_import_reader_follows_relative_function_level_and_package_imports():
-    files = closure({"paperlib.micmco_ptb"})
-    assert "paperlib/micmco_ptb.py" in files and "paperlib/models/sentence_vae.py" in files  # direct
-    assert "paperlib/models/__init__.py" in files and "paperlib/config.py" in files
-    assert "paperlib/cli.py" not in files
+    files = closure({"paperlib.experiments.micmco_ptb"})
+    assert "paperlib/experiments/micmco_ptb.py" in files and "paperlib/models/sentence_vae.py" in files  # direct
+    assert "paperlib/models/__init__.py" in files and "paperlib/experiments/config.py" in files
+    assert "paperlib/compendium/cli.py" not in files
     assert not covered("paperlib/models/lstm.py", ["paperlib/model"]) and covered("paperlib/models/lstm.py",
                                                                                   ["paperlib/models"])
 

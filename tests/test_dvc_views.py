@@ -7,8 +7,8 @@ import re
 
 import yaml
 
-from paperlib import dvc_views as dv
-from paperlib.results_index import load_results
+from paperlib.compendium import dvc_views as dv
+from paperlib.compendium.results_index import load_results
 from tests.conftest import REPO
 
 

@@ -10,11 +10,11 @@ import pytest
 import torch
 import yaml
 
-from paperlib.config import ParamsError
+from paperlib.experiments.config import ParamsError
 from paperlib.data import load_corpus
 from paperlib.data.text import Vocabulary, read_split_lines
 from paperlib.dyneval import RecurrentSparseAdaptation, dynamic_evaluate, static_evaluate, with_recurrent_adaptation
-from paperlib.dyneval_char import DynEvalCharParams, chars_to_lines, map_words_to_chars, run_dyneval_char
+from paperlib.experiments.dyneval_char import DynEvalCharParams, chars_to_lines, map_words_to_chars, run_dyneval_char
 from paperlib.models import build_lm
 from paperlib.models.mlstm import mlstm_step
 from tests.conftest import REPO
@@ -218,7 +218,7 @@ def test_bad_settings_name_the_valid_choices():
 
 
 # With lr = 0 and no decay every dynamically evaluated row scores the static model of its table. Whether it does so
-# with the same kernels depends on the row (paperlib/dyneval.py, paperlib/dyneval_char.py); the float32 models of
+# with the same kernels depends on the row (paperlib/dyneval.py, paperlib/experiments/dyneval_char.py); the float32 models of
 # tiny_settings have hidden size 8, embeddings of 6 and V = 50 characters, and test_chars = ood_chars = 80.
 _H, _E, _V, _CHARS, _DIM, _KEYS = 8, 6, len(PTB_CHARS), 80, 8, 20  # _KEYS: memory 10 + segment 10
 SAME_KERNELS = ("all weights are adapted (leaves that require grad, like static evaluation's Parameters) and lr = 0 "

@@ -6,7 +6,7 @@ import sys
 
 import matplotlib
 
-from paperlib import figure_style
+from paperlib.compendium import figure_style
 
 matplotlib.use("Agg")
 
@@ -41,7 +41,7 @@ def test_a_key_without_an_assigned_colour_gets_the_same_one_in_every_process():
     """Not Python's salted hash: a figure drawn in another process (papermill, nbval) has the same colours."""
     colour = figure_style.colour("a method nobody named")
     assert colour in figure_style.PALETTE
-    code = "from paperlib import figure_style; print(figure_style.colour('a method nobody named'))"
+    code = "from paperlib.compendium import figure_style; print(figure_style.colour('a method nobody named'))"
     for seed in ("1", "2"):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip()
@@ -49,7 +49,7 @@ def test_a_key_without_an_assigned_colour_gets_the_same_one_in_every_process():
 
 
 def test_every_ptb_micmco_figure_of_the_thesis_is_drawn_in_exactly_one_image():
-    from paperlib.micmco_ptb import FIGURES
+    from paperlib.experiments.micmco_ptb import FIGURES
 
     drawn = [fig for _, rows in figure_style.MICMCO_PTB_GROUPS.values() for row in rows for fig in row]
     assert sorted(drawn) == sorted(FIGURES) and len(drawn) == len(set(drawn))

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from paperlib.config import ParamsError, experiment_params, validate_params
-from paperlib.lm_experiment import comparison_table, ordering_verdict, summarise
+from paperlib.experiments.config import ParamsError, experiment_params, validate_params
+from paperlib.experiments.lm_ptb import comparison_table, ordering_verdict, summarise
 from paperlib.train import forget_stale_run
 from tests.conftest import REPO
 
@@ -70,7 +70,7 @@ def test_lm_experiment_params_reject_unknown_cells_options_and_train_keys():
 
 
 def test_ablation_findings_are_judged_against_the_measured_seed_spread():
-    from paperlib.lm_experiment import ablation_findings
+    from paperlib.experiments.lm_ptb import ablation_findings
 
     models = {"lstm": {"cell": "lstm"},
               "mogrifier_r2": {"cell": "mogrifier_lstm", "options": {"mogrifier_rounds": 2}},
@@ -103,7 +103,7 @@ def test_ablation_findings_are_judged_against_the_measured_seed_spread():
 
 
 def test_a_gap_counts_only_beyond_two_standard_errors_of_the_difference_of_seed_means():
-    from paperlib.lm_experiment import compare_seed_means
+    from paperlib.experiments.lm_ptb import compare_seed_means
 
     summary = {"lstm": {"test_ppl": 120.0, "test_ppl_std": 3.0, "seeds": 3},
                "mogrifier_lstm": {"test_ppl": 115.0, "test_ppl_std": 4.0, "seeds": 3}}
@@ -121,7 +121,7 @@ def test_averaging_override_trains_with_2ta_into_separate_outputs(tmp_path, monk
 
     import yaml
 
-    from paperlib.cli import main
+    from paperlib.compendium.cli import main
     from paperlib.data import fetch_corpus
 
     raw = yaml.safe_load((REPO / "params.yaml").read_text())
@@ -146,7 +146,7 @@ def test_runs_trained_in_parallel_processes_give_the_numbers_of_runs_trained_in_
 
     import torch
 
-    from paperlib.lm_experiment import train_and_evaluate
+    from paperlib.experiments.lm_ptb import train_and_evaluate
     from tests.test_train import VOCAB, markov_stream
 
     models = {"lstm": {"cell": "lstm", "hidden_size": 8, "num_layers": 1, "options": {"input_dropout": 0.1}},

@@ -1,4 +1,4 @@
-"""Tests of the synthetic MICMCO experiment, Melis thesis §5.7.1 / §5.A / §5.C (paperlib/micmco.py).
+"""Tests of the synthetic MICMCO experiment, Melis thesis §5.7.1 / §5.A / §5.C (paperlib/experiments/micmco_synthetic.py).
 
 Frontier functions are checked against brute force (all pairs for dominance; an exact cell decomposition of the
 union of dominated rectangles for the hypervolume); models at tiny sizes so that the file runs in seconds.
@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from paperlib.estimators import analytic_elbo
-from paperlib.micmco import (
+from paperlib.experiments.micmco_synthetic import (
     CONFIGURATIONS,
     FIGURES,
     TABLE_5_2,

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from paperlib.notebooks import run_notebook, save_table, strip_volatile_metadata
+from paperlib.compendium.notebooks import run_notebook, save_table, strip_volatile_metadata
 from tests.conftest import REPO
 
 
@@ -152,7 +152,7 @@ def test_saved_figures_and_inline_images_name_no_software_and_no_date(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from paperlib.notebooks import png_without_text, save_figure
+    from paperlib.compendium.notebooks import png_without_text, save_figure
 
     fig, ax = plt.subplots(figsize=(2, 2))
     ax.plot([0, 1], [1, 0])

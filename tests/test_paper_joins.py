@@ -9,9 +9,11 @@ import json
 import pandas as pd
 import pytest
 
-from paperlib import byte_lm, dyneval, reverse_copy
-from paperlib.averaging_experiment import PAPER as AVERAGING_PAPER
-from paperlib.averaging_experiment import summarise
+from paperlib.experiments import lm_wt2_bytes as byte_lm
+from paperlib.experiments import dyneval
+from paperlib.experiments import reverse_copy
+from paperlib.experiments.averaging_ptb import PAPER as AVERAGING_PAPER
+from paperlib.experiments.averaging_ptb import summarise
 from tests.conftest import REPO
 
 

@@ -12,8 +12,8 @@ import yaml
 from torch import nn
 
 from paperlib.averaging import PlateauTriggeredAveragedModel, TwoTailedAveragedModel, build_averager
-from paperlib.config import ParamsError, experiment_params, validate_params
-from paperlib.lm_experiment import comparison_table, ordering_verdict, summarise
+from paperlib.experiments.config import ParamsError, experiment_params, validate_params
+from paperlib.experiments.lm_ptb import comparison_table, ordering_verdict, summarise
 from paperlib.train import TrainConfig
 from tests.conftest import REPO
 

@@ -83,7 +83,7 @@ def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch):
 
 def _nbval_strict(root: Path, env: dict, notebooks: list[Path]) -> str:
     """Strict nbval over executed notebooks under `root`; stored outputs show paths relative to the clone
-    (paperlib.notebooks.strip_volatile_metadata), so the clone's own path is sanitised away."""
+    (paperlib.compendium.notebooks.strip_volatile_metadata), so the clone's own path is sanitised away."""
     sanitize = root.parent / f"{root.name}-nbval-sanitize.cfg"
     sanitize.write_text(f"[clone]\nregex: {re.escape(str(root.resolve()) + os.sep)}\nreplace: \n")
     out = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",

@@ -6,7 +6,7 @@ import optuna
 import pytest
 import yaml
 
-from paperlib.recipe_search import MAX_DROPOUT, apply_recipe, sample_recipe
+from paperlib.experiments.recipe_search import MAX_DROPOUT, apply_recipe, sample_recipe
 from tests.conftest import REPO
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -41,7 +41,7 @@ def test_a_recipe_scales_every_dropout_caps_it_and_replaces_the_training_fields(
 
 
 def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_resumes(data_root, tmp_path, monkeypatch):
-    from paperlib.cli import main
+    from paperlib.compendium.cli import main
 
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     tiny = {"corpus": "ptb", "seeds": [1], "mc_samples": 2, "threads": 1, "eval_tokens": 2000,
@@ -84,17 +84,19 @@ def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_res
     assert by_tokens["step_seconds"] is None and by_tokens["trials"][0]["steps"] == 11200 // (16 * 35)
     # a second worker joins while another holds a running trial: one_more runs exactly one trial of its own
     # (the CLI's loop), instead of waiting for the other worker's trial to finish
-    from paperlib.recipe_search import search
-    from paperlib.tuning import open_study, trial_counts
+    from paperlib.experiments.recipe_search import search
+    from paperlib.experiments.config import repo_root
+    from paperlib.tuning import default_storage, open_study, trial_counts
 
-    open_study(by_tokens["study"]).ask()  # the trial another worker is running
+    name = by_tokens["study"]
+    open_study(name, default_storage(name, repo_root())).ask()  # the trial another worker is running
     study = search("lm_ptb", "lstm", None, 10, profile="smoke", tokens=11200, study_name=by_tokens["study"],
                    one_more=True, progress=False)
     assert trial_counts(study) == {"COMPLETE": 2, "RUNNING": 1}
 
 
 def test_searching_a_model_the_experiment_lacks_or_without_its_timings_is_a_clear_error():
-    from paperlib.recipe_search import search
+    from paperlib.experiments.recipe_search import search
 
     with pytest.raises(ValueError, match="has no model 'gpt'; it has lstm"):
         search("lm_ptb", "gpt", 1.0, 1, profile="smoke")

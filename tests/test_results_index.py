@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from paperlib import results_index as ri
+from paperlib.compendium import results_index as ri
 from tests.conftest import REPO
 
 SHARED_ITEMS = REPO.parent / "shared" / "seed_items.csv"
@@ -127,7 +127,7 @@ def test_the_table_reads_at_a_glance_and_links_every_row_to_its_details():
 
 
 def test_the_header_defines_the_words_the_margins_and_the_normalised_hypervolume():
-    from paperlib.micmco import HV_TIE
+    from paperlib.experiments.micmco_synthetic import HV_TIE
 
     text = ri.render_markdown(ri.build_index(_items(), ri.load_results(REPO)))
     header = text.split(_TABLE_HEAD)[0]
@@ -196,7 +196,7 @@ def test_budget_sentence_sums_the_from_scratch_estimates_and_names_the_largest(m
 
 
 def test_the_index_quotes_the_micmco_figures_as_the_experiment_module_does():
-    from paperlib.micmco import FIGURES, HV_TIE
+    from paperlib.experiments.micmco_synthetic import FIGURES, HV_TIE
 
     assert ri._MICMCO_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
     assert f"inside the {HV_TIE} tie margin" in ri._hv_reading("5.8", "HV a / b = 0.013 / 0.005", False)
@@ -236,7 +236,7 @@ def test_recorded_work_counts_trials_over_workers_or_per_run_times():
 
 
 def test_the_index_quotes_the_ptb_micmco_figures_and_table_as_the_experiment_module_does():
-    from paperlib.micmco_ptb import FIGURES, THESIS_TABLE_5_1
+    from paperlib.experiments.micmco_ptb import FIGURES, THESIS_TABLE_5_1
 
     assert ri._MICMCO_PTB_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
     for hs, columns in THESIS_TABLE_5_1.items():
@@ -313,7 +313,7 @@ def test_micmco_ptb_figures_outside_the_profile_are_not_attempted_with_their_mea
     result = {"profile": "cpu", "figures": {"5.8": {}}, "settings": {"trials": 2, "workers": 2},
               "curves": {"dreg1.train": {"trials": [trial, trial]}, "vimco1.train": {"trials": [trial, trial]}}}
     # Fig. 5.9 lacks vimco16_kl.train and vimco16_renyi.train (16 units each): 32 x 2 trials x 48 s / 2 workers
-    from paperlib.micmco_ptb import extra_minutes
+    from paperlib.experiments.micmco_ptb import extra_minutes
 
     assert extra_minutes(result, "5.9") == pytest.approx(32 * 2 * 48 / 2 / 60)
     rendered = ri.ROWS["M-F5.9"].render({"micmco_ptb": result})
@@ -528,7 +528,7 @@ def test_one_comparison_reads_its_direction_against_its_margin():
 
 
 def test_a_synthetic_figure_rule_inside_the_hypervolume_tie_reads_within_noise():
-    from paperlib.micmco import HV_TIE
+    from paperlib.experiments.micmco_synthetic import HV_TIE
 
     labels = {"dreg1_kl": "DReG 1 KL", "elbo": "ELBO"}
     text, word, evidence = ri._micmco_rule("DReG 1 beats the ELBO", (("dreg1_kl", "elbo"),),

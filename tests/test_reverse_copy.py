@@ -10,7 +10,7 @@ import yaml
 from torch.nn import functional as F
 
 from paperlib.data import ReverseCopyData, reverse_copy
-from paperlib.reverse_copy import (
+from paperlib.experiments.reverse_copy import (
     BETTER_MARGIN_NATS,
     RESULT_KEYS,
     SOLVED_NATS,

@@ -10,7 +10,7 @@ import torch
 
 from paperlib.data.wordlist import WordList, split_tokens, split_types
 from paperlib.models.dssm import CharVocab, GRUWordModel
-from paperlib.word_generation import (
+from paperlib.experiments.word_generation import (
     PAPER_TABLE1,
     SplitData,
     WordGenerationParams,
@@ -251,7 +251,7 @@ def test_training_batches_follow_the_unigram_distribution():
 def test_stage_entry_point_writes_results_and_provenance(tmp_path, monkeypatch):
     import yaml
 
-    from paperlib.word_generation import run_word_generation
+    from paperlib.experiments.word_generation import run_word_generation
 
     tiny = {"top_n": 20, "table1": {"TRIL": {"kind": "dssm", "flow_hidden": [8], "q_hidden": [8]},
                                     "BASELINE-8D": {"kind": "gru", "state_size": 8}},

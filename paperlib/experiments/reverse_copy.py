@@ -57,9 +57,11 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from paperlib.config import register_experiment
+from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.config import register_experiment
 from paperlib.data import ReverseCopyData, reverse_copy
-from paperlib.device import cache_key, setup_stage, stage_device
+from paperlib.device import cache_key
+from paperlib.experiments.stage import setup_stage, stage_device
 from paperlib.models.layers import LSTMLayer
 from paperlib.models.lstm import LSTMState
 from paperlib.models.mogrifier import Mogrifier
@@ -452,26 +454,12 @@ def split_data(settings: ReverseCopyParams, length: int) -> dict[str, ReverseCop
             for i, (split, num) in enumerate(sizes.items())}
 
 
-def _code_fingerprint() -> str:
-    """Hash of the source files that determine a run, so that cached runs of older code are not reused."""
-    import paperlib.data.synthetic
-    import paperlib.models.layers
-    import paperlib.models.lstm
-    import paperlib.models.mogrifier
-
-    digest = hashlib.sha256()
-    for module in (paperlib.data.synthetic, paperlib.models.layers, paperlib.models.lstm, paperlib.models.mogrifier):
-        digest.update(Path(module.__file__).read_bytes())
-    digest.update(Path(__file__).read_bytes())
-    return digest.hexdigest()
-
-
 def run_key(point: GridPoint, settings: ReverseCopyParams) -> str:
     """A hash of everything that determines one run's outcome (for the run cache), code included."""
     # the grid's lists, workers and threads do not change what one run computes
     relevant = {k: v for k, v in asdict(settings).items()
                 if k not in ("models", "lengths", "learning_rates", "l2_penalties", "workers", "threads")}
-    text = json.dumps({"point": asdict(point), "settings": relevant, "code": _code_fingerprint(), **cache_key()},
+    text = json.dumps({"point": asdict(point), "settings": relevant, "code": code_hash(__name__), **cache_key()},
                       sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -607,8 +595,9 @@ def run_experiment(settings: ReverseCopyParams, runs_dir: str | os.PathLike, pro
 def run_reverse_copy(profile: str | None = None, progress: bool = True,
                      root: str | os.PathLike | None = None) -> Path:
     """Run (or resume) experiment ``reverse_copy`` and write ``results/reverse_copy.json`` plus provenance."""
-    from paperlib.config import active_profile, experiment_params, load_params, repo_root
-    from paperlib.provenance import provenance, write_json_atomic
+    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root
+    from paperlib.experiments.provenance import provenance
+    from paperlib.atomic_files import write_json_atomic
 
     started = time.time()
     root = Path(root) if root is not None else repo_root()
@@ -623,7 +612,7 @@ def run_reverse_copy(profile: str | None = None, progress: bool = True,
     seconds = {f"{r['model']}-L{r['length']}-lr{r['lr']:g}-l2{r['l2']:g}-E{r['embedding_size']}": r["seconds"]
                for r in results["runs"]}
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, results["settings"], None, started), "run_seconds": seconds})
+                      {**provenance(root, profile, results["settings"], None, started, code=code_hash(__name__)), "run_seconds": seconds})
     return out
 
 

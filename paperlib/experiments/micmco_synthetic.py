@@ -74,9 +74,11 @@ from torch import Tensor, nn
 from torch.distributions import Categorical, Distribution, Independent, Normal
 from torch.nn import functional as F
 
-from paperlib.config import register_experiment
+from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.config import register_experiment
 from paperlib.data import uniform_symbols
-from paperlib.device import cache_key, setup_stage, stage_device
+from paperlib.device import cache_key
+from paperlib.experiments.stage import setup_stage, stage_device
 from paperlib.estimators import (
     PATHWISE_ESTIMATORS,
     MonteCarloObjective,
@@ -888,7 +890,8 @@ def trial_index(trial) -> int:
 
 
 def study_name(config_name: str, profile: str, settings: MicmcoSyntheticParams) -> str:
-    return f"{config_name}-{profile}-{settings.trial_fingerprint()}" + "".join(f"-{v}" for v in cache_key().values())
+    code = code_hash(__name__)  # a study made by other code starts anew
+    return f"{config_name}-{profile}-{settings.trial_fingerprint()}-{code[:8]}" + "".join(f"-{v}" for v in cache_key().values())
 
 
 def run_study(config_name: str, settings: MicmcoSyntheticParams, storage: str, profile: str,
@@ -1020,8 +1023,9 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    from paperlib.config import active_profile, experiment_params, load_params, repo_root
-    from paperlib.provenance import provenance, write_json_atomic
+    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root
+    from paperlib.experiments.provenance import provenance
+    from paperlib.atomic_files import write_json_atomic
 
     started = time.time()
     root = repo_root()
@@ -1063,7 +1067,7 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
     out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     write_json_atomic(out, json_safe(results))
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, asdict(settings), None, started), "study_seconds": seconds})
+                      {**provenance(root, profile, asdict(settings), None, started, code=code_hash(__name__)), "study_seconds": seconds})
     return out
 
 

@@ -15,7 +15,7 @@ This module holds:
 - :func:`count_words` and :func:`bits_per_word` / :func:`word_perplexity` (eq. 3.15).
 - :func:`run_byte_lm`: trains every model x seed of the ``lm_wt2_bytes`` experiment with the library trainer
   (resumable from ``runs/lm_wt2_bytes/``), evaluates it as the PTB comparisons do
-  (:func:`paperlib.lm_experiment.evaluate_run`: deterministic, validation-optimal temperature, MC dropout),
+  (:func:`paperlib.experiments.lm_ptb.evaluate_run`: deterministic, validation-optimal temperature, MC dropout),
   converts bits per byte to word perplexity and writes ``results/lm_wt2_bytes.json`` with provenance.
 - :func:`claim_verdicts`: the conversion reproduces the thesis' 88.8 from its 1.2649 bits/byte on our copy of the
   test file (a check of the data and eq. 3.15, not of a model); the mLSTM beats an LSTM of the same size at the
@@ -40,10 +40,11 @@ from typing import Any
 
 import torch
 
-from paperlib.config import register_experiment
+from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.config import register_experiment
 from paperlib.data.corpora import DataError, corpus_dir, get_corpus, is_fetched, pinned_checksums
-from paperlib.device import setup_stage
-from paperlib.experiments import LanguageModelParams
+from paperlib.experiments.stage import setup_stage
+from paperlib.experiments.schemas import LanguageModelParams
 
 EXPERIMENT = "lm_wt2_bytes"
 SPLITS = ("train", "valid", "test")
@@ -180,13 +181,14 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
                 runs_dir: str | os.PathLike | None = None) -> Path:
     """Train and evaluate every model x seed of ``lm_wt2_bytes``; write ``results/lm_wt2_bytes.json``.
 
-    Training and evaluation are those of the PTB comparisons (:func:`paperlib.lm_experiment.train_and_evaluate`),
+    Training and evaluation are those of the PTB comparisons (:func:`paperlib.experiments.lm_ptb.train_and_evaluate`),
     on byte streams instead of a tokenised corpus.
     """
-    from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
     from paperlib.distributed import is_main_process
-    from paperlib.lm_experiment import train_and_evaluate
-    from paperlib.provenance import provenance, write_json_atomic
+    from paperlib.experiments.lm_ptb import train_and_evaluate
+    from paperlib.experiments.provenance import provenance
+    from paperlib.atomic_files import write_json_atomic
 
     started = time.time()
     root = repo_root()
@@ -205,7 +207,7 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
     runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / EXPERIMENT
     runs = train_and_evaluate(EXPERIMENT, settings, corpus.vocab_size, train, valid, test, runs_dir, device, progress,
                               spec_extra={"corpus": settings.corpus},
-                              record_extra={"eval_bytes": eval_bytes, "eval_words": eval_words})
+                              record_extra={"eval_bytes": eval_bytes, "eval_words": eval_words}, code_modules=(__name__,))
     test_bytes, test_words = len(corpus.raw["test"]), corpus.words("test")
     results = {
         "experiment": EXPERIMENT, "corpus": settings.corpus, "level": "byte", "profile": profile,
@@ -223,7 +225,7 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
     if is_main_process():
         write_json_atomic(out, results)
         write_json_atomic(out.with_suffix(".provenance.json"),
-                          {**provenance(root, profile, vars(settings), pinned_checksums(settings.corpus), started),
+                          {**provenance(root, profile, vars(settings), pinned_checksums(settings.corpus), started, code=code_hash(__name__)),
                            "train_seconds": {f"{r['model']}-seed{r['seed']}": r["train_seconds"] for r in runs}})
     return out
 

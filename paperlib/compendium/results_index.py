@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from paperlib import reference
-from paperlib.figure_style import micmco_ptb_figure_file
+from paperlib.compendium.figure_style import micmco_ptb_figure_file
 
 Results = Mapping[str, Any]
 Judged = str | tuple[str, str]  # a verdict text, or (verdict text, one-line reason)
@@ -356,7 +356,7 @@ def _lm_scale(name: str) -> Callable[[Results], str]:
 
 
 def _pair_word(pair: Mapping[str, Any]) -> tuple[str, str]:
-    """A seed-mean comparison (:func:`paperlib.lm_experiment.compare_seed_means`: gap positive in the paper's
+    """A seed-mean comparison (:func:`paperlib.experiments.lm_ptb.compare_seed_means`: gap positive in the paper's
     direction, tie margin twice the standard error of the difference) as a part verdict (:func:`direction_word`)
     and what its evidence says besides the numbers."""
     gap, margin = pair["our gap"], pair["tie margin"]
@@ -388,8 +388,8 @@ def _pair_phrase(pair: Mapping[str, Any], unit: str, digits: int) -> str:
 
 def _ordering_verdict(results: Results, name: str) -> tuple[str, str]:
     """The paper's ordering LSTM > Mogrifier > Mogrifier RLSTM, pair by pair, each gap against its tie margin
-    (twice the standard error of the difference of seed means: :func:`paperlib.lm_experiment.compare_seed_means`)."""
-    from paperlib.lm_experiment import ordering_verdict  # lazily: the index does not load torch at import time
+    (twice the standard error of the difference of seed means: :func:`paperlib.experiments.lm_ptb.compare_seed_means`)."""
+    from paperlib.experiments.lm_ptb import ordering_verdict  # lazily: the index does not load torch at import time
 
     r = results[name]
     unit = "bpc" if r["level"] == "char" else "ppl"
@@ -429,7 +429,7 @@ def _ablation_ours(results: Results) -> str:
         results, "lm_ptb_ablation")
 
 
-_ABLATION_LABELS = {  # the thesis' ablation findings (paperlib.lm_experiment.ablation_findings) in a few words
+_ABLATION_LABELS = {  # the thesis' ablation findings (paperlib.experiments.lm_ptb.ablation_findings) in a few words
     "perplexity improves with the number of rounds r": "more rounds help",
     "full rank is close behind low rank (within 2%)": "full rank within 2% of low rank",
     "no-zigzag underperforms the Mogrifier with the same r": "zigzag helps",
@@ -439,7 +439,7 @@ _GAP = re.compile(r"\bgap (-?\d+(?:\.\d+)?)")
 
 
 def _finding_word(finding: Mapping[str, Any]) -> tuple[str, str]:
-    """An ablation finding's verdict (:func:`paperlib.lm_experiment.ablation_findings`) as a part verdict: a gap
+    """An ablation finding's verdict (:func:`paperlib.experiments.lm_ptb.ablation_findings`) as a part verdict: a gap
     inside the tie margin (or with one seed) keeps its direction, read from the evidence's "gap <x>" (positive: the
     thesis' way)."""
     verdict = finding["verdict"]
@@ -455,7 +455,7 @@ def _finding_word(finding: Mapping[str, Any]) -> tuple[str, str]:
 
 def _ablation_verdict(results: Results, only: str | None = None) -> tuple[str, str]:
     """The ablation findings (Table 2.3), or the one finding ``only`` (Fig. 2.3: the rounds)."""
-    from paperlib.lm_experiment import ablation_findings
+    from paperlib.experiments.lm_ptb import ablation_findings
 
     found = {k: v for k, v in ablation_findings(results["lm_ptb_ablation"]).items()
              if v is not None and only in (None, k)}
@@ -479,7 +479,7 @@ def _reverse_copy_ours(results: Results) -> str:
 
 
 def _reverse_copy_verdict(results: Results) -> tuple[str, str]:
-    from paperlib.reverse_copy import SOLVED_NATS  # lazily: the index does not load torch at import time
+    from paperlib.experiments.reverse_copy import SOLVED_NATS  # lazily: the index does not load torch at import time
 
     r = results["reverse_copy"]
     claims, ce, lengths = r["claims"], r["cross_entropy"], r["lengths"]
@@ -659,7 +659,7 @@ def _dyn_table_ours(corpus: str) -> Callable[[Results], str]:
 
 def _dyn_paper(corpus: str) -> str:
     # Imported lazily so that the index does not pull torch-heavy modules at import time.
-    from paperlib.dyneval import PAPER_TABLES
+    from paperlib.experiments.dyneval import PAPER_TABLES
     rows = PAPER_TABLES[corpus]
     chain = " → ".join(_f(rows[k][1], 1) for k in _DYN_ORDER[:-1] if rows.get(k))
     return f"test ppl {chain}; cache {_f(rows['neural_cache'][1], 1)} (AWD-LSTM)"
@@ -847,7 +847,7 @@ def _epsilon_verdict(results: Results) -> str:
 
 
 def _hv_tie() -> float:
-    from paperlib.micmco import HV_TIE  # here, not at the top: the index loads torch only when it judges
+    from paperlib.experiments.micmco_synthetic import HV_TIE  # here, not at the top: the index loads torch only when it judges
 
     return HV_TIE
 
@@ -984,7 +984,7 @@ def _micmco_rule(text: str, pairs: tuple[tuple[str, str], ...], hv: Mapping[str,
 
 def _synthetic_claim(claim: Mapping[str, Any], have: set[str], labels: Mapping[str, str],
                      hv: Mapping[str, float]) -> list[tuple[str, str, str]]:
-    """A claim of ``paperlib.micmco.claim_verdicts`` as parts (claim, part verdict, evidence), read on the curves
+    """A claim of ``paperlib.experiments.micmco_synthetic.claim_verdicts`` as parts (claim, part verdict, evidence), read on the curves
     ``have`` of one figure: its comparisons whose curves the figure draws, each judged by :func:`comparison_word`
     ("power between KL and Rényi": its two bounds, each a part); a claim without such comparisons (a threshold on
     one curve) keeps its own verdict. Empty when the figure has none of its comparisons or it was not run. The
@@ -1147,7 +1147,7 @@ def _wg_mi_verdict(results: Results) -> str:
 
 
 def _wg_claim(results: Results, needle: str) -> Mapping[str, Any]:
-    from paperlib.word_generation import paper_claims
+    from paperlib.experiments.word_generation import paper_claims
 
     found = [c for c in paper_claims(_wg(results)) if needle in c["claim"]]
     if not found:
@@ -1351,7 +1351,7 @@ def _byte_lm_scale(results: Results) -> str:
 
 
 def _byte_word(verdict: str) -> tuple[str, str]:
-    """A ``paperlib.byte_lm.claim_verdicts`` verdict as a part verdict and its qualifier: "partly reproduced (within
+    """A ``paperlib.experiments.lm_wt2_bytes.claim_verdicts`` verdict as a part verdict and its qualifier: "partly reproduced (within
     seed noise or one seed)" is the paper's direction without a resolved gap."""
     for upstream, word in (("partly reproduced (within seed noise", "within noise"),
                            ("not reproduced", "not reproduced"), ("reproduced", "reproduced")):
@@ -1392,7 +1392,7 @@ def _byte_lm_verdict(results: Results) -> tuple[str, str]:
 
 # -- MICMCO on PTB (Melis §5.7.2) ------------------------------------------------------------------
 
-# The thesis' reading of each PTB figure (paperlib.micmco_ptb.FIGURES), and the computed claims each is read for.
+# The thesis' reading of each PTB figure (paperlib.experiments.micmco_ptb.FIGURES), and the computed claims each is read for.
 _MICMCO_PTB_SAYS = {
     "5.8": "16 samples improve on 1: with both objectives at low KL, only with Rényi at high KL",
     "5.9": "16 samples improve markedly with either objective; discrete beats continuous",
@@ -1436,7 +1436,7 @@ _MICMCO_PTB_CLAIMS = {
     "5.28": ("the power objective is better than KL but behind Rényi",),
     "5.29": ("the power objective is better than KL but behind Rényi",),
 }
-_THESIS_TABLE_5_1 = {  # Melis thesis Table 5.1, test perplexity (paperlib.micmco_ptb.THESIS_TABLE_5_1 has NLL and KL)
+_THESIS_TABLE_5_1 = {  # Melis thesis Table 5.1, test perplexity (paperlib.experiments.micmco_ptb.THESIS_TABLE_5_1 has NLL and KL)
     128: "DReG 1 K/R 92.5, DReG 16 K 91.7, DReG 16 R 91.6, VIMCO 1 K/R 94.6, VIMCO 16 K 92.1, VIMCO 16 R 92.5",
     256: "DReG 1 K/R 83.9, DReG 16 K 82.8, DReG 16 R 82.2, VIMCO 1 K/R 84.7, VIMCO 16 K 83.4, VIMCO 16 R 83.1",
 }
@@ -1446,7 +1446,7 @@ def _micmco_ptb_missing(results: Results, fig: str) -> None:
     r = results["micmco_ptb"]
     if fig not in r["figures"]:
         run = ", ".join(sorted(r["figures"], key=lambda f: tuple(int(p) for p in f.split(".")))) or "none"
-        from paperlib.micmco_ptb import extra_minutes
+        from paperlib.experiments.micmco_ptb import extra_minutes
 
         extra = extra_minutes(r, fig)
         cost = "" if extra is None else f"; it would add ≈ {extra:.0f} min at this profile's trial budget"
@@ -1488,7 +1488,7 @@ def _lowest_nll(trials: list[Mapping[str, Any]]) -> float | None:
 
 def _zero_hypervolumes(r: Mapping[str, Any], fig: str) -> dict[str, Any] | None:
     """Why curves of PTB figure ``fig`` have no hypervolume (0 or none), from their trials and the figure's reference
-    point (NLL = the lowest NLL of the figure's curves + ``hv_margin``, KL = 0; ``paperlib.micmco_ptb.
+    point (NLL = the lowest NLL of the figure's curves + ``hv_margin``, KL = 0; ``paperlib.experiments.micmco_ptb.
     compare_hypervolumes``): a curve scores 0 when none of its trials lies inside that box. None when every curve
     has an area. ``labels``: the curves without one; ``why``: the sentence the row shows."""
     figure = r["figures"][fig]
@@ -1630,7 +1630,7 @@ def _gap_pair(key: str, evidence: Mapping[str, str]) -> float | None:
 
 
 # Per PTB claim whose comparisons are hypervolume gaps in the thesis' direction: how to read one gap from its
-# evidence (``paperlib.micmco_ptb.claim_verdicts``' formats). The others (orders kept, spreads, NLL and
+# evidence (``paperlib.experiments.micmco_ptb.claim_verdicts``' formats). The others (orders kept, spreads, NLL and
 # perplexity thresholds) are held or not, without a direction.
 _PTB_GAPS: dict[str, Callable[[str, Mapping[str, str]], float | None]] = {
     "shared dropout masks restore the validation frontiers": _gap_pair,
@@ -1680,7 +1680,7 @@ def _spread_reason(claim: Mapping[str, Any]) -> str | None:
 
 def _perplexity_reason(claim: Mapping[str, Any]) -> str | None:
     """Table 5.1's "latents barely change the best perplexity" for a reason: the range of the changes."""
-    from paperlib.micmco_ptb import PPL_TOLERANCE
+    from paperlib.experiments.micmco_ptb import PPL_TOLERANCE
 
     changes = [abs(float(m[1])) for v in claim["evidence"].values() if (m := re.search(r"\(([+-]?\d+\.\d+)%\)", v))]
     if not changes:
@@ -1776,7 +1776,7 @@ def _ptb_part(claim: Mapping[str, Any], curves: Mapping[str, Mapping[str, Any]] 
 
 def _claim_for_figure(claim: Mapping[str, Any], fig: str) -> dict[str, Any]:
     """``claim`` restricted to the comparisons of figure ``fig`` when its ``wins`` are keyed by figure (as in
-    ``paperlib.micmco_ptb.claim_verdicts``), with ``pooled`` = (comparisons held, compared) over all its figures;
+    ``paperlib.experiments.micmco_ptb.claim_verdicts``), with ``pooled`` = (comparisons held, compared) over all its figures;
     otherwise the claim over all its comparisons. Its verdict follows from its comparisons by :func:`part_word`
     (:func:`_comparisons`)."""
     def ours(key: str) -> bool:
@@ -1799,7 +1799,7 @@ def _micmco_ptb_scale(results: Results) -> str:
     st, data = r["settings"], r.get("data", {})
     trials = len(next(iter(r["curves"].values()))["trials"]) if r["curves"] else 0
     vocab = f"vocabulary {st['vocab_size']:,}" if st.get("vocab_size") else "full vocabulary"
-    from paperlib.micmco_ptb import hidden_sizes
+    from paperlib.experiments.micmco_ptb import hidden_sizes
 
     hidden = " / ".join(str(h) for h in hidden_sizes(r))
     return (f"hidden {hidden} (thesis 128 / 256), {vocab}, {st['steps']} steps × {st['batch_size']} "
@@ -1871,7 +1871,7 @@ def _not_attempted(reason: str, file: str = "—", paper: str = "see the seed") 
     return Row(file=file, paper=paper, ours="—", scale="—", verdict=f"not attempted: {reason}")
 
 
-# The thesis' reading of each synthetic MICMCO figure (paperlib.micmco.FIGURES, without importing torch here).
+# The thesis' reading of each synthetic MICMCO figure (paperlib.experiments.micmco_synthetic.FIGURES, without importing torch here).
 _MICMCO_SAYS = {
     "5.2": "IWAE 1 much worse than ELBO; more samples reverse this, with some degradation at 64",
     "5.3": "DReG 1 beats ELBO; DReG 16 improves on DReG 1; Rényi slightly better than KL",
@@ -1990,7 +1990,7 @@ ROWS.update({
                   **_LM_PTB),
     "M-T4.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER, paper_short=_LM_CHAR_SHORT,
                   **_LM_CHAR),
-    "M-T5.2": Row(file="`paperlib/micmco.py` (`search_space`)", paper="ranges of the tuned hyperparameters",
+    "M-T5.2": Row(file="`paperlib/experiments/micmco_synthetic.py` (`search_space`)", paper="ranges of the tuned hyperparameters",
                   ours="the same ranges drive the synthetic studies' Optuna trials", scale="—",
                   verdict="encoded: used by every synthetic MICMCO frontier"),
     "C-T1": Row(file="same as M-T4.1", paper="= Melis T4.1: " + _LM_PTB_PAPER, paper_short="= Melis T4.1", **_LM_PTB),
@@ -2175,7 +2175,7 @@ def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | 
     if not wall_times:
         return ""
     if dryrun is None:
-        from paperlib.config import ParamsError, repo_root
+        from paperlib.experiments.config import ParamsError, repo_root
 
         try:
             path = repo_root() / "results" / "dryrun.json"
@@ -2194,7 +2194,7 @@ def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | 
         lines += [f"The last column is the `paper` profile's training time on one {made['gpu']} at {made['precision']} "
                   f"(MFU {made['mfu']:g}, or {made['kernel_latency_us']:g} µs per kernel launch when that is slower),",
                   "estimated without a GPU by `paperlib dryrun` (`results/dryrun.json`; training only, see",
-                  "`paperlib/dryrun.py`).", ""]
+                  "`paperlib/experiments/dryrun.py`).", ""]
     lines += ["| stage | profile | last run | recorded work | estimate from scratch "
               "| paper scale (estimated GPU-hours) |", "|---|---|---|---|---|---|"]
     totals = [0.0, 0.0, 0.0, 0.0]
@@ -2245,9 +2245,9 @@ def _cell(text: str) -> str:
 def render_definitions() -> list[str]:
     """The index's header: what each verdict word means and how it is decided, the tie margins and thresholds the
     verdicts use, and what a normalised hypervolume is (values read from the modules that apply them)."""
-    from paperlib.micmco import HIGH_MI_FRACTION, HV_TIE, NEAR_OPTIMAL_NATS, MicmcoSyntheticParams
-    from paperlib.micmco_ptb import LOW_KL, PPL_TOLERANCE, MicmcoPtbParams
-    from paperlib.reverse_copy import SOLVED_NATS
+    from paperlib.experiments.micmco_synthetic import HIGH_MI_FRACTION, HV_TIE, NEAR_OPTIMAL_NATS, MicmcoSyntheticParams
+    from paperlib.experiments.micmco_ptb import LOW_KL, PPL_TOLERANCE, MicmcoPtbParams
+    from paperlib.experiments.reverse_copy import SOLVED_NATS
 
     syn_margin = MicmcoSyntheticParams.__dataclass_fields__["hypervolume_margin"].default
     ptb_margin = MicmcoPtbParams.__dataclass_fields__["hv_margin"].default
@@ -2271,7 +2271,7 @@ def render_definitions() -> list[str]:
         "  that points against the paper is not counted in its favour.",
         "",
         "A comparison without a direction (a threshold, an order kept, a spread) is reproduced or not. One rule",
-        "(`verdict_word` in `paperlib/results_index.py`) turns the comparisons of a part into the part's verdict",
+        "(`verdict_word` in `paperlib/compendium/results_index.py`) turns the comparisons of a part into the part's verdict",
         "and the parts of an item into the item's word:",
         "",
         "| verdict | when |",
@@ -2293,12 +2293,12 @@ def render_definitions() -> list[str]:
         "- **Seed-noise margin** (language models: M-T2.1-M-T4.2, C-T1, C-T2, M-F2.3, M-T2.3): two models differ",
         "  only when the gap between their seed means exceeds 2·√(s₁²/n₁ + s₂²/n₂), twice the standard error of",
         "  that difference, with s the standard deviation over the n seeds we ran",
-        "  (`paperlib.lm_experiment.compare_seed_means`). With one seed there is no margin.",
+        "  (`paperlib.experiments.lm_ptb.compare_seed_means`). With one seed there is no margin.",
         f"- **Hypervolume tie** (Melis ch. 5, M-F5.2-M-F5.29): two curves differ only when their normalised",
-        f"  hypervolumes (below) differ by more than {HV_TIE} (`paperlib.micmco.HV_TIE`, {HV_TIE:.0%} of the ideal",
+        f"  hypervolumes (below) differ by more than {HV_TIE} (`paperlib.experiments.micmco_synthetic.HV_TIE`, {HV_TIE:.0%} of the ideal",
         "  area); \"A beats B\" means HV(A) > HV(B) + the tie.",
         "- **Byte-level models** (K-T3.3): the mLSTM beats the LSTM when its test bits per byte are lower by more than",
-        "  twice the larger of the two seed standard deviations (`paperlib/byte_lm.py`).",
+        "  twice the larger of the two seed standard deviations (`paperlib/experiments/lm_wt2_bytes.py`).",
         "- **Thresholds that define a claim** (not noise margins): \"on par\" in averaging (M-F3.3) is within the",
         "  tolerance in nats stated in the row; \"barely changes\" unseen words (K-T5.1) is less than "
         f"{UNSEEN_CHANGE_NATS} nats;",
@@ -2321,12 +2321,12 @@ def render_definitions() -> list[str]:
         "every point with a higher NLL and a lower latent usage); normalised, it is that area over the area an",
         "ideal curve would cover, so 1 is ideal and 0 means no trial lies inside the box.",
         "",
-        f"- **Synthetic** (Figs. 5.2-5.7, 5.15, 5.26, 5.27; `paperlib.micmco.hypervolume`): box from NLL = ln V",
+        f"- **Synthetic** (Figs. 5.2-5.7, 5.15, 5.26, 5.27; `paperlib.experiments.micmco_synthetic.hypervolume`): box from NLL = ln V",
         f"  + {syn_margin:g} nat (the reference point, with MI = 0) down to the optimum NLL = ln V, and from MI = 0 to",
         "  MI = ln V (estimates above ln V are capped there); divided by its whole area, "
         f"{syn_margin:g} × ln V, which",
         "  an ideal model (NLL = ln V at every MI) covers. V is the vocabulary; ln V the best possible NLL.",
-        f"- **PTB** (Figs. 5.8-5.29; `paperlib.micmco_ptb.compare_hypervolumes`): per figure (or per",
+        f"- **PTB** (Figs. 5.8-5.29; `paperlib.experiments.micmco_ptb.compare_hypervolumes`): per figure (or per",
         f"  claim), the reference NLL is the lowest NLL of any trial of the compared curves + {ptb_margin:g} nats,",
         f"  with KL = 0; KL per token is capped at {kl_cap:g} nats; divided by {ptb_margin:g} × {kl_cap:g}, the box's",
         "  area. A curve with no trial below the reference NLL scores 0.000: an empty area, not a failed",

@@ -3,7 +3,7 @@
 Every notebook calls :func:`use` before it draws, names a series with :func:`name` (the words a paper would print,
 not a config key) and colours it with :func:`colour`, so that a method keeps its colour from figure to figure
 (2TA is the same green in Fig. 3.3 and Fig. 3.4; the Mogrifier the same orange in every language-model plot).
-Figures are saved by :func:`paperlib.notebooks.save_figure` at 150 dpi; at ``font_scale`` 1.15 of seaborn's
+Figures are saved by :func:`paperlib.compendium.notebooks.save_figure` at 150 dpi; at ``font_scale`` 1.15 of seaborn's
 ``paper`` context the smallest text (tick labels, legends) is 9-10 pt, about the size of a paper's captions.
 """
 

@@ -25,13 +25,15 @@ import numpy as np
 import torch
 
 from paperlib.averaging import build_averager
-from paperlib.config import active_profile, experiment_params, load_params, register_experiment, repo_root, section_params
-from paperlib.device import setup_stage
+from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.config import active_profile, experiment_params, load_params, register_experiment, repo_root, section_params
+from paperlib.experiments.stage import setup_stage
 from paperlib.data import load_corpus, pinned_checksums
-from paperlib.lm_experiment import seed_everything
+from paperlib.experiments.lm_ptb import seed_everything
 from paperlib.train import forget_stale_run
 from paperlib.models import CELL_OPTIONS, VALID_CELLS, build_lm
-from paperlib.provenance import provenance, write_json_atomic
+from paperlib.experiments.provenance import provenance
+from paperlib.atomic_files import write_json_atomic
 from paperlib.train import Trainer, TrainConfig
 
 # Melis thesis §3.6: best validation losses (nats/token) of the thesis' PTB model.
@@ -184,9 +186,10 @@ def run_averaging_experiment(profile: str | None = None, progress: bool = True) 
     spec = {k: getattr(settings, k) for k in settings.__dataclass_fields__}
     shared = ("corpus", "model", "valid_tokens", "seed")
     main_keys = (*shared, "train", "ta_starts", "ema_decays", "period_factors")
-    forget_stale_run(runs / "main", {"part": "main", **{k: spec[k] for k in main_keys}})
+    code = {"code": code_hash(__name__)}  # a run made by other code is redone, not reused
+    forget_stale_run(runs / "main", {"part": "main", **{k: spec[k] for k in main_keys}, **code})
     forget_stale_run(runs / "overfit", {"part": "overfit", **{k: spec[k] for k in (*shared, "overfit_train_tokens",
-                                                                                 "overfit_train")}})
+                                                                                 "overfit_train")}, **code})
     main = run_main(settings, corpus, runs / "main", progress, device)
     overfit = run_overfit(settings, corpus, runs / "overfit", progress, device)
     results = {"profile": profile, "settings": spec,
@@ -196,6 +199,6 @@ def run_averaging_experiment(profile: str | None = None, progress: bool = True) 
     out = root / "results" / "averaging_ptb.json"
     write_json_atomic(out, results)
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, spec, pinned_checksums(settings.corpus), started),
+                      {**provenance(root, profile, spec, pinned_checksums(settings.corpus), started, code=code_hash(__name__)),
                        "train_seconds": {"main": main["train_seconds"], "overfit": overfit["train_seconds"]}})
     return out

@@ -49,7 +49,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
-from paperlib.config import experiment_params, load_params, section_params
+from paperlib.experiments.config import experiment_params, load_params, section_params
 from paperlib.data.corpora import CORPORA
 
 # The GPU of the estimate (NVIDIA H100 SXM5 datasheet, dense rates), the fraction of peak a well-fed training step
@@ -279,9 +279,9 @@ def _language_model(name: str, spec: dict[str, Any], train: dict[str, Any], voca
 
 
 def _lm_comparison(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
-    """lm_ptb, lm_ptb_char, lm_ptb_ablation (:mod:`paperlib.lm_experiment`), lm_wt2_bytes (:mod:`paperlib.byte_lm`):
+    """lm_ptb, lm_ptb_char, lm_ptb_ablation (:mod:`paperlib.experiments.lm_ptb`), lm_wt2_bytes (:mod:`paperlib.experiments.lm_wt2_bytes`):
     every model x seed, each model with its own ``train`` overrides."""
-    from paperlib.byte_lm import ByteCorpus
+    from paperlib.experiments.lm_wt2_bytes import ByteCorpus
 
     vocab = ByteCorpus(settings.corpus, {}).vocab_size if stage == "lm_wt2_bytes" \
         else CORPORA[settings.corpus].vocab_size
@@ -291,7 +291,7 @@ def _lm_comparison(stage: str, settings: Any, precision: str, cap: Cap) -> Itera
 
 
 def _averaging(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
-    """averaging_ptb (:mod:`paperlib.averaging_experiment`): the main 2TA run and the dropout-free overfitting run."""
+    """averaging_ptb (:mod:`paperlib.experiments.averaging_ptb`): the main 2TA run and the dropout-free overfitting run."""
     vocab = CORPORA[settings.corpus].vocab_size
     yield _language_model("main", settings.model, {**settings.train, "averaging": "2ta"}, vocab, 1, precision, cap)
     options = {k: v for k, v in settings.model.get("options", {}).items() if "dropout" not in k}
@@ -322,7 +322,7 @@ def _dyneval(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Wo
 
 
 def _dyneval_char(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
-    """dyneval_char (:mod:`paperlib.dyneval_char`): every model, then the Fig. 3.2 scaling models it trains."""
+    """dyneval_char (:mod:`paperlib.experiments.dyneval_char`): every model, then the Fig. 3.2 scaling models it trains."""
     vocab = CORPORA[settings.corpus].vocab_size
     for name, spec in settings.models.items():
         yield _language_model(name, spec, {**settings.train, **spec.get("train", {})}, vocab, 1, precision, cap)
@@ -341,9 +341,9 @@ def _adam(lr: float, weight_decay: float = 0.0) -> Callable[[nn.Module], torch.o
 
 
 def _micmco_synthetic(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
-    """micmco_synthetic (:mod:`paperlib.micmco`): ``trials`` trainings per configuration of Melis §5.7.1, each step
-    one batch of symbols through :func:`paperlib.micmco.step_surrogates` (or the VQ-VAE loss)."""
-    from paperlib.micmco import CONFIGURATIONS, VQVAE, build_model, search_space, step_surrogates
+    """micmco_synthetic (:mod:`paperlib.experiments.micmco_synthetic`): ``trials`` trainings per configuration of Melis §5.7.1, each step
+    one batch of symbols through :func:`paperlib.experiments.micmco_synthetic.step_surrogates` (or the VQ-VAE loss)."""
+    from paperlib.experiments.micmco_synthetic import CONFIGURATIONS, VQVAE, build_model, search_space, step_surrogates
 
     for name in settings.selected:
         config = CONFIGURATIONS[name]
@@ -364,11 +364,11 @@ def _micmco_synthetic(stage: str, settings: Any, precision: str, cap: Cap) -> It
 
 
 def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
-    """micmco_ptb (:mod:`paperlib.micmco_ptb`): ``trials`` trainings per curve of Melis §5.7.2, each step a batch
+    """micmco_ptb (:mod:`paperlib.experiments.micmco_ptb`): ``trials`` trainings per curve of Melis §5.7.2, each step a batch
     of sentences of ``max_len`` tokens through the curve's estimator, per-token loss."""
     from paperlib.data import SentenceBatch
-    from paperlib.micmco import step_surrogates
-    from paperlib.micmco_ptb import CURVES, build_model, per_token
+    from paperlib.experiments.micmco_synthetic import step_surrogates
+    from paperlib.experiments.micmco_ptb import CURVES, build_model, per_token
 
     vocab = settings.vocab_size or CORPORA[settings.corpus].vocab_size
     for name in settings.selected:
@@ -390,10 +390,10 @@ def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator
 
 
 def _word_generation(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
-    """word_generation (:mod:`paperlib.word_generation`): every planned run (model spec x split x seed), Adam on
+    """word_generation (:mod:`paperlib.experiments.word_generation`): every planned run (model spec x split x seed), Adam on
     the negative bound of words of ``max_len`` letters (S&H §2.6, §5.1)."""
     from paperlib.models.dssm import CharVocab
-    from paperlib.word_generation import build_model, complete_spec, model_loss, plan_runs
+    from paperlib.experiments.word_generation import build_model, complete_spec, model_loss, plan_runs
 
     vocab = CharVocab(string.ascii_lowercase)  # the word list keeps words of a-z (paperlib.data.wordlist)
     planned = plan_runs(settings)
@@ -414,10 +414,10 @@ def _word_generation(stage: str, settings: Any, precision: str, cap: Cap) -> Ite
 
 
 def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
-    """reverse_copy (:mod:`paperlib.reverse_copy`): every grid point of Melis §2.3.3 (points that differ only in
+    """reverse_copy (:mod:`paperlib.experiments.reverse_copy`): every grid point of Melis §2.3.3 (points that differ only in
     learning rate and L2 are one workload), teacher-forced on [B, L] examples. One model runs at every length of the
     grid: it is measured at the two shortest and extrapolated to the others."""
-    from paperlib.reverse_copy import build_model, grid_points, token_cross_entropy
+    from paperlib.experiments.reverse_copy import build_model, grid_points, token_cross_entropy
 
     points = grid_points(settings)
     shapes = Counter((p.model, p.length, p.embedding_size, p.hidden_size, p.mogrifier_rounds, p.mogrifier_rank,

@@ -1,6 +1,6 @@
 """Parameter schemas of the experiments in `params.yaml` (one dataclass per experiment).
 
-Each schema lists the settings one profile of an experiment must give; `paperlib.config`
+Each schema lists the settings one profile of an experiment must give; `paperlib.experiments.config`
 validates every profile against it, so a typo is caught before anything runs.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from paperlib.config import register_experiment, register_section
+from paperlib.experiments.config import register_experiment, register_section
 from paperlib.data.corpora import CORPORA
 
 
@@ -40,7 +40,7 @@ class DryRunParams:
     max_length: dict = dataclasses.field(default_factory=lambda: {"smoke": None, "cpu": None, "paper": None})
 
     def __post_init__(self) -> None:
-        from paperlib.config import PROFILES
+        from paperlib.experiments.config import PROFILES
 
         if sorted(self.max_length) != sorted(PROFILES):
             raise ValueError(f"dryrun.max_length must give exactly the profiles {', '.join(PROFILES)}")

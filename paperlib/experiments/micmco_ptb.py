@@ -10,11 +10,11 @@ one model and reports the per-token NLL (-IWAE with 100 samples) and the per-tok
 U^K - ln p^K of §5.7.1 with the same samples) on the training set ("training fit" curves, no regularisation) or on
 the validation set; the frontier of a curve is its non-dominated trials (minimise NLL, maximise KL).
 
-The machinery comes from :mod:`paperlib.micmco` (imported, not copied): the estimator configurations
-(:class:`~paperlib.micmco.Configuration`), the Table 5.2 ranges, :func:`~paperlib.micmco.step_surrogates`, the
-resumable study loop (:func:`~paperlib.micmco.open_study`, :func:`~paperlib.micmco.tune`, Halton start designs),
-and the frontier tools (:func:`~paperlib.micmco.pareto_front`, :func:`~paperlib.micmco.hypervolume`,
-:func:`~paperlib.micmco.nll_at_mi`). What is new here is the data, the curve definitions with their regularisation
+The machinery comes from :mod:`paperlib.experiments.micmco_synthetic` (imported, not copied): the estimator configurations
+(:class:`~paperlib.experiments.micmco_synthetic.Configuration`), the Table 5.2 ranges, :func:`~paperlib.experiments.micmco_synthetic.step_surrogates`, the
+resumable study loop (:func:`~paperlib.experiments.micmco_synthetic.open_study`, :func:`~paperlib.experiments.micmco_synthetic.tune`, Halton start designs),
+and the frontier tools (:func:`~paperlib.experiments.micmco_synthetic.pareto_front`, :func:`~paperlib.experiments.micmco_synthetic.hypervolume`,
+:func:`~paperlib.experiments.micmco_synthetic.nll_at_mi`). What is new here is the data, the curve definitions with their regularisation
 regime and compute variants, training on sentence batches, per-token evaluation, Table 5.1 and the claims.
 
 **Table 5.1**: for every column (DReG / VIMCO, 1 or 16 samples, KL or Renyi) and hidden size, the trial with the
@@ -63,11 +63,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from paperlib.config import register_experiment
+from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.config import register_experiment
 from paperlib.data import SentenceBatch, pad_sentences, sentence_batches, truncate_sentences
-from paperlib.device import cache_key, setup_stage, stage_device
+from paperlib.device import cache_key
+from paperlib.experiments.stage import setup_stage, stage_device
 from paperlib.estimators import Surrogates, iwae_bound, mutual_information
-from paperlib.micmco import (
+from paperlib.experiments.micmco_synthetic import (
     HV_TIE,
     TABLE_5_2,
     Configuration,
@@ -622,7 +624,8 @@ def run_trial(curve: Curve, params: Mapping[str, float], data: SentenceData, set
 
 
 def study_name(curve_name: str, profile: str, settings: MicmcoPtbParams) -> str:
-    return f"{curve_name}-{profile}-{settings.trial_fingerprint()}" + "".join(f"-{v}" for v in cache_key().values())
+    code = code_hash(__name__)  # a study made by other code starts anew
+    return f"{curve_name}-{profile}-{settings.trial_fingerprint()}-{code[:8]}" + "".join(f"-{v}" for v in cache_key().values())
 
 
 def _checkpoint_path(runs_dir: Path, study: str) -> Path:
@@ -787,7 +790,7 @@ def _best_trial(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | Non
 def best_model(name: str, record: Mapping[str, Any], settings: MicmcoPtbParams, data: SentenceData,
                runs_dir: Path, profile: str, *, index: int) -> SentenceVAE:
     """The model of trial ``record`` of curve ``name``: from its checkpoint, or retrained with the trial's seed
-    (``index``: its place among the curve's records, see :func:`paperlib.micmco.trial_index`)."""
+    (``index``: its place among the curve's records, see :func:`paperlib.experiments.micmco_synthetic.trial_index`)."""
     curve = CURVES[name]
     path = _checkpoint_path(runs_dir, study_name(name, profile, settings))
     if path.is_file():
@@ -870,7 +873,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Decide the thesis' PTB claims on ``results`` (the JSON of :func:`run_micmco_ptb`) by explicit rules.
 
     HV is the normalised hypervolume on a reference common to the compared curves; "A beats B" means
-    HV(A) > HV(B) + 0.02 (:data:`paperlib.micmco.HV_TIE`).
+    HV(A) > HV(B) + 0.02 (:data:`paperlib.experiments.micmco_synthetic.HV_TIE`).
 
     1. *Shared masks restore the validation frontiers* (Figs. 5.10 vs 5.12): for each 16-sample estimator run
        with both, HV(shared) beats HV(naive).
@@ -908,7 +911,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         each length, their HVs lie within the tie of each other, and closer than at the base hidden size (Fig. 5.17)
         when that ran.
 
-    Verdicts as in :func:`paperlib.micmco.verdict_of`; claims whose curves did not run say so. For 6-11 the
+    Verdicts as in :func:`paperlib.experiments.micmco_synthetic.verdict_of`; claims whose curves did not run say so. For 6-11 the
     evidence also counts the comparisons within the tie, which separates "no difference detected" from "the
     opposite holds". Claims 2 and 6-12 also list each comparison's outcome (``wins``); keys that start with a
     figure id let the results index give each figure its own verdict.
@@ -1221,9 +1224,10 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
     ``params``: an already loaded ``params.yaml`` mapping (default: the repository's). Studies live in
     ``runs/micmco_ptb/`` (scratch; resumable).
     """
-    from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
     from paperlib.data import pinned_checksums
-    from paperlib.provenance import provenance, write_json_atomic
+    from paperlib.experiments.provenance import provenance
+    from paperlib.atomic_files import write_json_atomic
 
     started = time.time()
     root = repo_root()
@@ -1237,7 +1241,7 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
     out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     write_json_atomic(out, json_safe(results))
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, asdict(settings), pinned_checksums(settings.corpus), started),
+                      {**provenance(root, profile, asdict(settings), pinned_checksums(settings.corpus), started, code=code_hash(__name__)),
                        "study_seconds": seconds})
     return out
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from paperlib.config import active_profile, repo_root
+from paperlib.experiments.config import active_profile, repo_root
 
 if TYPE_CHECKING:
     import pandas

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import subprocess
 import time
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from paperlib.device import describe
@@ -42,10 +40,13 @@ def library_versions() -> dict[str, str]:
 
 
 def provenance(root: str | os.PathLike, profile: str, params: Any, data_sha256: dict[str, str] | None = None,
-               started: float | None = None) -> dict[str, Any]:
-    """A JSON-able record of how a result was made; `started` is a `time.time()` stamp."""
+               started: float | None = None, code: str | None = None) -> dict[str, Any]:
+    """A JSON-able record of how a result was made; `started` is a `time.time()` stamp and ``code`` the stage's
+    :func:`paperlib.experiments.code_hash.code_hash`, which names the code exactly where ``git_commit`` may only
+    say "this commit, with uncommitted changes" (``+dirty``)."""
     record = {
         "git_commit": git_commit(root),
+        "code_hash": code,
         "profile": profile,
         "params": params,
         "data_sha256": data_sha256 or {},
@@ -56,13 +57,3 @@ def provenance(root: str | os.PathLike, profile: str, params: Any, data_sha256: 
     if started is not None:
         record["wall_time_s"] = round(time.time() - started, 3)
     return record
-
-
-def write_json_atomic(path: str | os.PathLike, payload: Any) -> Path:
-    """Write JSON to a temp file beside `path`, then rename, so readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-    return path

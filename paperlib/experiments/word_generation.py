@@ -49,12 +49,15 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from paperlib.config import active_profile, experiment_params, load_params, register_experiment, repo_root
+from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.config import active_profile, experiment_params, load_params, register_experiment, repo_root
 from paperlib.data.wordlist import WordList, english_word_list, split_tokens, split_types
-from paperlib.device import cache_key, load_checkpoint, setup_stage
+from paperlib.device import cache_key, load_checkpoint
+from paperlib.experiments.stage import setup_stage
 from paperlib.flows import build_flow
 from paperlib.models.dssm import CharVocab, DeepStateSpaceModel, DSSMConfig, GRUWordModel, force_end_of_word
-from paperlib.provenance import provenance, write_json_atomic
+from paperlib.experiments.provenance import provenance
+from paperlib.atomic_files import write_json_atomic
 from paperlib.word_metrics import (
     char_ngram_perplexity,
     fit_char_ngram,
@@ -612,7 +615,7 @@ def settings_fingerprint(settings: WordGenerationParams, data: WordList) -> str:
     """Hash of everything a finished run's numbers depend on besides its spec and seed (data, training
     and evaluation settings), so runs of another profile or word list are never mistaken for ours."""
     relevant = {k: v for k, v in dataclasses.asdict(settings).items() if k not in _NOT_IN_FINGERPRINT}
-    payload = json.dumps({**relevant, **cache_key()}, sort_keys=True) + word_list_sha256(data)
+    payload = json.dumps({**relevant, **cache_key(), "code": code_hash(__name__)}, sort_keys=True) + word_list_sha256(data)
     return hashlib.sha1(payload.encode()).hexdigest()[:10]
 
 
@@ -846,7 +849,7 @@ def run_word_generation(profile: str | None = None, progress: bool = True, runs_
         wordfreq_version = None
     write_json_atomic(out.with_suffix(".provenance.json"),
                       {**provenance(root, profile, dataclasses.asdict(settings),
-                                    {"wordfreq_en_filtered": word_list_sha256(data)}, started),
+                                    {"wordfreq_en_filtered": word_list_sha256(data)}, started, code=code_hash(__name__)),
                        "wordfreq": wordfreq_version, "run_seconds": timing})
     return out
 

@@ -30,7 +30,9 @@ from typing import Any
 
 import optuna
 
-from paperlib.tuning import FINISHED, open_study, run_worker, trial_counts
+from paperlib.device import cache_key
+from paperlib.experiments.code_hash import code_hash
+from paperlib.tuning import FINISHED, default_storage, open_study, run_worker, trial_counts
 
 # The searched choices; learning-rate ranges are per optimizer family (SGD's lr is in other units).
 BATCH_SIZES = (16, 20, 32, 64)
@@ -196,7 +198,7 @@ class RecipeObjective:
 
 
 def _model_settings(experiment: str, model: str, profile: str):
-    from paperlib.config import experiment_params, load_params
+    from paperlib.experiments.config import experiment_params, load_params
 
     params = load_params()
     settings = experiment_params(experiment, profile, params)
@@ -217,8 +219,8 @@ def timing_table(experiment: str, model: str, profile: str = "cpu", hidden_sizes
     import torch
 
     from paperlib.data import get_corpus, load_corpus
-    from paperlib.config import repo_root, section_params
-    from paperlib.device import setup_stage
+    from paperlib.experiments.config import repo_root, section_params
+    from paperlib.experiments.stage import setup_stage
 
     params, settings, spec, train = _model_settings(experiment, model, profile)
     threads = threads or settings.threads
@@ -252,9 +254,9 @@ def search(experiment: str, model: str, seconds: float | None, trials: int, prof
         raise ValueError("give the budget either in seconds or in tokens")
     import torch
 
-    from paperlib.config import repo_root, section_params
+    from paperlib.experiments.config import repo_root, section_params
     from paperlib.data import load_corpus
-    from paperlib.device import setup_stage
+    from paperlib.experiments.stage import setup_stage
 
     params, settings, spec, train = _model_settings(experiment, model, profile)
     sizes = tuple(hidden_sizes) or (spec["hidden_size"],)
@@ -267,10 +269,11 @@ def search(experiment: str, model: str, seconds: float | None, trials: int, prof
     corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
     budget = f"{seconds:g}s" if tokens is None else f"{tokens}tok"
     name = study_name or f"recipes-{experiment}-{model}-{profile}-{budget}"
-    study = open_study(name, directions=("minimize",), sampler="tpe", seed=seed, startup_trials=8)
+    study = open_study(name, default_storage(name, root), directions=("minimize",), sampler="tpe", seed=seed, startup_trials=8)
     spec_key = json.loads(json.dumps({"spec": spec, "train": train, "seconds": seconds, "tokens": tokens,
                                       "hidden_sizes": list(hidden_sizes), "batch_sizes": list(batch_sizes),
-                                      "bptts": list(bptts), "corpus": settings.corpus}))
+                                      "bptts": list(bptts), "corpus": settings.corpus,
+                                      "code": code_hash(__name__), **cache_key()}))
     known = study.user_attrs.get("spec")
     if known is None and tokens is None:
         if step_seconds is None:

@@ -38,7 +38,8 @@ from typing import Any, Iterable, Sequence
 import torch
 from torch import Tensor, nn
 
-from paperlib.config import register_experiment
+from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.config import register_experiment
 from paperlib.dyneval import (
     DynamicEvalResult,
     dynamic_evaluate,
@@ -46,7 +47,8 @@ from paperlib.dyneval import (
     static_evaluate,
     tune_dynamic_evaluation,
 )
-from paperlib.device import load_checkpoint, setup_stage
+from paperlib.device import load_checkpoint
+from paperlib.experiments.stage import setup_stage
 from paperlib.recovery import recovery_profile
 
 EXPERIMENT = "dyneval_char"
@@ -346,16 +348,17 @@ def _build(spec: dict, vocab_size: int) -> nn.Module:
 def _train_or_load(name: str, spec: dict, settings: DynEvalCharParams, corpus, run_root: Path, device,
                    progress: bool, log) -> tuple[nn.Module, dict[str, Any]]:
     """Train model ``name`` (resumably) or load it when its run folder already holds a finished run."""
-    from paperlib.provenance import write_json_atomic
+    from paperlib.atomic_files import write_json_atomic
     from paperlib.train import Trainer, TrainConfig, forget_stale_run
 
     config = TrainConfig(**{**settings.train, **spec.get("train", {}), "seed": settings.seed})
     torch.manual_seed(settings.seed)
     model = _build(spec, len(corpus.vocab))
     run_dir = run_root / name
-    # a folder trained with other settings is retrained rather than reused
+    # a folder trained with other settings or by other training code is retrained rather than reused
     forget_stale_run(run_dir, _jsonable({"model": spec, "train": vars(config), "vocab_size": len(corpus.vocab),
-                                         "corpus": settings.corpus}))
+                                         "corpus": settings.corpus,
+                                         "code": code_hash("paperlib.train", "paperlib.models")}))
     done = run_dir / "done.json"
     if done.is_file():
         model.load_state_dict(load_checkpoint(run_dir / "best.pt", device)["model"])
@@ -504,10 +507,11 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
     Writes ``results/dyneval_char.json`` (or ``out``) and the provenance file beside it; trained models go to
     ``runs/dyneval_char/<model>/`` and are reused when their settings are unchanged.
     """
-    from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
     from paperlib.data import DataError, get_corpus, is_fetched, load_corpus, pinned_checksums
     from paperlib.data.text import read_split_lines
-    from paperlib.provenance import provenance, write_json_atomic
+    from paperlib.experiments.provenance import provenance
+    from paperlib.atomic_files import write_json_atomic
 
     started = time.time()
     root = Path(root) if root is not None else repo_root()
@@ -620,7 +624,7 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
     path = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     write_json_atomic(path, _jsonable(results))
     record = provenance(root, profile, _jsonable(vars(settings)),
-                        pinned_checksums(*dict.fromkeys((settings.corpus, settings.ood_corpus))), started)
+                        pinned_checksums(*dict.fromkeys((settings.corpus, settings.ood_corpus))), started, code=code_hash(__name__))
     write_json_atomic(path.with_name(path.stem + ".provenance.json"), {**record, "seconds": seconds})
     return path
 

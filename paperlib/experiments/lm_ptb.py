@@ -19,12 +19,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
 from paperlib.data import batchify, bptt_windows, get_corpus, load_corpus, pinned_checksums
-from paperlib.device import setup_stage
+from paperlib.experiments.stage import setup_stage
 from paperlib.distributed import is_main_process
 from paperlib.models import build_lm, collect_logits, evaluate_nll, mc_dropout_nll, optimal_temperature
-from paperlib.provenance import provenance, write_json_atomic
+from paperlib.experiments.provenance import provenance
+from paperlib.atomic_files import write_json_atomic
 from paperlib.train import Trainer, TrainConfig, forget_stale_run
 
 LN2 = math.log(2.0)
@@ -70,20 +72,22 @@ def evaluate_run(model: torch.nn.Module, valid: torch.Tensor, test: torch.Tensor
 
 def train_and_evaluate(name: str, settings: Any, vocab_size: int, train_ids: torch.Tensor, valid_ids: torch.Tensor,
                        test_ids: torch.Tensor, runs_dir: Path, device: torch.device, progress: bool = True,
-                       spec_extra: dict[str, Any] | None = None,
-                       record_extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                       spec_extra: dict[str, Any] | None = None, record_extra: dict[str, Any] | None = None,
+                       code_modules: tuple[str, ...] = (__name__,)) -> list[dict[str, Any]]:
     """Train every model x seed of ``settings`` (a :class:`paperlib.experiments.LanguageModelParams`) on the id
     streams, evaluate its best weights with :func:`evaluate_run`, and return one record per run. A model's
     ``train`` overrides (if any) replace the shared ``train`` fields for that model.
 
     Each run lives in ``runs_dir/<model>-seed<seed>`` and resumes from its checkpoint; a finished run is read back
-    from its ``done.json``, and a run folder made with other settings (``spec_extra`` joins them) is redone.
+    from its ``done.json``, and a run folder made with other settings (``spec_extra`` joins them) or by other code
+    (:func:`paperlib.experiments.code_hash.code_hash` of ``code_modules``, the modules the run executes) is redone.
     ``record_extra`` is stored in every new record. With ``settings.workers`` > 1 the runs train in that many
     processes at once, ``settings.threads`` threads each (on two cores, two one-thread runs finish sooner than two
     two-thread runs in turn); a run's numbers do not depend on which process trained it.
     """
     jobs = [(model_name, spec, seed) for model_name, spec in settings.models.items() for seed in settings.seeds]
     workers = getattr(settings, "workers", 1)
+    spec_extra = {**(spec_extra or {}), "code": code_hash(*code_modules)}  # hashed once, here: workers get it
     args = (name, settings, vocab_size, train_ids, valid_ids, test_ids, runs_dir, device, spec_extra, record_extra)
     if workers == 1:
         return [_train_one(*job, *args, progress) for job in jobs]
@@ -195,7 +199,7 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
         timing = {r["model"] + f"-seed{r['seed']}": r["train_seconds"] for r in runs}
         evaluation = {r["model"] + f"-seed{r['seed']}": r.get("eval_seconds") for r in runs}
         write_json_atomic(out.with_suffix(".provenance.json"),
-                          {**provenance(root, profile, vars(settings), pinned_checksums(settings.corpus), started),
+                          {**provenance(root, profile, vars(settings), pinned_checksums(settings.corpus), started, code=code_hash(__name__)),
                            "train_seconds": timing, "eval_seconds": evaluation})
     return out
 

@@ -9,13 +9,13 @@ import sys
 import time
 from pathlib import Path
 
-from paperlib.config import ParamsError
+from paperlib.experiments.config import ParamsError
 
 
 def _data_root(args) -> Path:
     if args.root:
         return Path(args.root)
-    from paperlib.config import repo_root, section_params
+    from paperlib.experiments.config import repo_root, section_params
 
     try:
         root = repo_root()
@@ -46,10 +46,12 @@ def cmd_data_fetch(args) -> int:
 
 
 def cmd_data_summary(args) -> int:
-    from paperlib.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
     from paperlib.data.corpora import get_corpus, sha256_of
     from paperlib.data.summary import dataset_summary
-    from paperlib.provenance import provenance, write_json_atomic
+    from paperlib.experiments.code_hash import code_hash
+    from paperlib.experiments.provenance import provenance
+    from paperlib.atomic_files import write_json_atomic
 
     started = time.time()
     params = load_params()
@@ -65,13 +67,14 @@ def cmd_data_summary(args) -> int:
         if sha is None:
             checksums[key] = sha256_of(data_root / key)
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      provenance(root, profile, vars(settings), checksums, started))
+                      provenance(root, profile, vars(settings), checksums, started,
+                                 code=code_hash("paperlib.data.summary")))
     print(f"wrote {out.relative_to(root)} ({', '.join(settings.corpora)}; profile {profile})")
     return 0
 
 
 def cmd_params_show(args) -> int:
-    from paperlib.config import active_profile, experiment_params, load_params
+    from paperlib.experiments.config import active_profile, experiment_params, load_params
 
     params = load_params()
     profile = active_profile(args.profile, params)
@@ -82,7 +85,7 @@ def cmd_params_show(args) -> int:
 
 
 def cmd_run_notebook(args) -> int:
-    from paperlib.notebooks import run_notebook
+    from paperlib.compendium.notebooks import run_notebook
 
     parameters = {}
     for key, value in args.param or []:
@@ -97,15 +100,15 @@ def cmd_run_notebook(args) -> int:
 
 # Experiments other than the LM comparisons: name -> "module:function(profile, progress) -> results path".
 RUNNERS = {
-    "averaging_ptb": "paperlib.averaging_experiment:run_averaging_experiment",
-    "micmco_synthetic": "paperlib.micmco:run_micmco_synthetic",
-    "word_generation": "paperlib.word_generation:run_word_generation",
-    "dyneval": "paperlib.dyneval:run_dyneval",
-    "reverse_copy": "paperlib.reverse_copy:run_reverse_copy",
-    "tuning_ptb": "paperlib.tuning:run_tuning",
-    "dyneval_char": "paperlib.dyneval_char:run_dyneval_char",
-    "micmco_ptb": "paperlib.micmco_ptb:run_micmco_ptb",
-    "lm_wt2_bytes": "paperlib.byte_lm:run_byte_lm",
+    "averaging_ptb": "paperlib.experiments.averaging_ptb:run_averaging_experiment",
+    "micmco_synthetic": "paperlib.experiments.micmco_synthetic:run_micmco_synthetic",
+    "word_generation": "paperlib.experiments.word_generation:run_word_generation",
+    "dyneval": "paperlib.experiments.dyneval:run_dyneval",
+    "reverse_copy": "paperlib.experiments.reverse_copy:run_reverse_copy",
+    "tuning_ptb": "paperlib.experiments.tuning_ptb:run_tuning",
+    "dyneval_char": "paperlib.experiments.dyneval_char:run_dyneval_char",
+    "micmco_ptb": "paperlib.experiments.micmco_ptb:run_micmco_ptb",
+    "lm_wt2_bytes": "paperlib.experiments.lm_wt2_bytes:run_byte_lm",
 }
 
 
@@ -122,7 +125,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from paperlib.lm_experiment import run_lm_experiment
+    from paperlib.experiments.lm_ptb import run_lm_experiment
 
     out = run_lm_experiment(args.experiment, profile=args.profile, progress=not args.quiet, averaging=args.averaging)
     print(f"wrote {out}")
@@ -130,7 +133,8 @@ def cmd_train(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from paperlib.tuning import trial_counts, tune
+    from paperlib.tuning import trial_counts
+    from paperlib.experiments.tuning_ptb import tune
 
     study = tune(args.space, study_name=args.study, storage=args.storage, trials=args.trials, metrics=args.objective,
                  profile=args.profile, sampler=args.sampler, seed=args.seed, progress=not args.quiet)
@@ -143,11 +147,11 @@ def cmd_tune(args) -> int:
 
 
 def cmd_recipes_search(args) -> int:
-    """Search a cpu training recipe for one model at a budget of training seconds (`paperlib.recipe_search`)."""
-    from paperlib.config import experiment_params, repo_root
+    """Search a cpu training recipe for one model at a budget of training seconds (`paperlib.experiments.recipe_search`)."""
+    from paperlib.experiments.config import experiment_params, repo_root
     from paperlib.data import get_corpus
-    from paperlib.provenance import write_json_atomic
-    from paperlib.recipe_search import search, summarise
+    from paperlib.atomic_files import write_json_atomic
+    from paperlib.experiments.recipe_search import search, summarise
 
     settings = experiment_params(args.experiment, args.profile or "cpu")
     level = get_corpus(settings.corpus).level
@@ -173,16 +177,16 @@ def cmd_recipes_search(args) -> int:
 
 
 def _recipe_shapes(args) -> dict:
-    from paperlib.recipe_search import BATCH_SIZES, BPTTS
+    from paperlib.experiments.recipe_search import BATCH_SIZES, BPTTS
 
     return {"batch_sizes": tuple(args.batch or BATCH_SIZES), "bptts": tuple(args.bptt or BPTTS)}
 
 
 def cmd_recipes_time(args) -> int:
-    """Time every shape of the recipe search space once (`paperlib.recipe_search.timing_table`)."""
-    from paperlib.config import repo_root
-    from paperlib.provenance import write_json_atomic
-    from paperlib.recipe_search import timing_table
+    """Time every shape of the recipe search space once (`paperlib.experiments.recipe_search.timing_table`)."""
+    from paperlib.experiments.config import repo_root
+    from paperlib.atomic_files import write_json_atomic
+    from paperlib.experiments.recipe_search import timing_table
 
     table = timing_table(args.experiment, args.model, args.profile or "cpu", tuple(args.hidden or ()),
                          threads=args.threads, **_recipe_shapes(args))
@@ -215,10 +219,10 @@ def _key_values(pairs: list[str] | None, what: str) -> dict[str, list[float]]:
 
 
 def cmd_dyneval_tune(args) -> int:
-    """Tune one row of Krause Tables 4.1/4.2 on a validation prefix (`paperlib.dyneval.tune_table_row`)."""
+    """Tune one row of Krause Tables 4.1/4.2 on a validation prefix (`paperlib.experiments.dyneval.tune_table_row`)."""
     import math
 
-    from paperlib.dyneval import tune_table_row
+    from paperlib.experiments.dyneval import tune_table_row
 
     grid = _key_values(args.grid, "--grid")  # bad input fails before any work
     ranges = {k: (v[0], v[-1]) for k, v in _key_values(args.range, "--range").items()}
@@ -230,7 +234,7 @@ def cmd_dyneval_tune(args) -> int:
           f"trials, {args.search} search): best {json.dumps(tuned['best'])} valid nll {tuned['valid_nll']:.4f} "
           f"(ppl {ppl:.2f})")
     if args.out:
-        from paperlib.provenance import write_json_atomic
+        from paperlib.atomic_files import write_json_atomic
 
         write_json_atomic(Path(args.out), tuned)
         print(f"wrote {args.out}")
@@ -239,14 +243,14 @@ def cmd_dyneval_tune(args) -> int:
 
 def cmd_dryrun(args) -> int:
     """Dry-run one training step of every paper-profile model on fake tensors; print GPU-hour estimates
-    (`paperlib.dryrun`)."""
-    from paperlib.dryrun import check_stages, dry_run, render_tables
+    (`paperlib.experiments.dryrun`)."""
+    from paperlib.experiments.dryrun import check_stages, dry_run, render_tables
 
     check_stages(args.stages)  # bad input fails before any work
     progress = None if args.quiet else (lambda message: print(f"  {message}", file=sys.stderr, flush=True))
     max_length = args.max_length
     if max_length is None and not args.stages:  # the whole dry run: the active profile's cap (params.yaml)
-        from paperlib.config import ParamsError, active_profile, load_params, section_params
+        from paperlib.experiments.config import ParamsError, active_profile, load_params, section_params
 
         try:
             params = load_params()
@@ -256,7 +260,7 @@ def cmd_dryrun(args) -> int:
     result = dry_run(args.stages, max_length=max_length, progress=progress)
     print(render_tables(result), end="")
     if args.json:
-        from paperlib.provenance import write_json_atomic
+        from paperlib.atomic_files import write_json_atomic
 
         write_json_atomic(Path(args.json), result)
         print(f"wrote {args.json}")
@@ -264,8 +268,8 @@ def cmd_dryrun(args) -> int:
 
 
 def cmd_index(args) -> int:
-    from paperlib import results_index
-    from paperlib.config import repo_root
+    from paperlib.compendium import results_index
+    from paperlib.experiments.config import repo_root
 
     root = repo_root()
     table = results_index.current_table(root)
@@ -284,7 +288,7 @@ def cmd_index(args) -> int:
             return 0
         readme.write_text(text)
     out = results_index.write_index(root)
-    from paperlib.dvc_views import write_views
+    from paperlib.compendium.dvc_views import write_views
 
     write_views(root, results_index.load_results(root))
     counts = {}
@@ -437,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from paperlib.data.corpora import DataError
-    from paperlib.notebooks import NotebookError
+    from paperlib.compendium.notebooks import NotebookError
     from paperlib.train import CheckpointMismatch, TrainingDiverged
 
     parser = build_parser()

@@ -234,11 +234,12 @@ def _type_name(hint: Any) -> str:
 
 
 # Modules whose import registers experiment schemas (each experiment keeps its schema beside its code).
-SCHEMA_MODULES: tuple[str, ...] = ("paperlib.experiments", "paperlib.device", "paperlib.averaging_experiment", "paperlib.micmco",
-                                   "paperlib.word_generation", "paperlib.dyneval",
-                                   "paperlib.reverse_copy", "paperlib.tuning",
-                                   "paperlib.dyneval_char", "paperlib.micmco_ptb",
-                                   "paperlib.byte_lm")
+SCHEMA_MODULES: tuple[str, ...] = (
+    "paperlib.experiments.schemas", "paperlib.experiments.stage", "paperlib.experiments.averaging_ptb",
+    "paperlib.experiments.micmco_synthetic", "paperlib.experiments.word_generation", "paperlib.experiments.dyneval",
+    "paperlib.experiments.reverse_copy", "paperlib.experiments.tuning_ptb", "paperlib.experiments.dyneval_char",
+    "paperlib.experiments.micmco_ptb", "paperlib.experiments.lm_wt2_bytes",
+)
 
 
 def _import_schema_modules() -> None:

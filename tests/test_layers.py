@@ -1,0 +1,65 @@
+"""The import graph points one way: library ← experiments ← compendium (README "Layout").
+
+The library (``paperlib`` outside ``experiments/`` and ``compendium/``) is what a user imports for the methods; it
+must not reach into the experiments (stages, ``params.yaml``) or the compendium (index, notebooks, CLI). The
+experiments use the library and each other; the compendium may use everything. ``paperlib.reference`` (the papers'
+numbers) is data that the experiments and the compendium read and that imports nothing of paperlib. Imports
+anywhere in a module count, including those inside functions, as in ``tests/test_dvc_deps.py``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_dvc_deps import REPO, imported_modules
+
+ENTRY_POINTS = {"paperlib.__main__"}  # `python -m paperlib`: dispatches to the compendium's CLI
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if module in ENTRY_POINTS:
+        return "entry"
+    if len(parts) > 1 and parts[1] in ("experiments", "compendium", "reference"):
+        return parts[1]
+    return "library"
+
+
+ALLOWED = {
+    "library": {"library"},
+    "reference": set(),
+    "experiments": {"library", "reference", "experiments"},
+    "compendium": {"library", "reference", "experiments", "compendium"},
+    "entry": {"compendium", "library"},
+}
+
+
+def modules() -> list[tuple[str, Path]]:
+    found = []
+    for path in sorted((REPO / "paperlib").rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found.append((name, path))
+    return found
+
+
+def bad_imports(name: str, imported: set[str]) -> list[str]:
+    """The imports of module ``name`` that point against the layers (the root package ``paperlib`` is harmless)."""
+    return sorted(f"{name} ({layer(name)}) imports {m} ({layer(m)})" for m in imported - {"paperlib", name}
+                  if layer(m) not in ALLOWED[layer(name)])
+
+
+@pytest.mark.parametrize("name,path", modules(), ids=[n for n, _ in modules()])
+def test_imports_point_from_compendium_to_experiments_to_library(name, path):
+    assert not bad_imports(name, imported_modules(path))
+
+
+def test_the_layer_rule_flags_each_backward_arrow():
+    assert bad_imports("paperlib.train", {"paperlib.experiments.config"})  # library -> experiments
+    assert bad_imports("paperlib.models.lstm", {"paperlib.compendium.figure_style"})  # library -> compendium
+    assert bad_imports("paperlib.experiments.lm_ptb", {"paperlib.compendium.results_index"})  # experiments -> compendium
+    assert bad_imports("paperlib.reference", {"paperlib.models"})  # data imports nothing
+    assert not bad_imports("paperlib.compendium.results_index", {"paperlib.experiments.lm_ptb", "paperlib.reference"})
+    assert not bad_imports("paperlib.experiments.dyneval", {"paperlib.dyneval", "paperlib.experiments.config"})
+    assert not bad_imports("paperlib.train", {"paperlib", "paperlib.models.state"})
