@@ -152,6 +152,7 @@ def cmd_recipes_search(args) -> int:
     from paperlib.data import get_corpus
     from paperlib.atomic_files import write_json_atomic
     from paperlib.experiments.recipe_search import search, summarise
+    from paperlib.tuning import FINISHED
 
     settings = experiment_params(args.experiment, args.profile or "cpu")
     level = get_corpus(settings.corpus).level
@@ -168,7 +169,7 @@ def cmd_recipes_search(args) -> int:
         summary = summarise(study, args.experiment, args.model, level)
         out.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(out, summary)
-        if sum(summary["counts"].get(state, 0) for state in ("COMPLETE", "PRUNED")) >= args.trials:
+        if sum(summary["counts"].get(state.name, 0) for state in FINISHED) >= args.trials:
             break
     best = summary["best"]
     print(f"study {study.study_name}: {len(summary['trials'])} trials; best {summary['unit']} "
