@@ -5,7 +5,7 @@ Golovin et al. 2017) over the ranges of Tables 2.4-2.6 and 5.2 (:mod:`paperlib.s
 hyperparameter sensitivity off the trials (§2.B, Figs. 2.5/2.6). Here:
 
 - a study lives in an Optuna RDB storage: by default a SQLite file ``runs/tuning/<study>.db`` under the
-  repository root (nothing to start); for several machines, a PostgreSQL (or other SQLAlchemy) URL. Workers
+  working directory (the compendium's stages put it under the repository root; nothing to start); for several machines, a PostgreSQL (or other SQLAlchemy) URL. Workers
   send heartbeats; a trial whose worker died (no heartbeat for ``grace_period`` s) is marked FAIL and re-queued
   once with the same hyperparameters (``RetryFailedTrialCallback``), and every worker keeps going until the
   study holds ``n_trials`` finished (complete or pruned) trials, so studies are resumable by running the same

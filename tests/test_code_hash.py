@@ -31,26 +31,26 @@ def test_the_closure_of_a_stage_holds_the_models_it_trains_and_not_the_compendiu
 
 
 def test_the_code_hash_moves_with_a_file_in_the_closure_and_only_then(tmp_path):
-    package = scratch_package(tmp_path)
+    """Each state of the sources is its own copy (the hash is computed once per process and folder)."""
     stage = "paperlib.experiments.reverse_copy"
-    before = code_hash(stage, package_dir=package)
+    original = scratch_package(tmp_path / "original")
+    before = code_hash(stage, package_dir=original)
     assert before == code_hash(stage, package_dir=REPO / "paperlib")  # named by relative paths: a copy is the same code
-    assert set(code_manifest([stage], package)) == set(code_manifest([stage]))
-    (package / "compendium" / "results_index.py").write_text("# the index does not train models\n")
-    assert code_hash(stage, package_dir=package) == before
-    lstm = package / "models" / "lstm.py"
-    lstm.write_text(lstm.read_text() + "\n# an edit\n")
-    from paperlib.experiments import code_hash as module
+    assert set(code_manifest([stage], original)) == set(code_manifest([stage]))
 
-    module._code_hash.cache_clear()  # the per-process cache assumes the sources do not change under it
-    assert code_hash(stage, package_dir=package) != before
-    crlf = package / "models" / "mogrifier.py"
-    text = crlf.read_bytes()
-    module._code_hash.cache_clear()
-    edited = code_hash(stage, package_dir=package)
-    crlf.write_bytes(text.replace(b"\n", b"\r\n"))
-    module._code_hash.cache_clear()
-    assert code_hash(stage, package_dir=package) == edited  # a CRLF checkout is the same code
+    outside = scratch_package(tmp_path / "outside")
+    (outside / "compendium" / "results_index.py").write_text("# the index does not train models\n")
+    assert code_hash(stage, package_dir=outside) == before
+
+    edited = scratch_package(tmp_path / "edited")
+    lstm = edited / "models" / "lstm.py"
+    lstm.write_text(lstm.read_text() + "\n# an edit\n")
+    assert code_hash(stage, package_dir=edited) != before
+
+    crlf = scratch_package(tmp_path / "crlf")
+    mogrifier = crlf / "models" / "mogrifier.py"
+    mogrifier.write_bytes(mogrifier.read_bytes().replace(b"\n", b"\r\n"))
+    assert code_hash(stage, package_dir=crlf) == before  # a CRLF checkout is the same code
 
 
 TRAIN_TWICE = textwrap.dedent("""

@@ -199,6 +199,7 @@ def run_averaging_experiment(profile: str | None = None, progress: bool = True) 
     out = root / "results" / "averaging_ptb.json"
     write_json_atomic(out, results)
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, spec, pinned_checksums(settings.corpus), started, code=code_hash(__name__)),
+                      {**provenance(root, profile, spec, pinned_checksums(settings.corpus), started,
+                                    code=code_hash(__name__)),
                        "train_seconds": {"main": main["train_seconds"], "overfit": overfit["train_seconds"]}})
     return out

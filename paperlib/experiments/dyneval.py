@@ -659,7 +659,8 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
 
     path = Path(out) if out is not None else root / "results" / "dyneval.json"
     write_json_atomic(path, _jsonable(results))
-    record = provenance(root, profile, _jsonable(vars(settings)), pinned_checksums(*settings.corpora), started, code=code_hash(__name__))
+    record = provenance(root, profile, _jsonable(vars(settings)), pinned_checksums(*settings.corpora), started,
+                        code=code_hash(__name__))
     write_json_atomic(path.with_name(path.stem + ".provenance.json"), {**record, "seconds": seconds})
     return path
 

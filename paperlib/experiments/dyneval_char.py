@@ -624,7 +624,8 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
     path = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     write_json_atomic(path, _jsonable(results))
     record = provenance(root, profile, _jsonable(vars(settings)),
-                        pinned_checksums(*dict.fromkeys((settings.corpus, settings.ood_corpus))), started, code=code_hash(__name__))
+                        pinned_checksums(*dict.fromkeys((settings.corpus, settings.ood_corpus))), started,
+                        code=code_hash(__name__))
     write_json_atomic(path.with_name(path.stem + ".provenance.json"), {**record, "seconds": seconds})
     return path
 

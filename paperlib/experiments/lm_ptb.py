@@ -199,7 +199,8 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
         timing = {r["model"] + f"-seed{r['seed']}": r["train_seconds"] for r in runs}
         evaluation = {r["model"] + f"-seed{r['seed']}": r.get("eval_seconds") for r in runs}
         write_json_atomic(out.with_suffix(".provenance.json"),
-                          {**provenance(root, profile, vars(settings), pinned_checksums(settings.corpus), started, code=code_hash(__name__)),
+                          {**provenance(root, profile, vars(settings), pinned_checksums(settings.corpus), started,
+                                        code=code_hash(__name__)),
                            "train_seconds": timing, "eval_seconds": evaluation})
     return out
 

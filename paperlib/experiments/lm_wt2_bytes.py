@@ -225,7 +225,8 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
     if is_main_process():
         write_json_atomic(out, results)
         write_json_atomic(out.with_suffix(".provenance.json"),
-                          {**provenance(root, profile, vars(settings), pinned_checksums(settings.corpus), started, code=code_hash(__name__)),
+                          {**provenance(root, profile, vars(settings), pinned_checksums(settings.corpus), started,
+                                        code=code_hash(__name__)),
                            "train_seconds": {f"{r['model']}-seed{r['seed']}": r["train_seconds"] for r in runs}})
     return out
 

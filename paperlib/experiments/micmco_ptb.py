@@ -21,9 +21,9 @@ regime and compute variants, training on sentence batches, per-token evaluation,
 lowest validation NLL among the shared-mask dropout curves of that estimator (base length and twice as long) is
 evaluated on the test set with 500 samples; the thesis' numbers are :data:`THESIS_TABLE_5_1`.
 
-**Resuming**: each study is a SQLite file ``runs/micmco_ptb/<curve>-<profile>-<settings hash>.sqlite3``; the model of
-its best-validation trial is kept beside it (``.best.pt``) for Table 5.1, and test evaluations are cached as JSON.
-An interrupted run continues every study where it stopped (trials left running count as failed).
+**Resuming**: each study is a SQLite file ``runs/micmco_ptb/<curve>-<profile>-<settings hash>-<code hash>.sqlite3``;
+the model of its best-validation trial is kept beside it (``.best.pt``) for Table 5.1, and test evaluations are
+cached as JSON. An interrupted run continues every study where it stopped (trials left running count as failed).
 
 Departures and readings (the thesis does not give them, or we chose differently):
 
@@ -1241,7 +1241,8 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
     out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     write_json_atomic(out, json_safe(results))
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, asdict(settings), pinned_checksums(settings.corpus), started, code=code_hash(__name__)),
+                      {**provenance(root, profile, asdict(settings), pinned_checksums(settings.corpus), started,
+                                    code=code_hash(__name__)),
                        "study_seconds": seconds})
     return out
 

@@ -1016,9 +1016,9 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
                          out: str | os.PathLike | None = None) -> Path:
     """Run (or resume) every study of the profile and write ``results/micmco_synthetic.json`` plus provenance.
 
-    Each study is a SQLite file ``runs/micmco_synthetic/<config>-<profile>-<settings hash>.sqlite3``; rerunning after
-    an interruption continues every study where it stopped. With ``workers > 1`` studies run in parallel processes
-    (``threads`` torch threads each), longest first.
+    Each study is a SQLite file ``runs/micmco_synthetic/<config>-<profile>-<settings hash>-<code hash>.sqlite3``;
+    rerunning after an interruption continues every study where it stopped. With ``workers > 1`` studies run in
+    parallel processes (``threads`` torch threads each), longest first.
     """
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
@@ -1067,7 +1067,8 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
     out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     write_json_atomic(out, json_safe(results))
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, asdict(settings), None, started, code=code_hash(__name__)), "study_seconds": seconds})
+                      {**provenance(root, profile, asdict(settings), None, started,
+                                    code=code_hash(__name__)), "study_seconds": seconds})
     return out
 
 

@@ -612,7 +612,8 @@ def run_reverse_copy(profile: str | None = None, progress: bool = True,
     seconds = {f"{r['model']}-L{r['length']}-lr{r['lr']:g}-l2{r['l2']:g}-E{r['embedding_size']}": r["seconds"]
                for r in results["runs"]}
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, results["settings"], None, started, code=code_hash(__name__)), "run_seconds": seconds})
+                      {**provenance(root, profile, results["settings"], None, started,
+                                    code=code_hash(__name__)), "run_seconds": seconds})
     return out
 
 

@@ -239,7 +239,8 @@ def run_tuning(profile: str | None = None, progress: bool = True, out: str | os.
     out = Path(out) if out is not None else root / "results" / "tuning_ptb.json"
     write_json_atomic(out, results)
     write_json_atomic(out.with_suffix(".provenance.json"),
-                      provenance(root, profile, dataclasses.asdict(settings), pinned_checksums(settings.corpus), started, code=code_hash(__name__)))
+                      provenance(root, profile, dataclasses.asdict(settings), pinned_checksums(settings.corpus), started,
+                                 code=code_hash(__name__)))
     return out
 
 

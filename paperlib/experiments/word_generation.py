@@ -849,7 +849,8 @@ def run_word_generation(profile: str | None = None, progress: bool = True, runs_
         wordfreq_version = None
     write_json_atomic(out.with_suffix(".provenance.json"),
                       {**provenance(root, profile, dataclasses.asdict(settings),
-                                    {"wordfreq_en_filtered": word_list_sha256(data)}, started, code=code_hash(__name__)),
+                                    {"wordfreq_en_filtered": word_list_sha256(data)}, started,
+                                    code=code_hash(__name__)),
                        "wordfreq": wordfreq_version, "run_seconds": timing})
     return out
 
