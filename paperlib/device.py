@@ -24,6 +24,14 @@ GPU (moving it to bare ``"cuda"`` first puts every rank's copy on GPU 0).
 **Host round-trips.** ``compute.sync_every`` (per profile): :class:`paperlib.train.Trainer` reads the training
 loss back to the host, and checks it for non-finite values, once every that many steps instead of every step.
 
+**Compilation.** ``compute.compile`` (per profile, optional in ``params.yaml``), one of :data:`COMPILE_MODES`:
+``eager`` (the default: no compilation; every number in this repository), or a ``torch.compile`` mode that
+:class:`paperlib.train.Trainer` applies to the training forward pass (:func:`compiled`): ``default``,
+``reduce-overhead`` (CUDA graphs on a GPU: the per-time-step recurrences launch thousands of small kernels per
+step, which CUDA graphs replay without the host), or ``max-autotune``. Measured on a CPU it does not pay
+(``benchmarks/cells.py --compile``; README "Speed"); on a GPU it is unmeasured, so no profile turns it on. The
+stages with their own loops (reverse copy, MICMCO, word generation) do not compile.
+
 **Checkpoints.** :func:`load_checkpoint` loads everything on the CPU and moves tensors to the device, except
 random-number-generator states, which ``torch.set_rng_state`` and ``Generator.set_state`` only accept as CPU
 ``ByteTensor``\\ s (``torch.load(map_location="cuda")`` would move them to the GPU, and resuming would fail).
@@ -43,6 +51,7 @@ import torch
 
 DEVICE_ENV = "PAPERLIB_DEVICE"
 PRECISIONS = ("fp32", "tf32", "bf16")
+COMPILE_MODES = ("eager", "default", "reduce-overhead", "max-autotune")  # eager: no torch.compile
 RNG_KEYS = frozenset({"rng"})  # checkpoint keys whose values stay on the CPU (paperlib.train's RNG states)
 
 
@@ -52,6 +61,7 @@ class Compute:
 
     precision: str = "fp32"
     sync_every: int = 1
+    compile: str = "eager"
 
 
 _current = Compute()
@@ -86,17 +96,19 @@ def resolve_device(requested: str | torch.device | None = None, configured: str 
     return device
 
 
-def configure(precision: str = "fp32", sync_every: int = 1) -> Compute:
-    """Set this process's precision and sync period; returns the settings now in force."""
+def configure(precision: str = "fp32", sync_every: int = 1, compile: str = "eager") -> Compute:
+    """Set this process's precision, sync period and compilation mode; returns the settings now in force."""
     global _current
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
     if sync_every < 1:
         raise ValueError(f"sync_every must be >= 1, got {sync_every}")
+    if compile not in COMPILE_MODES:
+        raise ValueError(f"unknown compile mode {compile!r}; valid: {', '.join(COMPILE_MODES)}")
     mode = "tf32" if precision in ("tf32", "bf16") else "ieee"
     torch.backends.cuda.matmul.fp32_precision = mode  # CUDA only: CPU matmuls are unaffected
     torch.backends.cudnn.conv.fp32_precision = mode
-    _current = Compute(precision, sync_every)
+    _current = Compute(precision, sync_every, compile)
     return _current
 
 
@@ -105,9 +117,19 @@ def current() -> Compute:
 
 
 def cache_key() -> dict[str, str]:
-    """What run caches add to their keys so that a run made at another precision is not reused: nothing at
-    ``fp32`` (every cached run so far), ``{"precision": ...}`` otherwise."""
-    return {} if _current.precision == "fp32" else {"precision": _current.precision}
+    """What run caches add to their keys so that a run made at another precision or compilation mode is not
+    reused: nothing at ``fp32`` without compilation (every cached run so far), else the settings that differ."""
+    key = {} if _current.precision == "fp32" else {"precision": _current.precision}
+    return key if _current.compile == "eager" else {**key, "compile": _current.compile}
+
+
+def compiled(module: torch.nn.Module) -> torch.nn.Module:
+    """``module`` under ``torch.compile`` with the configured mode, or ``module`` itself at ``eager``. The result
+    shares ``module``'s parameters; save and load state through ``module`` (the compiled wrapper prefixes its
+    keys)."""
+    if _current.compile == "eager":
+        return module
+    return torch.compile(module, mode=_current.compile)
 
 
 def autocast(device: torch.device | str):
@@ -131,9 +153,11 @@ def float32_recurrence(apply, *args):
 
 
 def describe() -> dict[str, Any]:
-    """What the provenance records: precision, sync period, and the GPUs this process sees (none on a CPU)."""
+    """What the provenance records: precision, sync period, compilation mode, and the GPUs this process sees (none
+    on a CPU)."""
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
-    return {"precision": _current.precision, "sync_every": _current.sync_every, "gpus": gpus}
+    return {"precision": _current.precision, "sync_every": _current.sync_every, "compile": _current.compile,
+            "gpus": gpus}
 
 
 def _map(obj: Any, device: torch.device, cpu_keys: frozenset[str], keep: bool = False) -> Any:

@@ -49,7 +49,7 @@ import torch
 from torch import nn
 
 from paperlib.averaging import WeightAverager, build_averager, check_averaging
-from paperlib.device import autocast, cache_key, current, load_checkpoint
+from paperlib.device import autocast, cache_key, compiled, current, load_checkpoint
 from paperlib.distributed import init_from_env
 from paperlib.data.batching import batchify, bptt_windows, num_windows
 from paperlib.models.evaluation import evaluate_nll
@@ -213,7 +213,8 @@ class Trainer:
             raise ValueError(f"sync_every must be >= 1, got {self.sync_every}")
         self._unread: list[torch.Tensor] = []  # batch losses of the steps since the last read-back
         self.model = model.to(self.device)
-        self.net = self.dist.wrap(self.model, self.device)  # DistributedDataParallel under torchrun
+        # DistributedDataParallel under torchrun; torch.compile'd when compute.compile asks (paperlib.device)
+        self.net = compiled(self.dist.wrap(self.model, self.device))
         self.config = config
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)

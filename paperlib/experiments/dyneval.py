@@ -62,6 +62,7 @@ PAPER_ADAPTIVE = {  # Table 5.4
 PAPER_EPSILON = {1e-6: 57.5, 1e-5: 56.3, 1e-4: 55.2, 1e-3: 54.6, 1e-2: 54.4, 1e-1: 54.6, 1.0: 54.7, 10.0: 54.7}  # Table 5.5
 PAPER_EPSILON_BASELINES = {"sgd": 54.7, "global_rms": 52.7}
 PAPER_SEEN_UNSEEN = {"static": (3.24, 6.92), "dynamic": (2.78, 6.99), "neural_cache": (2.91, 7.06)}  # Table 5.1, nats
+PAPER_UNSEEN_SHARE = 0.426  # §5.2: share of unseen words on which dynamic evaluation beats static (the cache: none)
 # Table 5.2 (WikiText-2 test, tied embeddings): an update on the segment containing "production" in the
 # context below; word -> (embedding cosine with "production", Δ log p). The column is headed "cos distance"
 # but holds cosine similarities (1.00 for the target); the median row is over the whole vocabulary.

@@ -13,23 +13,25 @@ from typing import Any
 
 import torch
 
-from paperlib.device import PRECISIONS, parse_device, configure, resolve_device
+from paperlib.device import COMPILE_MODES, PRECISIONS, parse_device, configure, resolve_device
 from paperlib.experiments.config import PROFILES, register_section
 
 
 @register_section("compute", optional=True)
 @dataclass(frozen=True)
 class ComputeParams:
-    """``params.yaml``'s ``compute`` section: the device request and, per profile, precision and sync period."""
+    """``params.yaml``'s ``compute`` section: the device request and, per profile, precision, sync period and
+    ``torch.compile`` mode (``compile``, optional: ``eager`` for every profile unless given)."""
 
     device: str = "auto"
     precision: dict = field(default_factory=lambda: {p: "fp32" for p in PROFILES})
     sync_every: dict = field(default_factory=lambda: {p: 1 for p in PROFILES})
+    compile: dict = field(default_factory=lambda: {p: "eager" for p in PROFILES})
 
     def __post_init__(self) -> None:
         if self.device != "auto":
             parse_device(self.device, "compute.device")
-        for name, valid in (("precision", PRECISIONS), ("sync_every", None)):
+        for name, valid in (("precision", PRECISIONS), ("sync_every", None), ("compile", COMPILE_MODES)):
             table = getattr(self, name)
             missing = [p for p in PROFILES if p not in table]
             unknown = sorted(set(table) - set(PROFILES))
@@ -38,7 +40,8 @@ class ComputeParams:
                                  f"missing {missing}, unknown {unknown}")
             for profile, value in table.items():
                 if valid is not None and value not in valid:
-                    raise ValueError(f"{name}.{profile}: unknown precision {value!r}; valid: {', '.join(valid)}")
+                    raise ValueError(f"{name}.{profile}: unknown {'precision' if name == 'precision' else 'mode'} "
+                                     f"{value!r}; valid: {', '.join(valid)}")
                 if valid is None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                     raise ValueError(f"{name}.{profile} must be an integer >= 1, got {value!r}")
 
@@ -66,8 +69,8 @@ def _compute_params(params: dict[str, Any] | None) -> ComputeParams:
 
 def setup_stage(profile: str | None = None, params: dict[str, Any] | None = None,
                 requested: str | torch.device | None = None) -> torch.device:
-    """What every stage (and every worker process of one) calls first: set the precision and sync period of
-    ``profile`` (default: the active one) and return the stage's device."""
+    """What every stage (and every worker process of one) calls first: set the precision, sync period and
+    compilation mode of ``profile`` (default: the active one) and return the stage's device."""
     from paperlib.experiments.config import ParamsError, active_profile, load_params
 
     if params is None:
@@ -78,5 +81,5 @@ def setup_stage(profile: str | None = None, params: dict[str, Any] | None = None
     if profile is None:
         profile = active_profile(None, params) if params is not None else "cpu"
     settings = _compute_params(params) if params is not None else ComputeParams()
-    configure(settings.precision[profile], settings.sync_every[profile])
+    configure(settings.precision[profile], settings.sync_every[profile], settings.compile[profile])
     return stage_device(requested, params)

@@ -1,0 +1,132 @@
+"""Claims: what a seed says, judged on our results, in one verdict vocabulary.
+
+An experiment declares each seed item's claim once, as a :class:`Claim` made of :class:`Part` s; each part
+names the numbers it compares, the direction the seed expects and its tie rule (the margin and where it comes
+from). The results index and the notebooks only display claims; neither judges.
+
+Vocabulary. A part's verdict is one of :data:`PART_VERDICTS`; a claim's (and an index row's) word follows from its
+parts by one rule, :func:`verdict_word`. One directional comparison is read by :func:`direction_word`. The index's
+row words are :data:`VERDICTS`, which add the words for rows that judge nothing.
+
+This module is pure Python (no torch), so the index can read the vocabulary without loading a model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+VERDICTS = ("reproduced", "partly", "within noise", "not reproduced", "not attempted", "diagram", "encoded",
+            "pending")
+PART_VERDICTS = ("reproduced", "partly reproduced", "within noise", "not reproduced")
+
+
+def verdict_word(parts: Sequence[str | bool]) -> str:
+    """A claim's one-word verdict from its parts' verdicts, the one rule: every part reproduced -> "reproduced";
+    no part reproduced, even partly, and every part within noise -> "within noise"; no part reproduced, even
+    partly, and some part not reproduced -> "not reproduced"; otherwise "partly".
+
+    A part is a bool (held or not) or one of :data:`PART_VERDICTS` ("partly" is read as "partly reproduced").
+    """
+    words = []
+    for part in parts:
+        word = ("reproduced" if part else "not reproduced") if isinstance(part, bool) else part
+        word = "partly reproduced" if word == "partly" else word
+        if word not in PART_VERDICTS:
+            raise ValueError(f"part verdict {part!r} must be a bool or one of {', '.join(PART_VERDICTS)}")
+        words.append(word)
+    if not words:
+        raise ValueError("a verdict needs at least one judged part")
+    if all(w == "reproduced" for w in words):
+        return "reproduced"
+    if not any(w in ("reproduced", "partly reproduced") for w in words):
+        return "within noise" if all(w == "within noise" for w in words) else "not reproduced"
+    return "partly"
+
+
+def part_word(parts: Sequence[str | bool]) -> str:
+    """:func:`verdict_word` as a part's verdict (one of :data:`PART_VERDICTS`): a claim judged over several
+    comparisons."""
+    word = verdict_word(parts)
+    return "partly reproduced" if word == "partly" else word
+
+
+def direction_word(gap: float | None, margin: float | None) -> str:
+    """One directional comparison as a part verdict. ``gap`` is signed so that positive is the paper's direction;
+    ``margin`` is its tie margin (None: not measurable, e.g. one seed). Beyond the margin the paper's way ->
+    "reproduced"; the paper's way but inside the margin, or without one -> "within noise"; the other way (at any
+    size) or no gap -> "not reproduced"."""
+    if gap is None or not math.isfinite(gap) or gap <= 0:
+        return "not reproduced"
+    return "reproduced" if margin is not None and gap > margin else "within noise"
+
+
+def strict_word(gap: float | None) -> str:
+    """A comparison judged by strict inequality, for deterministic measurements with no noise to tie within (one
+    trained model, evaluated without sampling): the paper's way by any amount -> "reproduced", else "not
+    reproduced". ``gap`` is signed as in :func:`direction_word`."""
+    return "reproduced" if gap is not None and math.isfinite(gap) and gap > 0 else "not reproduced"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One judged comparison of a claim.
+
+    ``label`` is a few words for the index's reason column; ``claim`` says what the seed claims in a sentence;
+    ``evidence`` gives our compared numbers (never a verdict word); ``rule`` states the comparison's direction and
+    tie rule with the margin's source; ``verdict`` is one of :data:`PART_VERDICTS`; ``corpus`` names the data when
+    a claim spans several.
+    """
+
+    label: str
+    claim: str
+    verdict: str
+    evidence: str
+    rule: str
+    corpus: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.verdict not in PART_VERDICTS:
+            raise ValueError(f"part verdict {self.verdict!r} must be one of {', '.join(PART_VERDICTS)}")
+        if any(word in self.evidence for word in ("reproduced", "within noise")):
+            raise ValueError(f"evidence must not repeat a verdict word: {self.evidence!r}")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A seed item's claim as judged parts; its verdict follows from theirs (:func:`verdict_word`)."""
+
+    item: str
+    parts: tuple[Part, ...]
+    not_run: tuple[str, ...] = ()  # labels of parts the profile's settings leave unjudged (e.g. a sweep cut short)
+
+    def __post_init__(self) -> None:
+        if not self.parts:
+            raise KeyError(f"claim {self.item}: no part can be judged on these results"
+                           + (f" (not run: {', '.join(self.not_run)})" if self.not_run else ""))
+
+    @property
+    def verdict(self) -> str:
+        """:func:`verdict_word` over the parts; a claim whose judged parts all hold but that left some unrun is
+        only "partly" reproduced."""
+        word = verdict_word([p.verdict for p in self.parts])
+        return "partly" if word == "reproduced" and self.not_run else word
+
+    @property
+    def note(self) -> str:
+        return f"not run: {', '.join(self.not_run)}" if self.not_run else ""
+
+    def text(self) -> str:
+        """The index's verdict text: "<word>: <label>: <part verdict> (<evidence>); ..." (+ what was not run)."""
+        parts = "; ".join(f"{p.label}{_corpus(p)}: {p.verdict} ({p.evidence})" for p in self.parts)
+        return f"{self.verdict}: {parts}" + (f"; {self.note}" if self.note else "")
+
+    def rows(self) -> list[dict[str, str]]:
+        """One plain row per part, for a notebook's table."""
+        return [{"item": self.item, "corpus": p.corpus or "", "claim": p.claim, "verdict": p.verdict,
+                 "ours": p.evidence, "rule": p.rule} for p in self.parts]
+
+
+def _corpus(part: Part) -> str:
+    return f" ({part.corpus})" if part.corpus else ""

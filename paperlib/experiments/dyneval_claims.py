@@ -1,0 +1,268 @@
+"""The claims of Krause ch. 4-5 judged on ``results/dyneval.json``: one :class:`~paperlib.experiments.claims.Claim`
+per seed item (Tables 4.1/4.2, Fig. 5.1, Tables 5.1-5.7), read by the results index and the notebook alike.
+
+Tie rules. Every number compared here comes from one trained model evaluated deterministically (no dropout, no
+sampling), so there is no seed or sampling spread to tie within: a directional comparison is strict
+(:func:`~paperlib.experiments.claims.strict_word`). Where the thesis' own wording is "negligible" or "on par",
+the part uses a threshold stated next to it (:data:`STATISTICS_SPREAD`, :data:`ON_PAR`), a few times the thesis' own effect so that a small model's noisier numbers can pass it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from paperlib.experiments.claims import Claim, Part, strict_word
+from paperlib.experiments.dyneval import (PAPER_EPSILON, PAPER_EPSILON_BASELINES, PAPER_MOMENTUM, PAPER_SEEN_UNSEEN,
+                                          PAPER_STATISTICS_AMOUNT, PAPER_STATISTICS_LOCALITY, PAPER_UNSEEN_SHARE)
+
+Results = Mapping[str, Any]
+
+STRICT = "lower perplexity (or loss) wins by any amount: one model, deterministic evaluation, no spread to tie within"
+# Thresholds for the thesis' "negligible" and "on par", each a few times the thesis' own effect.
+STATISTICS_SPREAD = 0.01  # Table 5.6: "negligible" effect of the amount of data (thesis: 0.4% spread)
+ON_PAR = 0.01  # Table 5.7: non-local RMSprop "on par" with global RMS (thesis: 0.2% apart)
+
+# The dynamic-evaluation rules of Tables 4.1/4.2 (keys of the results' rows), in the tables' order.
+DYNAMIC_RULES = ("traditional_sgd", "sgd", "sgd_decay", "global_rms_decay", "global_rms_rms_decay")
+TABLE_ITEMS = {"ptb": "K-T4.1", "wikitext2": "K-T4.2"}
+
+
+def _f(x: float, digits: int = 1) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def _strict(label: str, claim: str, gap: float, evidence: str, corpus: str | None = None) -> Part:
+    """A part judged by strict inequality; ``gap`` > 0 is the thesis' direction."""
+    return Part(label=label, claim=claim, verdict=strict_word(gap), evidence=evidence, rule=STRICT, corpus=corpus)
+
+
+def table_claim(results: Results, corpus: str) -> Claim:
+    """Tables 4.1/4.2 (test perplexity): every rule beats static; segments + decay beat traditional dynamic
+    evaluation; global RMS is the best rule; RMS decay beats plain decay; the final rule beats the neural cache;
+    and (§4.6, shown by the thesis on enwik8 only) sparse dynamic evaluation falls between static and full."""
+    rows = {r["key"]: r["test_ppl"] for r in results["corpora"][corpus]["rows"]}
+    static, dyn = rows["static"], [rows[k] for k in DYNAMIC_RULES]
+    best, final, cache = min(dyn), rows["global_rms_rms_decay"], rows["neural_cache"]
+    best_global = min(rows["global_rms_decay"], final)
+    best_other = min(rows[k] for k in DYNAMIC_RULES if not k.startswith("global_rms"))
+    parts = [
+        _strict("every rule beats static", "every dynamic-evaluation rule has lower test perplexity "
+                "than static evaluation", static - max(dyn), f"static {_f(static)}, worst rule {_f(max(dyn))}"),
+        _strict("segments + decay help", "SGD on segments with the decay prior beats traditional "
+                "(one-token) dynamic evaluation", rows["traditional_sgd"] - rows["sgd_decay"],
+                f"{_f(rows['sgd_decay'])} vs {_f(rows['traditional_sgd'])}"),
+        _strict("global RMS best", "a global-RMS rule has the lowest test perplexity of the rules",
+                best_other - best_global, f"best global RMS {_f(best_global)}, best SGD rule {_f(best_other)}"),
+        _strict("RMS decay helps", "global RMS with RMS decay (eq. 4.7) beats global RMS with plain decay (eq. 4.5)",
+                rows["global_rms_decay"] - final, f"{_f(final)} vs {_f(rows['global_rms_decay'])}"),
+        _strict("beats the cache", "the best rule beats the neural cache",
+                cache - best, f"{_f(best)} vs cache {_f(cache)}"),
+        _strict("sparse in between", "sparse dynamic evaluation beats static but not full dynamic "
+                "evaluation (§4.6)", min(static - rows["sparse"], rows["sparse"] - final),
+                f"static {_f(static)}, sparse {_f(rows['sparse'])}, full {_f(final)}"),
+    ]
+    return Claim(TABLE_ITEMS[corpus], tuple(parts))
+
+
+def timescale_claim(results: Results) -> Claim:
+    """Fig. 5.1 read on the binned loss curves: dynamic evaluation's gain over static grows from the first third of
+    the positions to the last; the cache's late gain is below dynamic evaluation's."""
+    curves = results["timescale"]["curves"]
+    gain = {k: [s - v for s, v in zip(curves["static"], curves[k])] for k in ("dynamic", "neural_cache")}
+    third = max(1, len(gain["dynamic"]) // 3)
+    early, late = (sum(g) / third for g in (gain["dynamic"][:third], gain["dynamic"][-third:]))
+    cache_late = sum(gain["neural_cache"][-third:]) / third
+    return Claim("K-F5.1", (
+        _strict("dynamic gain grows", "the gain of dynamic evaluation over static grows along the "
+                "sequence", late - early, f"{early:.2f} → {late:.2f} nats/word, first vs last third"),
+        _strict("cache gain shorter-lived", "late in the sequence the cache gains less than dynamic "
+                "evaluation", late - cache_late, f"late gain: cache {cache_late:.2f}, dynamic {late:.2f} nats/word"),
+    ))
+
+
+def seen_claim(results: Results) -> Claim:
+    """Table 5.1 and its text (§5.2): dynamic evaluation and the cache help on words seen earlier in the sequence;
+    dynamic evaluation beats the cache on seen and on unseen words; static evaluation beats both on unseen words,
+    yet dynamic evaluation beats static on some unseen words (thesis 42.6%), the cache on none."""
+    su = results["timescale"]["seen_unseen"]
+    static, dyn, cache = su["static"], su["dynamic"], su["neural_cache"]
+    dyn_share, cache_share = su["dynamic_better_than_static_on_unseen"], su["cache_better_than_static_on_unseen"]
+
+    def nats(split: str) -> str:
+        return (f"{split}: static {static[split]:.2f}, dynamic {dyn[split]:.2f}, cache {cache[split]:.2f} nats; "
+                "thesis " + " / ".join(f"{PAPER_SEEN_UNSEEN[k][split == 'unseen']:.2f}"
+                                       for k in ("static", "dynamic", "neural_cache")))
+
+    return Claim("K-T5.1", (
+        _strict("dynamic helps on seen words", "dynamic evaluation lowers the loss on seen words",
+                static["seen"] - dyn["seen"], nats("seen")),
+        _strict("cache helps on seen words", "the neural cache lowers the loss on seen words",
+                static["seen"] - cache["seen"], nats("seen")),
+        _strict("dynamic beats the cache", "dynamic evaluation has a lower loss than the cache on seen and "
+                "on unseen words", min(cache["seen"] - dyn["seen"], cache["unseen"] - dyn["unseen"]),
+                f"seen {dyn['seen']:.2f} vs {cache['seen']:.2f}, unseen {dyn['unseen']:.2f} vs {cache['unseen']:.2f}"),
+        _strict("static is best on unseen words", "static evaluation beats both on unseen words",
+                min(dyn["unseen"], cache["unseen"]) - static["unseen"], nats("unseen")),
+        _strict("some unseen words gain", "dynamic evaluation beats static on some unseen words", dyn_share,
+                f"{100 * dyn_share:.1f}% of unseen words; thesis {100 * PAPER_UNSEEN_SHARE:.1f}%"),
+        Part("cache gains on no unseen word", "the neural cache beats static on no unseen word (it only "
+             "re-weights words it has seen)", "reproduced" if cache_share == 0 else "not reproduced",
+             f"{100 * cache_share:.1f}% of unseen words", "exactly none"),
+    ))
+
+
+def related_claim(results: Results) -> Claim:
+    """Table 5.2: one update on a target word raises its probability, raises the probabilities of the words whose
+    embeddings are nearest to it more than the median word's, and the median word loses probability; most further
+    targets show the same."""
+    rw = results["related_words"]
+    ex = rw["extra_targets"]
+    median = rw["median"]["delta"]
+    return Claim("K-T5.2", (
+        _strict("the updated word gains", f"the updated word {rw['word']!r} gains probability", rw["rows"][0]["delta"],
+                f"Δ log p {rw['rows'][0]['delta']:+.2f}"),
+        _strict("related words gain more", f"the top-{rw['top']} related words gain more than "
+                "the median word", rw["top_mean_delta"] - median,
+                f"top-{rw['top']} mean {rw['top_mean_delta']:+.2f} vs median {median:+.2f}"),
+        _strict("the median word loses", "the vocabulary's median word loses probability", -median,
+                f"median Δ log p {median:+.2f}"),
+        _strict("most further targets agree", "for most further targets the related words gain more than the median",
+                ex["top_mean_above_median"] - ex["count"] / 2, f"{ex['top_mean_above_median']} of {ex['count']}"),
+    ))
+
+
+def momentum_claim(results: Results) -> Claim:
+    """Table 5.3: momentum always hurts dynamic evaluation; μ = 0 (plain SGD) has the best validation perplexity and
+    perplexity rises with μ (needs three μ values; the first is μ = 0)."""
+    rows = results["optimizers"]["momentum"]
+    ppl = [r["valid_ppl"] for r in rows]
+    mus = ", ".join(f"μ {r['settings']['momentum']:g}" for r in rows)
+    thesis = " / ".join(_f(v) for v in list(PAPER_MOMENTUM.values())[:len(rows)])
+    evidence = f"{mus}: " + " / ".join(_f(v) for v in ppl) + f"; thesis {thesis}"
+    steps = [b - a for a, b in zip(ppl, ppl[1:])]
+    parts, not_run = [], []
+    if len(rows) >= 2 and rows[0]["settings"]["momentum"] == 0:
+        parts.append(_strict("plain SGD is best", "no momentum μ > 0 beats μ = 0", min(ppl[1:]) - ppl[0], evidence))
+    else:
+        not_run.append("plain SGD is best")
+    if len(rows) >= 3:
+        parts.append(_strict("perplexity rises with μ", "each larger μ is worse", min(steps),
+                             "steps between successive μ: " + " / ".join(f"{d:+.2f}" for d in steps) + " ppl"))
+    else:
+        not_run.append("perplexity rises with μ")
+    return Claim("K-T5.3", tuple(parts), tuple(not_run))
+
+
+def adaptive_claim(results: Results) -> Claim:
+    """Table 5.4: RMSprop and Adam (PyTorch defaults but the learning rate) lose to plain SGD and to global RMS;
+    momentum hurts Adam too; Adam without momentum (bias-corrected RMSprop) beats RMSprop (α = 0.999) slightly."""
+    o = results["optimizers"]
+    adaptive = o["adaptive"]
+    best = min(r["valid_ppl"] for r in adaptive)
+    adam = {r["settings"]["momentum"]: r["valid_ppl"] for r in adaptive if r["settings"]["rule"] == "adam"}
+    rmsprop = {r["settings"]["alpha"]: r["valid_ppl"] for r in adaptive if r["settings"]["rule"] == "rmsprop"}
+    parts = [
+        _strict("lose to SGD", "every RMSprop/Adam setting is worse than plain SGD",
+                best - o["sgd"]["valid_ppl"], f"best adaptive {_f(best)} vs SGD {_f(o['sgd']['valid_ppl'])}"),
+        _strict("lose to global RMS", "every RMSprop/Adam setting is worse than global RMS",
+                best - o["global_rms"]["valid_ppl"],
+                f"best adaptive {_f(best)} vs global RMS {_f(o['global_rms']['valid_ppl'])}"),
+    ]
+    not_run = []
+    if 0.9 in adam and 0.0 in adam:
+        parts.append(_strict("momentum hurts Adam", "Adam with μ = 0.9 is worse than without momentum",
+                             adam[0.9] - adam[0.0], f"{_f(adam[0.9])} vs {_f(adam[0.0])}"))
+    else:
+        not_run.append("momentum hurts Adam")
+    if 0.0 in adam and 0.999 in rmsprop:
+        parts.append(_strict("bias correction helps", "Adam without momentum beats RMSprop (α = 0.999)",
+                             rmsprop[0.999] - adam[0.0], f"{_f(adam[0.0])} vs {_f(rmsprop[0.999])}"))
+    else:
+        not_run.append("bias correction helps")
+    return Claim("K-T5.4", tuple(parts), tuple(not_run))
+
+
+def epsilon_claim(results: Results) -> Claim:
+    """Table 5.5: RMSprop is very sensitive to ε, the smallest ε is not the best (needs two ε values); tuned ε gains
+    slightly over SGD; global RMS (no decay prior) beats RMSprop at every ε."""
+    o = results["optimizers"]
+    rows = o["epsilon"]
+    ppl = [r["valid_ppl"] for r in rows]
+    best_eps = rows[ppl.index(min(ppl))]["settings"]["eps"]
+    thesis_best = min(PAPER_EPSILON, key=PAPER_EPSILON.get)
+    glob, sgd = o["global_rms"]["valid_ppl"], o["sgd"]["valid_ppl"]
+    parts = [
+        _strict("tuned ε beats SGD", "RMSprop with its best ε gains slightly over plain SGD", sgd - min(ppl),
+                f"{_f(min(ppl))} vs SGD {_f(sgd)}; thesis {PAPER_EPSILON[thesis_best]} vs "
+                f"{PAPER_EPSILON_BASELINES['sgd']}"),
+        _strict("global RMS beats every ε", "global RMS (without the decay prior) beats RMSprop at every ε",
+                min(ppl) - glob, f"global RMS {_f(glob)}, best RMSprop {_f(min(ppl))}"),
+    ]
+    if len(rows) < 2:
+        return Claim("K-T5.5", tuple(parts), ("the smallest ε is not the best",))
+    smallest = _strict("the smallest ε is not the best", "a larger ε than the smallest gives lower perplexity",
+                       ppl[0] - min(ppl), f"ε {rows[0]['settings']['eps']:g} {_f(ppl[0])}, best ε {best_eps:g} "
+                       f"{_f(min(ppl))}; thesis best ε {thesis_best:g}")
+    return Claim("K-T5.5", (smallest, *parts))
+
+
+def statistics_amount_claim(results: Results) -> Claim:
+    """Table 5.6: the amount of training data for global RMS's statistics (1%, 10%, 100%) has a negligible effect,
+    and global RMS with any amount beats RMSprop."""
+    a = results["statistics_amount"]
+    glob = [r["valid_ppl"] for r in a["global_rms"]]
+    spread = (max(glob) - min(glob)) / min(glob)
+    paper = [PAPER_STATISTICS_AMOUNT[f] for f in (0.01, 0.1, 1.0)]
+    thesis_spread = (max(paper) - min(paper)) / min(paper)
+    local = min(r["valid_ppl"] for r in a["rmsprop"])
+    fractions = ", ".join(f"{100 * r['fraction']:g}% {_f(r['valid_ppl'])}" for r in a["global_rms"])
+    outdo = _strict("global RMS beats RMSprop", "global RMS beats RMSprop whatever the amount of data",
+                    local - max(glob), f"worst global RMS {_f(max(glob))} vs best RMSprop {_f(local)}")
+    if len(glob) < 2:
+        return Claim("K-T5.6", (outdo,), ("amount negligible",))
+    return Claim("K-T5.6", (
+        Part("amount negligible", "1%, 10% or 100% of the training data for the statistics changes "
+             "perplexity negligibly", "reproduced" if spread <= STATISTICS_SPREAD else "not reproduced",
+             f"spread {spread:.1%} ({fractions}); thesis {thesis_spread:.1%}",
+             f"spread (max - min) / min at most {STATISTICS_SPREAD:.0%} (about 2x the thesis' spread)"),
+        outdo,
+    ))
+
+
+def statistics_locality_claim(results: Results) -> Claim:
+    """Table 5.7: non-local RMSprop (statistics from an independent stream) beats RMSprop at the same ε and is on
+    par with global RMS."""
+    loc = results["statistics_locality"]
+    pairs = [(r["settings"]["eps"], r["valid_ppl"], nl["valid_ppl"])
+             for r, nl in zip(loc["rmsprop"], loc["nonlocal_rmsprop"])]
+    best_nl = min(p[2] for p in pairs)
+    glob = loc["global_rms"]["valid_ppl"]
+    apart = (best_nl - glob) / glob
+    thesis = PAPER_STATISTICS_LOCALITY
+    thesis_apart = (thesis["nonlocal_rmsprop"] - thesis["global_rms"]) / thesis["global_rms"]
+    return Claim("K-T5.7", (
+        _strict("non-local RMSprop beats RMSprop", "non-local RMSprop beats RMSprop at the same ε",
+                min(local - nl for _, local, nl in pairs),
+                "; ".join(f"ε {eps:g}: {_f(nl)} vs {_f(local)}" for eps, local, nl in pairs)),
+        Part("on par with global RMS", "the best non-local RMSprop is on par with global RMS",
+             "reproduced" if abs(apart) <= ON_PAR else "not reproduced",
+             f"{_f(best_nl)} vs {_f(glob)}, {apart:+.1%}; thesis {thesis_apart:+.1%}",
+             f"|relative difference| at most {ON_PAR:.0%} (about 5x the thesis' difference)"),
+    ))
+
+
+def claims(results: Results) -> dict[str, Claim]:
+    """Every dynamic-evaluation claim that these results can judge, keyed by seed item, from the contents of
+    ``results/dyneval.json``; a claim whose numbers are missing (or whose every part the profile left unrun) is
+    left out, and the index shows its row as pending."""
+    makers = [lambda r, c=corpus: table_claim(r, c) for corpus in results["corpora"] if corpus in TABLE_ITEMS]
+    makers += [timescale_claim, seen_claim, related_claim, momentum_claim, adaptive_claim, epsilon_claim,
+               statistics_amount_claim, statistics_locality_claim]
+    out = {}
+    for make in makers:
+        try:
+            claim = make(results)
+        except (KeyError, IndexError, ValueError):  # ValueError: min() of an empty sweep
+            continue
+        out[claim.item] = claim
+    return out

@@ -1,0 +1,187 @@
+"""The dynamic-evaluation claims (Krause ch. 4-5) judged on constructed results: each rule flips when its numbers
+do, the index shows exactly the claims' verdicts, and the claim record rejects what the index could not parse."""
+
+import copy
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from paperlib.compendium import results_index as ri
+from paperlib.experiments.claims import Claim, Part, direction_word, strict_word, verdict_word
+from paperlib.experiments.dyneval_claims import ON_PAR, STATISTICS_SPREAD, claims
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _row(key, test_ppl):
+    return {"key": key, "test_ppl": test_ppl}
+
+
+def _opt(label, ppl, **settings):
+    return {"label": label, "valid_ppl": ppl, "settings": settings}
+
+
+def constructed():
+    """Results shaped like ``results/dyneval.json`` in which every thesis claim holds."""
+    table = [_row("static", 100.0), _row("traditional_sgd", 95.0), _row("sgd", 94.0), _row("sgd_decay", 93.0),
+             _row("global_rms_decay", 90.0), _row("global_rms_rms_decay", 89.0), _row("sparse", 96.0),
+             _row("neural_cache", 92.0)]
+    return {
+        "corpora": {"ptb": {"rows": table}, "wikitext2": {"rows": copy.deepcopy(table)}},
+        "timescale": {
+            "curves": {"static": [5.0, 5.0, 5.0], "dynamic": [4.9, 4.7, 4.5], "neural_cache": [4.8, 4.8, 4.8]},
+            "seen_unseen": {"static": {"seen": 3.2, "unseen": 6.9}, "dynamic": {"seen": 2.8, "unseen": 7.0},
+                            "neural_cache": {"seen": 2.9, "unseen": 7.1},
+                            "dynamic_better_than_static_on_unseen": 0.4, "cache_better_than_static_on_unseen": 0.0}},
+        "related_words": {"word": "production", "top": 10, "rows": [{"delta": 2.4}], "top_mean_delta": 1.0,
+                          "median": {"delta": -0.6}, "extra_targets": {"count": 30, "top_mean_above_median": 25}},
+        "optimizers": {
+            "momentum": [_opt(f"mu {m}", p, momentum=m) for m, p in ((0.0, 54.7), (0.5, 54.8), (0.75, 55.0))],
+            "adaptive": [_opt("rmsprop .999", 58.1, rule="rmsprop", alpha=0.999),
+                         _opt("adam .9", 58.1, rule="adam", alpha=0.999, momentum=0.9),
+                         _opt("adam 0", 58.0, rule="adam", alpha=0.999, momentum=0.0)],
+            "epsilon": [_opt(f"eps {e}", p, rule="rmsprop", eps=e) for e, p in ((1e-6, 57.5), (1e-2, 54.4), (1.0, 54.7))],
+            "sgd": _opt("sgd", 54.7, rule="sgd"), "global_rms": _opt("global rms", 52.7, rule="global_rms")},
+        "statistics_amount": {"global_rms": [{"fraction": f, "valid_ppl": p} for f, p in ((0.01, 52.5), (0.1, 52.5),
+                                                                                            (1.0, 52.7))],
+                              "rmsprop": [_opt("rmsprop", 54.4, eps=0.01)]},
+        "statistics_locality": {"rmsprop": [_opt("rmsprop", 54.4, eps=0.01)],
+                                "nonlocal_rmsprop": [_opt("non-local", 52.6, eps=0.01)],
+                                "global_rms": {"valid_ppl": 52.7}},
+    }
+
+
+def _parts(claim):
+    return {p.label: p.verdict for p in claim.parts}
+
+
+def test_every_claim_holds_where_the_numbers_are_the_thesis_shape():
+    judged = claims(constructed())
+    assert sorted(judged) == ["K-F5.1", "K-T4.1", "K-T4.2", "K-T5.1", "K-T5.2", "K-T5.3", "K-T5.4", "K-T5.5",
+                              "K-T5.6", "K-T5.7"]
+    assert {item: c.verdict for item, c in judged.items()} == {item: "reproduced" for item in judged}
+
+
+def test_momentum_that_helps_at_all_is_not_reproduced():
+    """K-T5.3, the case the index once got wrong: the thesis says momentum always hurts, so μ > 0 doing better by
+    a fraction of a percent contradicts it (the comparison is strict: one model, deterministic evaluation)."""
+    results = constructed()
+    results["optimizers"]["momentum"][2]["valid_ppl"] = 54.6  # 0.2% better than plain SGD
+    parts = _parts(claims(results)["K-T5.3"])
+    assert parts == {"plain SGD is best": "not reproduced", "perplexity rises with μ": "not reproduced"}
+    results["optimizers"]["momentum"][2]["valid_ppl"] = 54.75  # worse than SGD, but below μ = 0.5
+    parts = _parts(claims(results)["K-T5.3"])
+    assert parts == {"plain SGD is best": "reproduced", "perplexity rises with μ": "not reproduced"}
+
+
+@pytest.mark.parametrize("corpus,item", [("ptb", "K-T4.1"), ("wikitext2", "K-T4.2")])
+def test_table_parts_follow_their_rows(corpus, item):
+    results = constructed()
+    rows = {r["key"]: r for r in results["corpora"][corpus]["rows"]}
+    rows["sgd_decay"]["test_ppl"] = 95.5  # now worse than traditional dynamic evaluation
+    rows["neural_cache"]["test_ppl"] = 88.0  # now better than every rule
+    parts = _parts(claims(results)[item])
+    assert parts["segments + decay help"] == "not reproduced"
+    assert parts["beats the cache"] == "not reproduced"
+    assert parts["every rule beats static"] == parts["RMS decay helps"] == "reproduced"
+    rows["sgd"]["test_ppl"] = 85.0  # an SGD rule beats global RMS
+    assert _parts(claims(results)[item])["global RMS best"] == "not reproduced"
+    rows["sparse"]["test_ppl"] = 101.0  # worse than static
+    assert _parts(claims(results)[item])["sparse in between"] == "not reproduced"
+
+
+def test_statistics_thresholds_sit_where_stated():
+    results = constructed()
+    glob = results["statistics_amount"]["global_rms"]
+    glob[2]["valid_ppl"] = 52.5 * (1 + STATISTICS_SPREAD) - 1e-9
+    assert _parts(claims(results)["K-T5.6"])["amount negligible"] == "reproduced"
+    glob[2]["valid_ppl"] = 52.5 * (1 + STATISTICS_SPREAD) + 1e-6
+    assert _parts(claims(results)["K-T5.6"])["amount negligible"] == "not reproduced"
+    local = results["statistics_locality"]
+    local["nonlocal_rmsprop"][0]["valid_ppl"] = 52.7 * (1 - ON_PAR) - 1e-6  # better than global RMS by too much
+    parts = _parts(claims(results)["K-T5.7"])
+    assert parts == {"non-local RMSprop beats RMSprop": "reproduced", "on par with global RMS": "not reproduced"}
+
+
+def test_seen_related_adaptive_epsilon_and_timescale_rules():
+    results = constructed()
+    su = results["timescale"]["seen_unseen"]
+    su["neural_cache"]["seen"] = 2.7  # the cache now beats dynamic evaluation on seen words
+    su["cache_better_than_static_on_unseen"] = 0.01
+    parts = _parts(claims(results)["K-T5.1"])
+    assert parts["dynamic beats the cache"] == parts["cache gains on no unseen word"] == "not reproduced"
+    assert parts["cache helps on seen words"] == "reproduced"
+    results["related_words"]["median"]["delta"] = 0.2  # the median word gains too
+    assert _parts(claims(results)["K-T5.2"]) == {"the updated word gains": "reproduced",
+                                                 "related words gain more": "reproduced",
+                                                 "the median word loses": "not reproduced",
+                                                 "most further targets agree": "reproduced"}
+    results["optimizers"]["adaptive"][2]["valid_ppl"] = 54.0  # Adam beats SGD
+    assert _parts(claims(results)["K-T5.4"])["lose to SGD"] == "not reproduced"
+    results["optimizers"]["epsilon"][0]["valid_ppl"] = 54.0  # the smallest ε is best
+    assert _parts(claims(results)["K-T5.5"])["the smallest ε is not the best"] == "not reproduced"
+    results["timescale"]["curves"]["dynamic"] = [4.5, 4.7, 4.9]  # the gain shrinks along the sequence
+    assert _parts(claims(results)["K-F5.1"])["dynamic gain grows"] == "not reproduced"
+
+
+def test_the_vocabulary_rules():
+    assert strict_word(1e-9) == "reproduced" and strict_word(0.0) == strict_word(None) == "not reproduced"
+    assert direction_word(0.01, None) == "within noise" and strict_word(float("nan")) == "not reproduced"
+    assert verdict_word(["reproduced", "within noise"]) == "partly"
+
+
+def test_a_claim_refuses_what_the_index_could_not_read():
+    with pytest.raises(ValueError, match="verdict word"):
+        Part("a", "b", "reproduced", evidence="this was reproduced", rule="strict")
+    with pytest.raises(ValueError, match="part verdict"):
+        Part("a", "b", "holds", evidence="1 vs 2", rule="strict")
+    with pytest.raises(KeyError, match="no part can be judged.*not run: plain SGD is best"):
+        Claim("K-T5.3", (), ("plain SGD is best",))
+
+
+def test_a_profile_that_runs_part_of_a_study_reads_partly():
+    """A smoke-sized sweep (two momentum values, one ε, no Adam with momentum) judges what it ran and names the
+    rest: all judged parts holding is then only "partly"."""
+    results = constructed()
+    opt = results["optimizers"]
+    opt["momentum"] = opt["momentum"][:2]
+    opt["epsilon"] = opt["epsilon"][1:2]
+    opt["adaptive"] = [r for r in opt["adaptive"] if r["settings"].get("momentum") != 0.9]
+    judged = claims(results)
+    assert (judged["K-T5.3"].verdict, judged["K-T5.3"].not_run) == ("partly", ("perplexity rises with μ",))
+    assert (judged["K-T5.4"].verdict, judged["K-T5.4"].not_run) == ("partly", ("momentum hurts Adam",))
+    assert judged["K-T5.5"].not_run == ("the smallest ε is not the best",)
+    assert judged["K-T5.3"].text().endswith("; not run: perplexity rises with μ")
+    opt["momentum"] = opt["momentum"][:1]  # nothing left to judge: the index shows the row as pending
+    assert "K-T5.3" not in claims(results) and "K-T5.4" in claims(results)
+
+
+def test_the_index_reads_the_parts_the_claim_judged():
+    """The index's text parser recovers exactly the claim's (label, verdict) pairs: the rendered text and the
+    reason column cannot drift from the judged parts."""
+    for claim in claims(constructed()).values():
+        text = claim.text()
+        assert text.startswith(claim.verdict + ": ")
+        assert ri._parts_of(text.split(": ", 1)[1]) == [(p.label, p.verdict) for p in claim.parts]
+
+
+def test_index_and_notebook_table_agree_on_the_committed_results():
+    """One claim path: every dynamic-evaluation row of the index carries its claim's verdict, and the notebook's
+    table (``results/dyneval_claims.csv``, written from the same claims) lists the same part verdicts."""
+    path = REPO / "results/dyneval.json"
+    if not path.exists():
+        pytest.skip("dyneval results not present")
+    results = ri.load_results(REPO)
+    judged = claims(results["dyneval"])
+    with open(REPO / "results/seed_items.csv", newline="") as handle:
+        items = [row for row in csv.DictReader(handle) if row["id"] in judged]
+    table = {row["id"]: row for row in ri.build_index(items, results)}
+    assert {item: table[item]["status"] for item in judged} == {item: c.verdict for item, c in judged.items()}
+    saved = REPO / "results/dyneval_claims.csv"
+    made = json.loads((REPO / "results/dyneval.provenance.json").read_text()).get("profile")
+    if saved.exists() and made == json.loads(path.read_text()).get("profile"):
+        with open(saved, newline="") as handle:
+            rows = [(r["item"], r["claim"], r["verdict"]) for r in csv.DictReader(handle)]
+        assert rows == [(c.item, p.claim, p.verdict) for c in judged.values() for p in c.parts]
