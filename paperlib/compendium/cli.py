@@ -103,6 +103,7 @@ RUNNERS = {
     "averaging_ptb": "paperlib.experiments.averaging_ptb:run_averaging_experiment",
     "micmco_synthetic": "paperlib.experiments.micmco_synthetic:run_micmco_synthetic",
     "word_generation": "paperlib.experiments.word_generation:run_word_generation",
+    "word_generation_ladder": "paperlib.experiments.word_generation_ladder:run_word_generation_ladder",
     "dyneval": "paperlib.experiments.dyneval:run_dyneval",
     "reverse_copy": "paperlib.experiments.reverse_copy:run_reverse_copy",
     "tuning_ptb": "paperlib.experiments.tuning_ptb:run_tuning",

@@ -951,19 +951,12 @@ def _wg_t1_ours(results: Results) -> str:
     return "H[P_test, P̂] nats: " + ", ".join(f"{k} {_pm(v, 'H_test')}" for k, v in rows.items())
 
 
-def _wg_t1_verdict(results: Results) -> str:
-    rows = {r["model"]: r for r in _wg(results)["table1"]}
-    dssm = min(v["H_test"] for k, v in rows.items() if "BASELINE" not in k and "ORACLE" not in k)
-    gru = min((v["H_test"] for k, v in rows.items() if "BASELINE" in k), default=math.inf)
-    weighted = [v["H_test"] for k, v in rows.items() if "K=" in k]
-    plain_flows = [v["H_test"] for k, v in rows.items() if "K=" not in k and "BASELINE" not in k and "ORACLE" not in k]
-    stds = [v["H_test_std"] for v in rows.values() if v.get("H_test_std") is not None]
-    spread = (f" (seed std of H_test up to {max(stds):.2f} nats)" if stds else
-              " (one seed: differences carry no error bar)")
-    words = {"the best DSSM beats the GRU baseline": dssm < gru,
-             "importance weighting helps": bool(weighted and plain_flows and min(weighted) < min(plain_flows))}
-    return f"{verdict_word(list(words.values()))}: " + "; ".join(
-        f"{k}: {'reproduced' if v else 'not reproduced'}" for k, v in words.items()) + spread
+def _wg_t1_verdict(results: Results) -> tuple[str, str]:
+    """S&H Table 1 as :func:`paperlib.experiments.word_generation_ladder.table1_claim` judges it (the notebook shows
+    the same claim): the main stage's comparisons and the DSSM-vs-GRU budget ladder."""
+    from paperlib.experiments.word_generation_ladder import table1_claim  # lazily: it loads torch
+
+    return _claim_verdict(table1_claim(_wg(results), results["word_generation_ladder"]))
 
 
 def _wg_t2_ours(results: Results) -> str:
@@ -1926,9 +1919,10 @@ ROWS.update({
                   paper="GPT-2 out of domain, static → SGD → global RMS: enwik8 1.017 → 0.893 → 0.869 bpc; WikiText-103 "
                   "26.6 → 23.0 → 21.9 ppl", ours=_char_ood_ours, scale=_char_scale,
                   verdict=_claims_verdict("dyneval_char", "more out of domain"), needs=("dyneval_char",)),
-    "S-T1": Row(file=_WG_NB, paper="H[P_test, P̂]: TRIL 11.99, 2xTRIL 11.86, 2xTRIL K=10 11.38, GRU 8D 12.97, "
+    "S-T1": Row(file=_WG_NB + ", `figures/word_generation_ladder.png` (budget ladder)",
+                paper="H[P_test, P̂]: TRIL 11.99, 2xTRIL 11.86, 2xTRIL K=10 11.38, GRU 8D 12.97, "
                 "GRU 16D 12.60; oracle 7.02", ours=_wg_t1_ours, scale=_wg_scale, verdict=_wg_t1_verdict,
-                needs=("word_generation",)),
+                needs=("word_generation", "word_generation_ladder")),
     "S-T2": Row(file=_WG_NB, paper="2xTRIL K=10: H_test 12.27; GRU 8D 13.67; n-gram perplexities per order",
                 ours=_wg_t2_ours, scale=_wg_scale,
                 verdict="partly: rows computed as in the paper; absolute levels far apart at our budget",
@@ -2166,6 +2160,12 @@ def render_definitions() -> list[str]:
         f"  changes\" is within {PPL_TOLERANCE:.0%} perplexity and its \"low latent usage\" at most {LOW_KL} nats "
         "of KL per token;",
         f"  a DSSM \"uses its noise\" (S-F1) when Ī > {WG_NOISE_USED}.",
+        "- **Scale ladders** (S-T1; issue #22): a claim's gap measured at training budgets growing ×4, with the seed",
+        "  margin above at each rung. The ladder reads \"reproduced\" when the top rung's gap is beyond its margin,",
+        "  else \"trend toward the claim\" / \"trend against\" when the gap's change from the first rung to the top",
+        "  exceeds twice its standard error, else \"no trend\" (`paperlib.experiments.claims.ladder_word`); as a part",
+        "  of the row a trend toward the claim counts as partly reproduced. A model has converged at a rung when its",
+        "  score fell by no more than twice the standard error of its per-seed change over the rung's last quarter.",
         "",
         "### Normalised hypervolume",
         "",

@@ -69,6 +69,35 @@ def strict_word(gap: float | None) -> str:
     return "reproduced" if gap is not None and math.isfinite(gap) and gap > 0 else "not reproduced"
 
 
+LADDER_WORDS = ("reproduced", "trend toward the claim", "no trend", "trend against")
+_LADDER_PART = {"reproduced": "reproduced", "trend toward the claim": "partly reproduced", "no trend": "not reproduced",
+                "trend against": "not reproduced"}
+
+
+def ladder_word(rungs: Sequence[tuple[float, float]]) -> str:
+    """A scale ladder's reading (issue #22), from (gap, standard error) per rung in budget order, the gap signed
+    positive in the paper's direction: the top rung beyond twice its standard error -> "reproduced"; else the
+    change of the gap from the first rung to the top, against twice its standard error: toward the paper ->
+    "trend toward the claim", away -> "trend against", inside -> "no trend"."""
+    if len(rungs) < 2:
+        raise ValueError(f"a ladder needs at least two rungs, got {len(rungs)}")
+    (first, first_se), (top, top_se) = rungs[0], rungs[-1]
+    if top > 2 * top_se:
+        return "reproduced"
+    change, noise = top - first, 2 * math.sqrt(first_se ** 2 + top_se ** 2)
+    if change > noise:
+        return "trend toward the claim"
+    return "trend against" if change < -noise else "no trend"
+
+
+def ladder_part(word: str) -> str:
+    """A ladder reading as a part verdict: a trend toward the claim is partly reproduced, no trend or a trend
+    against it not reproduced."""
+    if word not in _LADDER_PART:
+        raise ValueError(f"ladder reading {word!r} must be one of {', '.join(LADDER_WORDS)}")
+    return _LADDER_PART[word]
+
+
 @dataclass(frozen=True)
 class Part:
     """One judged comparison of a claim.

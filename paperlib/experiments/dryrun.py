@@ -389,28 +389,46 @@ def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator
                        batch=f"{curve.estimator.num_samples}x{batch_size}")
 
 
-def _word_generation(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
-    """word_generation (:mod:`paperlib.experiments.word_generation`): every planned run (model spec x split x seed), Adam on
-    the negative bound of words of ``max_len`` letters (S&H §2.6, §5.1)."""
+def _word_workload(name: str, spec: dict[str, Any], settings: Any, steps: int, runs: int, cap: Cap) -> Workload:
+    """One word-generation model (S&H §2.6, §5.1): Adam on the negative bound of words of ``max_len`` letters."""
     from paperlib.models.dssm import CharVocab
-    from paperlib.experiments.word_generation import build_model, complete_spec, model_loss, plan_runs
+    from paperlib.experiments.word_generation import build_model, model_loss
 
     vocab = CharVocab(string.ascii_lowercase)  # the word list keeps words of a-z (paperlib.data.wordlist)
+    samples = spec.get("samples", 1)
+
+    def backward(model: nn.Module, length: int) -> None:
+        tokens = _tokens(vocab.size, settings.batch_size, length)  # [B, T] letters + end of word
+        with unset_fake_temporarily():  # real: the models check the lengths on the host
+            lengths = torch.full((settings.batch_size,), length)  # [B]
+        model_loss(model, tokens, lengths, samples, torch.Generator(FAKE_DEVICE)).backward()
+
+    return Workload(name, lambda: build_model(spec, vocab, settings.max_len), backward,
+                    lambda model: torch.optim.Adam(model.parameters(), lr=settings.lr), steps,
+                    cap(settings.max_len + 1), runs, settings.clip_norm, f"{samples}x{settings.batch_size}")
+
+
+def _word_generation(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+    """word_generation (:mod:`paperlib.experiments.word_generation`): every planned run (model spec x split x
+    seed)."""
+    from paperlib.experiments.word_generation import complete_spec, plan_runs
+
     planned = plan_runs(settings)
     runs = Counter(run.labels for run in planned)
     for labels, count in runs.items():
         spec = complete_spec(next(run.spec for run in planned if run.labels == labels))
-        samples = spec.get("samples", 1)
+        yield _word_workload(", ".join(labels), spec, settings, settings.steps, count, cap)
 
-        def backward(model: nn.Module, length: int, samples=samples) -> None:
-            tokens = _tokens(vocab.size, settings.batch_size, length)  # [B, T] letters + end of word
-            with unset_fake_temporarily():  # real: the models check the lengths on the host
-                lengths = torch.full((settings.batch_size,), length)  # [B]
-            model_loss(model, tokens, lengths, samples, torch.Generator(FAKE_DEVICE)).backward()
 
-        yield Workload(", ".join(labels), lambda spec=spec: build_model(spec, vocab, settings.max_len), backward,
-                       lambda model: torch.optim.Adam(model.parameters(), lr=settings.lr), settings.steps,
-                       cap(settings.max_len + 1), count, settings.clip_norm, f"{samples}x{settings.batch_size}")
+def _word_generation_ladder(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+    """word_generation_ladder (:mod:`paperlib.experiments.word_generation_ladder`): its two rows, one run per seed
+    to the top rung, with the ``word_generation`` settings of the paper profile (read from ``params.yaml``)."""
+    from paperlib.experiments.word_generation import NAME, complete_spec
+    from paperlib.experiments.word_generation_ladder import main_settings
+
+    main = main_settings(settings, experiment_params(NAME, "paper"))
+    for row in (settings.dssm, settings.baseline):
+        yield _word_workload(row, complete_spec(main.table1[row]), main, settings.rungs[-1], len(settings.seeds), cap)
 
 
 def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
@@ -445,7 +463,8 @@ ADAPTERS: dict[str, Callable[[str, Any, str, Cap], Iterator[Workload]]] = {
     "lm_ptb": _lm_comparison, "lm_ptb_char": _lm_comparison, "lm_ptb_ablation": _lm_comparison,
     "lm_wt2_bytes": _lm_comparison, "averaging_ptb": _averaging, "tuning_ptb": _tuning, "dyneval": _dyneval,
     "dyneval_char": _dyneval_char, "micmco_synthetic": _micmco_synthetic, "micmco_ptb": _micmco_ptb,
-    "word_generation": _word_generation, "reverse_copy": _reverse_copy,
+    "word_generation": _word_generation, "word_generation_ladder": _word_generation_ladder,
+    "reverse_copy": _reverse_copy,
 }
 STAGES = tuple(ADAPTERS)
 

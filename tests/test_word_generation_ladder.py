@@ -1,0 +1,123 @@
+"""The DSSM-vs-GRU budget ladder (issue #22): one run stopped at each rung is the run of that budget, the summary's
+numbers are the closed forms they claim to be, and the ladder is read by the one rule of paperlib.experiments.claims."""
+
+import dataclasses
+import math
+import statistics
+
+import pytest
+import torch
+
+from paperlib.data.wordlist import english_word_list
+from paperlib.experiments.claims import ladder_part, ladder_word
+from paperlib.experiments.config import experiment_params
+from paperlib.experiments.word_generation import (build_model, complete_spec, evaluate_model, make_splits,
+                                                  train_model)
+from paperlib.experiments.word_generation_ladder import (WordGenerationLadderParams, convergence, main_settings,
+                                                         run_ladder, scoring_steps, summarise, table1_claim)
+
+
+def _ladder(**changes):
+    values = dict(dssm="2xTRIL, K=2", baseline="BASELINE-8D", rungs=[4, 8], seeds=[0, 1], workers=1)
+    return WordGenerationLadderParams(**{**values, **changes})
+
+
+def test_settings_are_checked():
+    with pytest.raises(ValueError, match="increasing step counts"):
+        _ladder(rungs=[8, 4])
+    with pytest.raises(ValueError, match="at least two distinct seeds"):
+        _ladder(seeds=[0])
+    main = experiment_params("word_generation", "smoke")
+    with pytest.raises(ValueError, match="'TRIL' is not a gru row.*BASELINE-8D"):
+        main_settings(_ladder(baseline="TRIL"), main)
+    assert main_settings(_ladder(), main).steps == 8
+    assert scoring_steps([4, 8, 100]) == [3, 4, 6, 8, 75, 100]
+
+
+def test_a_run_stopped_at_each_rung_is_the_run_of_that_budget(tmp_path):
+    """The ladder trains once to the top rung, stopping and scoring on the way; with a constant learning rate that
+    must give, at each rung, exactly the model a run of that many steps gives (the generators, Adam's state and the
+    parameters survive the stops; scoring draws from its own generators)."""
+    ladder = _ladder(seeds=[0, 1])
+    main = experiment_params("word_generation", "smoke")
+    records = run_ladder(ladder, main, tmp_path / "runs")
+    assert [(r["row"], r["seed"]) for r in records] == [("2xTRIL, K=2", 0), ("2xTRIL, K=2", 1),
+                                                         ("BASELINE-8D", 0), ("BASELINE-8D", 1)]
+    settings = dataclasses.replace(main_settings(ladder, main), steps=4)
+    data = english_word_list(settings.min_len, settings.max_len, settings.min_count, settings.total_tokens,
+                             settings.top_n)
+    split = make_splits(data, settings.test_fraction, settings.split_seed)["standard"]
+    for row in (ladder.dssm, ladder.baseline):
+        spec = complete_spec(settings.table1[row])
+        torch.manual_seed(1)
+        model = build_model(spec, split.vocab, settings.max_len)
+        train_model(model, split, settings, spec.get("samples", 1), 1)  # 4 steps straight through
+        alone = evaluate_model(model, split, settings, 1)["H_test"]
+        record = next(r for r in records if r["row"] == row and r["seed"] == 1)
+        assert next(s["H_test"] for s in record["scores"] if s["step"] == 4) == alone
+    again = run_ladder(ladder, main, tmp_path / "runs")  # finished runs are read back, not retrained
+    assert [r["scores"] for r in again] == [r["scores"] for r in records]
+
+
+def _record(row, seed, scores):
+    return {"row": row, "seed": seed, "scores": [{"step": s, "H_test": h} for s, h in scores.items()]}
+
+
+def test_the_summary_is_the_closed_form():
+    ladder = _ladder(dssm="D", baseline="G", rungs=[4, 8], seeds=[0, 1, 2])
+    dssm = {0: {3: 13.0, 4: 12.9, 6: 12.5, 8: 12.0}, 1: {3: 13.1, 4: 13.0, 6: 12.6, 8: 12.2},
+            2: {3: 12.9, 4: 12.9, 6: 12.4, 8: 11.9}}
+    gru = {0: {3: 12.0, 4: 12.0, 6: 12.0, 8: 12.0}, 1: {3: 12.1, 4: 12.1, 6: 12.1, 8: 12.1},
+           2: {3: 11.9, 4: 11.9, 6: 11.9, 8: 11.9}}
+    records = [_record("D", s, v) for s, v in dssm.items()] + [_record("G", s, v) for s, v in gru.items()]
+    summary = summarise(records, ladder)
+    top = summary["rungs"][1]
+    d8, g8 = [dssm[s][8] for s in dssm], [gru[s][8] for s in gru]
+    assert top["gap"] == pytest.approx(statistics.fmean(g8) - statistics.fmean(d8))
+    se = math.sqrt(statistics.stdev(d8) ** 2 / 3 + statistics.stdev(g8) ** 2 / 3)
+    assert top["se"] == pytest.approx(se) and top["margin"] == pytest.approx(2 * se)
+    # the DSSM still falls by 0.47 over the last quarter with little spread: not converged; the GRU is flat
+    assert top["models"]["dssm"]["fall"] == pytest.approx(statistics.fmean([dssm[s][6] - dssm[s][8] for s in dssm]))
+    assert top["models"]["dssm"]["converged"] is False and top["models"]["baseline"]["converged"] is True
+    # gap -0.93 -> -0.03: the change (0.90) is beyond 2 SE of it, and the top gap is not in the paper's direction
+    assert summary["reading"] == "trend toward the claim"
+
+
+def test_convergence_reads_the_last_quarter():
+    assert convergence([10.0, 10.2], [10.0, 10.2])["converged"] is True  # no change at all
+    assert convergence([10.5, 10.6, 10.4], [10.0, 10.1, 9.9])["converged"] is False  # a steady fall of 0.5
+    assert convergence([10.1, 9.9, 10.0], [10.0, 10.05, 10.0])["converged"] is True  # changes within the noise
+
+
+def test_the_ladder_reading():
+    assert ladder_word([(-1.0, 0.1), (0.5, 0.1)]) == "reproduced"  # top rung beyond its 2 SE
+    assert ladder_word([(-1.0, 0.1), (-0.5, 0.1)]) == "trend toward the claim"
+    assert ladder_word([(-1.0, 0.1), (-1.1, 0.1)]) == "no trend"
+    assert ladder_word([(-1.0, 0.1), (-1.5, 0.1)]) == "trend against"
+    assert ladder_word([(0.1, 0.1), (0.15, 0.1)]) == "no trend"  # the paper's way, but inside every margin
+    assert [ladder_part(w) for w in ("reproduced", "trend toward the claim", "no trend", "trend against")] == [
+        "reproduced", "partly reproduced", "not reproduced", "not reproduced"]
+    with pytest.raises(ValueError, match="at least two rungs"):
+        ladder_word([(1.0, 0.1)])
+
+
+def test_table1_claim_judges_with_seed_margins_and_the_ladder():
+    main = {"table1": [
+        {"model": "TRIL", "H_test": 12.0, "H_test_std": 0.1, "seeds": 3},
+        {"model": "2xTRIL, K=10", "H_test": 11.4, "H_test_std": 0.1, "seeds": 3},
+        {"model": "BASELINE-8D", "H_test": 11.45, "H_test_std": 0.1, "seeds": 3},
+        {"model": "ORACLE-TRAIN", "H_test": 7.0}]}
+    rungs = [{"steps": 500, "gap": -1.0, "se": 0.05, "margin": 0.1,
+              "models": {"dssm": {"row": "2xTRIL, K=10", "converged": False},
+                         "baseline": {"row": "BASELINE-8D", "converged": True}}},
+             {"steps": 2000, "gap": 0.05, "se": 0.05, "margin": 0.1,
+              "models": {"dssm": {"row": "2xTRIL, K=10", "converged": False},
+                         "baseline": {"row": "BASELINE-8D", "converged": True}}}]
+    ladder = {"reading": "trend toward the claim", "rungs": rungs, "paper": {"gap": 1.59},
+              "settings": {"dssm": "2xTRIL, K=10", "baseline": "BASELINE-8D"}}
+    claim = table1_claim(main, ladder)
+    verdicts = {p.label: p.verdict for p in claim.parts}
+    # 0.05 nats ahead with a 2 SE margin of 0.16: the paper's way, within noise; K=10 0.6 ahead: beyond it
+    assert verdicts == {"best DSSM beats the best GRU": "within noise", "importance weighting helps": "reproduced",
+                        "ladder 2xTRIL, K=10 vs BASELINE-8D": "partly reproduced"}
+    assert claim.verdict == "partly" and "trend toward the claim" in claim.text()
