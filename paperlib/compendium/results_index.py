@@ -952,9 +952,9 @@ def _wg_t1_ours(results: Results) -> str:
 
 
 def _wg_t1_verdict(results: Results) -> tuple[str, str]:
-    """S&H Table 1 as :func:`paperlib.experiments.word_generation_ladder.table1_claim` judges it (the notebook shows
+    """S&H Table 1 as :func:`paperlib.experiments.word_generation_claims.table1_claim` judges it (the notebook shows
     the same claim): the main stage's comparisons and the DSSM-vs-GRU budget ladder."""
-    from paperlib.experiments.word_generation_ladder import table1_claim  # lazily: it loads torch
+    from paperlib.experiments.word_generation_claims import table1_claim
 
     return _claim_verdict(table1_claim(_wg(results), results["word_generation_ladder"]))
 

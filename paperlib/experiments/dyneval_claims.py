@@ -2,8 +2,10 @@
 per seed item (Tables 4.1/4.2, Fig. 5.1, Tables 5.1-5.7), read by the results index and the notebook alike.
 
 Tie rules. Every number compared here comes from one trained model evaluated deterministically (no dropout, no
-sampling), so there is no seed or sampling spread to tie within: a directional comparison is strict
-(:func:`~paperlib.experiments.claims.strict_word`). Where the thesis' own wording is "negligible" or "on par",
+sampling), so no seed spread is measured and a directional comparison is strict
+(:func:`~paperlib.experiments.claims.strict_word`). The test text is itself a sample, and its noise is not
+estimated yet (a paired bootstrap over sequences would give each comparison a margin): read a strict verdict on a
+gap of a fraction of a percent, e.g. K-T5.3's, with that in mind. Where the thesis' own wording is "negligible" or "on par",
 the part uses a threshold stated next to it (:data:`STATISTICS_SPREAD`, :data:`ON_PAR`), a few times the thesis' own effect so that a small model's noisier numbers can pass it.
 """
 
@@ -38,11 +40,12 @@ def _strict(label: str, claim: str, gap: float, evidence: str, corpus: str | Non
 
 def table_claim(results: Results, corpus: str) -> Claim:
     """Tables 4.1/4.2 (test perplexity): every rule beats static; segments + decay beat traditional dynamic
-    evaluation; global RMS is the best rule; RMS decay beats plain decay; the final rule beats the neural cache;
-    and (§4.6, shown by the thesis on enwik8 only) sparse dynamic evaluation falls between static and full."""
+    evaluation; global RMS is the best rule; RMS decay beats plain decay; the final rule beats the neural cache.
+    Our tables also hold a sparse row, but the thesis shows sparse dynamic evaluation on enwik8 only (Table 4.4,
+    judged by ``dyneval_char``), so it is not part of these claims."""
     rows = {r["key"]: r["test_ppl"] for r in results["corpora"][corpus]["rows"]}
     static, dyn = rows["static"], [rows[k] for k in DYNAMIC_RULES]
-    best, final, cache = min(dyn), rows["global_rms_rms_decay"], rows["neural_cache"]
+    final, cache = rows["global_rms_rms_decay"], rows["neural_cache"]
     best_global = min(rows["global_rms_decay"], final)
     best_other = min(rows[k] for k in DYNAMIC_RULES if not k.startswith("global_rms"))
     parts = [
@@ -55,11 +58,8 @@ def table_claim(results: Results, corpus: str) -> Claim:
                 best_other - best_global, f"best global RMS {_f(best_global)}, best SGD rule {_f(best_other)}"),
         _strict("RMS decay helps", "global RMS with RMS decay (eq. 4.7) beats global RMS with plain decay (eq. 4.5)",
                 rows["global_rms_decay"] - final, f"{_f(final)} vs {_f(rows['global_rms_decay'])}"),
-        _strict("beats the cache", "the best rule beats the neural cache",
-                cache - best, f"{_f(best)} vs cache {_f(cache)}"),
-        _strict("sparse in between", "sparse dynamic evaluation beats static but not full dynamic "
-                "evaluation (§4.6)", min(static - rows["sparse"], rows["sparse"] - final),
-                f"static {_f(static)}, sparse {_f(rows['sparse'])}, full {_f(final)}"),
+        _strict("beats the cache", "the final rule (global RMS + RMS decay) beats the neural cache",
+                cache - final, f"{_f(final)} vs cache {_f(cache)}"),
     ]
     return Claim(TABLE_ITEMS[corpus], tuple(parts))
 
@@ -137,7 +137,8 @@ def momentum_claim(results: Results) -> Claim:
     rows = results["optimizers"]["momentum"]
     ppl = [r["valid_ppl"] for r in rows]
     mus = ", ".join(f"μ {r['settings']['momentum']:g}" for r in rows)
-    thesis = " / ".join(_f(v) for v in list(PAPER_MOMENTUM.values())[:len(rows)])
+    thesis = " / ".join(_f(PAPER_MOMENTUM[m]) if m in PAPER_MOMENTUM else "—"
+                        for m in (r["settings"]["momentum"] for r in rows))
     evidence = f"{mus}: " + " / ".join(_f(v) for v in ppl) + f"; thesis {thesis}"
     steps = [b - a for a, b in zip(ppl, ppl[1:])]
     parts, not_run = [], []

@@ -13,7 +13,8 @@ trajectories, exact for the GRU) over the seeds, and whether training had **conv
 three quarters into the rung, and converged means it fell by no more than twice the standard error of its
 per-seed change over that last quarter. The gap is H(GRU) - H(DSSM), positive in the paper's direction (the
 paper: 12.97 - 11.38 = 1.59 nats); its tie margin is twice the standard error of the difference of the two seed
-means at that rung. :func:`paperlib.experiments.claims.ladder_word` reads the ladder.
+means at that rung. :func:`paperlib.experiments.claims.ladder_word` reads the ladder;
+:mod:`paperlib.experiments.word_generation_claims` turns it into S-T1's claim.
 
 Departure from the seed: the paper trains for an unstated budget on BooksCorpus; ours is the wordfreq list of
 the ``word_generation`` stage, and the top rung is still far from convergence-scale training.
@@ -35,8 +36,9 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from paperlib.atomic_files import write_json_atomic
+from paperlib.device import Compute, configure, current
 from paperlib.data.wordlist import english_word_list
-from paperlib.experiments.claims import Claim, Part, direction_word, ladder_part, ladder_word
+from paperlib.experiments.claims import ladder_word
 from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.config import active_profile, experiment_params, load_params, register_experiment, repo_root
 from paperlib.experiments.provenance import provenance
@@ -101,9 +103,12 @@ def _slug(text: str) -> str:
 
 
 def _run(row: str, seed: int, ladder: WordGenerationLadderParams, settings: WordGenerationParams, folder: str,
-         device: str, progress: bool) -> dict[str, Any]:
+         device: str, progress: bool, compute: Compute | None = None) -> dict[str, Any]:
     """Train one (row, seed) run to the top rung, scored at every :func:`scoring_steps` point; resumable (the
-    checkpoint and the scores so far live in ``folder``) and read back once done."""
+    checkpoint and the scores so far live in ``folder``) and read back once done. ``compute``: the parent's
+    precision settings, for a worker process (which starts with the defaults)."""
+    if compute is not None:
+        configure(compute.precision, compute.sync_every, compute.compile)
     torch.set_num_threads(settings.threads)
     folder_path = Path(folder)
     done = folder_path / "done.json"
@@ -124,6 +129,7 @@ def _run(row: str, seed: int, ladder: WordGenerationLadderParams, settings: Word
                              say, stop_at=step)
         if result.diverged:
             break
+        assert result.steps == step, (result.steps, step)  # scored before training past it
         if any(s["step"] == step for s in scores):
             continue
         metrics = evaluate_model(model, split, settings, seed)
@@ -153,14 +159,15 @@ def run_ladder(ladder: WordGenerationLadderParams, main: WordGenerationParams, r
     settings = main_settings(ladder, main)
     data = english_word_list(settings.min_len, settings.max_len, settings.min_count, settings.total_tokens,
                              settings.top_n)
-    key = json.dumps({"ladder": dataclasses.asdict(ladder), "main": settings_fingerprint(settings, data),
-                      "code": code_hash(__name__)}, sort_keys=True)
+    specs = {row: complete_spec(settings.table1[row]) for row in (ladder.dssm, ladder.baseline)}
+    key = json.dumps({"ladder": dataclasses.asdict(ladder), "specs": specs, "code": code_hash(__name__),
+                      "main": settings_fingerprint(settings, data)}, sort_keys=True)  # the fingerprint skips table1
     base = Path(runs_dir) / _fingerprint(key)
     jobs = [(row, seed) for row in (ladder.dssm, ladder.baseline) for seed in ladder.seeds]
     folders = [str(base / f"{_slug(row)}-seed{seed}") for row, seed in jobs]
     n = len(jobs)
     args = ([r for r, _ in jobs], [s for _, s in jobs], [ladder] * n, [settings] * n, folders, [str(device)] * n,
-            [progress] * n)
+            [progress] * n, [current()] * n)
     if ladder.workers == 1:
         threads = torch.get_num_threads()
         try:
@@ -259,55 +266,3 @@ def run_word_generation_ladder(profile: str | None = None, progress: bool = True
                                     code=code_hash(__name__)),
                        "run_seconds": {f"{r['row']} seed {r['seed']}": r.get("seconds") for r in records}})
     return out
-
-
-# -- the claim (the results index and the notebook show it) ----------------------------------
-
-
-def table1_claim(main: Mapping[str, Any], ladder: Mapping[str, Any]) -> Claim:
-    """S&H Table 1: the DSSMs beat the GRU baselines, and importance weighting (K > 1) helps, at the
-    ``word_generation`` stage's budget (ties: twice the standard error of the difference of seed means, where
-    both rows have two or more seeds), and the DSSM-vs-GRU gap over the budget ladder."""
-    rows = {r["model"]: r for r in main["table1"]}
-    dssms = [k for k in rows if "BASELINE" not in k and "ORACLE" not in k]
-    grus = [k for k in rows if "BASELINE" in k]
-    parts = [_row_comparison("best DSSM beats the best GRU", "the best DSSM row has a lower H_test than the best "
-                             "GRU baseline", rows, min(grus, key=lambda k: rows[k]["H_test"]),
-                             min(dssms, key=lambda k: rows[k]["H_test"]))]
-    weighted = [k for k in dssms if "K=" in k]
-    plain = [k for k in dssms if "K=" not in k]
-    if weighted and plain:
-        parts.append(_row_comparison("importance weighting helps", "the best K > 1 row beats the best K = 1 row",
-                                     rows, min(plain, key=lambda k: rows[k]["H_test"]),
-                                     min(weighted, key=lambda k: rows[k]["H_test"])))
-    reading = ladder.get("reading")
-    if reading is not None:
-        steps = [r for r in ladder["rungs"] if "gap" in r]
-        gaps = " → ".join(f"{r['gap']:+.2f} ± {r['margin']:.2f}" for r in steps)
-        budgets = " / ".join(f"{r['steps']:,}" for r in steps)
-        converged = "; ".join(
-            f"{m['row']} " + " ".join("flat" if r["models"][role].get("converged") else "falling" for r in steps)
-            for role, m in steps[-1]["models"].items())
-        s = ladder["settings"]
-        parts.append(Part(
-            label=f"ladder {s['dssm']} vs {s['baseline']}", claim="the DSSM's gap to the GRU moves the paper's way "
-            "as the training budget grows", verdict=ladder_part(reading),
-            evidence=("" if reading == "reproduced" else f"{reading}; ") + f"gap H(GRU) - H(DSSM) {gaps} nats at {budgets} steps, paper "
-                     f"{ladder['paper']['gap']:+.2f}; last quarter of each rung: {converged}",
-            rule="top rung beyond 2 SE of the gap, else the change from the first to the last rung beyond twice "
-                 "its standard error (paperlib.experiments.claims.ladder_word)"))
-    return Claim("S-T1", tuple(parts))
-
-
-def _row_comparison(label: str, claim: str, rows: Mapping[str, Mapping[str, Any]], worse: str, better: str) -> Part:
-    """``better`` (the paper's better row) against ``worse``: gap H(worse) - H(better) with a 2 SE margin."""
-    a, b = rows[worse], rows[better]
-    gap = a["H_test"] - b["H_test"]
-    sds, n = (a.get("H_test_std"), b.get("H_test_std")), (a.get("seeds", 1), b.get("seeds", 1))
-    margin = None
-    if None not in sds and min(n) >= 2:
-        margin = 2 * math.sqrt(sds[0] ** 2 / n[0] + sds[1] ** 2 / n[1])
-    tie = f", margin {margin:.2f}" if margin is not None else ", no margin (one seed)"
-    return Part(label=label, claim=claim, verdict=direction_word(gap, margin),
-                evidence=f"{better} {b['H_test']:.2f} vs {worse} {a['H_test']:.2f} nats{tie}",
-                rule="gap beyond twice the standard error of the difference of seed means")
