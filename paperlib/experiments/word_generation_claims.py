@@ -68,6 +68,16 @@ def table1_claim(main: Mapping[str, Any], ladder: Mapping[str, Any] | None) -> C
     return Claim("S-T1", tuple(parts), tuple(not_run))
 
 
+def estimator_check(ladder: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The DSSM's top-rung H_test scored with the ladder's ``check_samples`` trajectories, mean over its seeds
+    (``step``, ``eval_samples``, ``H_test``, ``seeds``); None when the ladder did not run the check."""
+    checks = [r["check"] for r in ladder.get("runs", []) if "check" in r]
+    if not checks:
+        return None
+    return {"step": checks[0]["step"], "eval_samples": checks[0]["eval_samples"],
+            "H_test": sum(c["H_test"] for c in checks) / len(checks), "seeds": len(checks)}
+
+
 def _ladder_part(ladder: Mapping[str, Any], reading: str) -> Part:
     steps = [r for r in ladder["rungs"] if "gap" in r]
     gaps = " → ".join(f"{r['gap']:+.2f} ± {r['margin']:.2f}" for r in steps)
@@ -76,13 +86,12 @@ def _ladder_part(ladder: Mapping[str, Any], reading: str) -> Part:
         f"{m['row']} " + " ".join("flat" if r["models"][role].get("converged") else "falling" for r in steps)
         for role, m in steps[-1]["models"].items())
     paper = ladder["paper"].get("gap")
-    checks = [r["check"] for r in ladder.get("runs", []) if "check" in r]
+    found = estimator_check(ladder)
     check = ""
-    if checks:
+    if found is not None:
         top = steps[-1]["models"]["dssm"]["H_test"]
-        precise = sum(c["H_test"] for c in checks) / len(checks)
-        check = (f"; the DSSM at {checks[0]['step']:,} steps scored with {checks[0]['eval_samples']:,} trajectories: "
-                 f"{precise:.2f} instead of {top:.2f} (eq. 12's estimate is biased upward; the rungs use "
+        check = (f"; the DSSM at {found['step']:,} steps scored with {found['eval_samples']:,} trajectories: "
+                 f"{found['H_test']:.2f} instead of {top:.2f} (eq. 12's estimate is biased upward; the rungs use "
                  f"{ladder['training']['eval_samples']:,})")
     s = ladder["settings"]
     return Part(

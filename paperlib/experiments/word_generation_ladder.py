@@ -43,7 +43,7 @@ from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.config import active_profile, experiment_params, load_params, register_experiment, repo_root
 from paperlib.experiments.provenance import provenance
 from paperlib.experiments.stage import setup_stage
-from paperlib.experiments.word_generation import (NAME as MAIN, PAPER_TABLE1, WordGenerationParams,
+from paperlib.experiments.word_generation import (NAME as MAIN, SplitData, PAPER_TABLE1, WordGenerationParams,
                                                   _log_prob_fn, build_model, complete_spec, evaluate_model,
                                                   make_splits, settings_fingerprint, train_model,
                                                   train_test_cross_entropy)
@@ -102,10 +102,10 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
 
 
-def _run(row: str, seed: int, ladder: WordGenerationLadderParams, settings: WordGenerationParams, folder: str,
-         device: str, progress: bool, compute: Compute | None = None) -> dict[str, Any]:
-    """Train one (row, seed) run to the top rung, scored at every :func:`scoring_steps` point; resumable (the
-    checkpoint and the scores so far live in ``folder``) and read back once done. ``compute``: the parent's
+def _run(row: str, seed: int, ladder: WordGenerationLadderParams, settings: WordGenerationParams,
+         split: SplitData, folder: str, device: str, progress: bool, compute: Compute | None = None) -> dict[str, Any]:
+    """Train one (row, seed) run on ``split`` to the top rung, scored at every :func:`scoring_steps` point; resumable
+    (the checkpoint and the scores so far live in ``folder``) and read back once done. ``compute``: the parent's
     precision settings, for a worker process (which starts with the defaults)."""
     if compute is not None:
         configure(compute.precision, compute.sync_every, compute.compile)
@@ -114,9 +114,6 @@ def _run(row: str, seed: int, ladder: WordGenerationLadderParams, settings: Word
     done = folder_path / "done.json"
     if done.is_file():
         return json.loads(done.read_text())
-    data = english_word_list(settings.min_len, settings.max_len, settings.min_count, settings.total_tokens,
-                             settings.top_n)
-    split = make_splits(data, settings.test_fraction, settings.split_seed)["standard"]
     spec = complete_spec(settings.table1[row])
     torch.manual_seed(seed)  # parameter initialisation, as in the word_generation stage
     model = build_model(spec, split.vocab, settings.max_len).to(device)
@@ -163,11 +160,12 @@ def run_ladder(ladder: WordGenerationLadderParams, main: WordGenerationParams, r
     key = json.dumps({"ladder": dataclasses.asdict(ladder), "specs": specs, "code": code_hash(__name__),
                       "main": settings_fingerprint(settings, data)}, sort_keys=True)  # the fingerprint skips table1
     base = Path(runs_dir) / _fingerprint(key)
+    split = make_splits(data, settings.test_fraction, settings.split_seed)["standard"]  # once, for every run
     jobs = [(row, seed) for row in (ladder.dssm, ladder.baseline) for seed in ladder.seeds]
     folders = [str(base / f"{_slug(row)}-seed{seed}") for row, seed in jobs]
     n = len(jobs)
-    args = ([r for r, _ in jobs], [s for _, s in jobs], [ladder] * n, [settings] * n, folders, [str(device)] * n,
-            [progress] * n, [current()] * n)
+    args = ([r for r, _ in jobs], [s for _, s in jobs], [ladder] * n, [settings] * n, [split] * n, folders,
+            [str(device)] * n, [progress] * n, [current()] * n)
     if ladder.workers == 1:
         threads = torch.get_num_threads()
         try:
