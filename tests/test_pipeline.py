@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -62,8 +63,8 @@ def _json(cmd, root, env):
     return json.loads(proc.stdout)
 
 
-def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch):
-    root, env = scratch
+def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch, committed_nbval):
+    root, env = scratch  # committed_nbval: started now, to run beside the pipeline
     first = _run([sys.executable, "-m", "dvc", "repro"], root, env)
     assert "Running stage 'notebook_dataset_summary'" in first
     assert (root / "figures" / "dataset_summary.png").stat().st_size > 10_000
@@ -81,15 +82,55 @@ def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch):
     assert "up to date" in second
 
 
-def _nbval_strict(root: Path, env: dict, notebooks: list[Path]) -> str:
-    """Strict nbval over executed notebooks under `root`; stored outputs show paths relative to the clone
+def test_the_dry_run_stage_builds_and_steps_every_stage_of_the_paper_profile(scratch):
+    """The smoke pipeline's dry run (sequences cut to 2 positions) measured every stage with a dry run, and its
+    tables print every one (tests/test_dryrun.py:check_dry_run)."""
+    from paperlib.experiments.dryrun import STAGES, render_tables
+    from tests.test_dryrun import check_dry_run
+
+    root, env = scratch
+    if not (root / "results" / "dryrun.json").exists():
+        _run([sys.executable, "-m", "dvc", "repro"], root, env)
+    result = json.loads((root / "results" / "dryrun.json").read_text())
+    check_dry_run(result, render_tables(result), STAGES)
+
+
+def _start_nbval(root: Path, env: dict, notebooks: list[Path]) -> tuple[subprocess.Popen, Path]:
+    """Strict nbval over executed notebooks under `root`, started in the background (its own process group, its
+    output to a file); stored outputs show paths relative to the clone
     (paperlib.compendium.notebooks.strip_volatile_metadata), so the clone's own path is sanitised away."""
     sanitize = root.parent / f"{root.name}-nbval-sanitize.cfg"
     sanitize.write_text(f"[clone]\nregex: {re.escape(str(root.resolve()) + os.sep)}\nreplace: \n")
-    out = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
-                "--nbval-sanitize-with", str(sanitize), *map(str, notebooks)], root, env)
+    log = root.parent / f"{root.name}-nbval.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
+                                 "--nbval-current-env", "--nbval-sanitize-with", str(sanitize),
+                                 *map(str, notebooks)], cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+    return proc, log
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End a background run and the kernels it started."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _nbval_passed(started: tuple[subprocess.Popen, Path], timeout: int = 1200) -> str:
+    proc, log = started
+    try:
+        proc.wait(timeout=timeout)
+    finally:
+        _stop(proc)
+    out = log.read_text()
+    assert proc.returncode == 0, f"nbval failed:\n{out[-6000:]}"
     assert re.search(r"\b\d+ passed\b", out) and "failed" not in out
     return out
+
+
+def _nbval_strict(root: Path, env: dict, notebooks: list[Path]) -> str:
+    return _nbval_passed(_start_nbval(root, env, notebooks))
 
 
 def _unchanged(before: dict[str, bytes], folder: Path) -> list[str]:
@@ -111,15 +152,25 @@ def test_nbval_reruns_every_executed_notebook_to_the_same_outputs_and_figures(sc
     assert not _unchanged(figures, root / "figures"), "figures not byte-deterministic"
 
 
-def test_the_committed_executed_notebooks_are_what_the_committed_results_give(tmp_path):
-    """What a reader sees online: every committed executed notebook (the default profile's) re-runs from the
-    committed results to exactly its stored text outputs, and re-draws the committed figures byte for byte."""
-    root = tmp_path / "clone"
+@pytest.fixture(scope="module")
+def committed_nbval(tmp_path_factory):
+    """nbval over the committed executed notebooks, started in the background when first asked for: the first test
+    asks, so it runs on the second core while the smoke pipeline (one process at a time) builds."""
+    root = tmp_path_factory.mktemp("committed") / "clone"
     for rel in _tracked_files(REPO):
         if rel.startswith(("results/", "figures/", "notebooks/", "params.yaml", "dvc.yaml")):
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, root / rel)
     figures = {p.name: p.read_bytes() for p in (root / "figures").iterdir()}
     env = {k: v for k, v in os.environ.items() if k not in ("PAPERLIB_PROFILE", "PAPERLIB_ROOT")}
-    _nbval_strict(root, env, sorted((root / "results" / "notebooks").glob("*.ipynb")))
+    started = _start_nbval(root, env, sorted((root / "results" / "notebooks").glob("*.ipynb")))
+    yield root, figures, started
+    _stop(started[0])
+
+
+def test_the_committed_executed_notebooks_are_what_the_committed_results_give(committed_nbval):
+    """What a reader sees online: every committed executed notebook (the default profile's) re-runs from the
+    committed results to exactly its stored text outputs, and re-draws the committed figures byte for byte."""
+    root, figures, started = committed_nbval
+    _nbval_passed(started)
     assert not _unchanged(figures, root / "figures"), "committed figures differ from what the notebooks draw"

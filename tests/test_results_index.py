@@ -527,19 +527,6 @@ def test_one_comparison_reads_its_direction_against_its_margin():
     assert ri.direction_word(0.0, 0.02) == "not reproduced" and ri.direction_word(None, 0.02) == "not reproduced"
 
 
-def test_a_synthetic_figure_rule_inside_the_hypervolume_tie_reads_within_noise():
-    from paperlib.experiments.micmco_synthetic import HV_TIE
-
-    labels = {"dreg1_kl": "DReG 1 KL", "elbo": "ELBO"}
-    text, word, evidence = ri._micmco_rule("DReG 1 beats the ELBO", (("dreg1_kl", "elbo"),),
-                                           {"dreg1_kl": 0.128, "elbo": 0.122}, labels)
-    assert word == "within noise" and "DReG 1 KL 0.128 vs ELBO 0.122" in evidence
-    assert ri._micmco_rule("x", (("dreg1_kl", "elbo"),), {"dreg1_kl": 0.122 + 2 * HV_TIE, "elbo": 0.122},
-                           labels)[1] == "reproduced"
-    assert ri._micmco_rule("x", (("dreg1_kl", "elbo"),), {"dreg1_kl": 0.120, "elbo": 0.122}, labels)[1] == (
-        "not reproduced")
-
-
 def test_readme_summary_uses_the_index_words_and_links_to_the_details():
     table = ri.build_index(_items(), ri.load_results(REPO))
     summary = ri.render_summary(table)

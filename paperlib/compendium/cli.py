@@ -102,6 +102,7 @@ def cmd_run_notebook(args) -> int:
 RUNNERS = {
     "averaging_ptb": "paperlib.experiments.averaging_ptb:run_averaging_experiment",
     "micmco_synthetic": "paperlib.experiments.micmco_synthetic:run_micmco_synthetic",
+    "micmco_synthetic_ladder": "paperlib.experiments.micmco_synthetic_ladder:run_micmco_synthetic_ladder",
     "word_generation": "paperlib.experiments.word_generation:run_word_generation",
     "word_generation_ladder": "paperlib.experiments.word_generation_ladder:run_word_generation_ladder",
     "dyneval": "paperlib.experiments.dyneval:run_dyneval",
@@ -441,11 +442,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors that are the user's to fix, reported as a message rather than a traceback. Imported only once
+    one is raised, so a command that needs no torch (``run-notebook``: its kernel imports what it needs) starts
+    without loading it."""
     from paperlib.data.corpora import DataError
     from paperlib.compendium.notebooks import NotebookError
     from paperlib.train import CheckpointMismatch, TrainingDiverged
 
+    return DataError, ParamsError, NotebookError, TrainingDiverged, CheckpointMismatch, ValueError
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "command", None) == "run-notebook" and args.param:
@@ -458,8 +466,8 @@ def main(argv: list[str] | None = None) -> int:
             args.param = [kv for kv in args.param if kv[0] != "profile"]
     try:
         return args.func(args)
-    except (DataError, ParamsError, NotebookError, TrainingDiverged, CheckpointMismatch, ValueError) as err:
-        if os.environ.get("PAPERLIB_DEBUG"):
+    except Exception as err:
+        if os.environ.get("PAPERLIB_DEBUG") or not isinstance(err, _user_errors()):
             raise
         print(f"paperlib: error: {err} (set PAPERLIB_DEBUG=1 for the traceback)", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from paperlib.experiments.config import active_profile, repo_root
+from paperlib.experiments.config import PROFILE_ENV, active_profile, load_params, repo_root
 
 if TYPE_CHECKING:
     import pandas
@@ -35,7 +35,19 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, profile: s
 
     The active profile is passed as the `profile` parameter unless `parameters` sets it.
     """
-    import papermill
+    import sys
+
+    # jsonschema, which papermill's nbformat imports, compiles ~40 Lark grammars at import when rfc3987_syntax is
+    # installed (it is, through JupyterLab): 2 seconds of every notebook stage, for an IRI format check nbformat's
+    # schema never asks for. This process imports jsonschema without it (the kernel is another process).
+    blocked = "rfc3987_syntax" not in sys.modules
+    if blocked:
+        sys.modules["rfc3987_syntax"] = None  # an import of it raises ImportError, which jsonschema skips
+    try:
+        import papermill
+    finally:
+        if blocked:
+            del sys.modules["rfc3987_syntax"]
 
     root = Path(root) if root is not None else repo_root()
     source = root / NOTEBOOK_DIR / f"{name}.ipynb"
@@ -43,7 +55,10 @@ def run_notebook(name: str, parameters: dict[str, Any] | None = None, profile: s
         choices = ", ".join(available_notebooks(root)) or "none"
         raise NotebookError(f"no notebook {name!r} in {root / NOTEBOOK_DIR}; available: {choices}")
     parameters = dict(parameters or {})
-    parameters.setdefault("profile", active_profile(profile))
+    # only the profile's name is needed here (checked by active_profile); a notebook that reads its settings
+    # validates params.yaml in its kernel
+    raw = None if profile or os.environ.get(PROFILE_ENV) else load_params(root / "params.yaml", validate=False)
+    parameters.setdefault("profile", active_profile(profile, raw))
     target = root / EXECUTED_DIR / f"{name}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
     env_root = os.environ.get("PAPERLIB_ROOT")

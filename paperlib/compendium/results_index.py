@@ -38,6 +38,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from paperlib import reference
 from paperlib.experiments.claims import VERDICTS, Claim, direction_word, part_word, verdict_word
+from paperlib.experiments.micmco_synthetic_claims import Compared, comparison_word, counts as hv_counts, hv_tie, tally
 from paperlib.compendium.figure_style import micmco_ptb_figure_file
 
 Results = Mapping[str, Any]
@@ -135,7 +136,8 @@ def grouped_reason(parts: Sequence[tuple[str, str]], note: str = "") -> str:
     text = "; ".join(f"{g}: {', '.join(groups[g])}" for g in _GROUP.values() if g in groups) + tail
     if len(text) > REASON_CHARS and "holds" in groups and len(groups) > 1:
         named = [f"{g}: {', '.join(groups[g])}" for g in list(_GROUP.values())[1:] if g in groups]
-        text = "; ".join(named) + f"; the other {len(groups['holds'])} hold" + tail
+        held = len(groups["holds"])
+        text = "; ".join(named) + ("; the other one holds" if held == 1 else f"; the other {held} hold") + tail
     return _clip(text)
 
 
@@ -700,56 +702,18 @@ def _claim_verdict(claim: Claim) -> tuple[str, str]:
 # -- hypervolume comparisons (Melis ch. 5) ------------------------------------------------------
 
 
-def _hv_tie() -> float:
-    from paperlib.experiments.micmco_synthetic import HV_TIE  # here, not at the top: the index loads torch only when it judges
-
-    return HV_TIE
-
-
-def comparison_word(held: bool, gap: float | None) -> str:
-    """One hypervolume comparison of a MICMCO claim as a part verdict: held (beyond the tie) -> reproduced; else
-    by the sign of ``gap`` (HV difference in the thesis' direction; None where the comparison is not a directional
-    HV gap, e.g. a condition on the NLL failed): inside the tie the thesis' way -> within noise, else not
-    reproduced (:func:`direction_word`)."""
-    return "reproduced" if held else direction_word(gap, math.inf)
-
-
-Compared = Sequence[tuple[str, float | None]]  # per comparison: (part verdict, HV gap in the thesis' direction)
-
-
-def _tally(compared: Compared) -> tuple[int, int, int, int, int]:
-    """(held, within noise, the other way, no lead (a zero gap), failed without a direction) of a claim's
-    comparisons."""
-    held = sum(w == "reproduced" for w, _ in compared)
-    noise = sum(w == "within noise" for w, _ in compared)
-    other = sum(w == "not reproduced" and g is not None and g < 0 for w, g in compared)
-    level = sum(w == "not reproduced" and g == 0 for w, g in compared)
-    return held, noise, other, level, len(compared) - held - noise - other - level
-
-
-def _counts(compared: Compared) -> str:
-    """How a claim's comparisons came out, without verdict words (they sit in a part's evidence)."""
-    held, noise, other, level, failed = _tally(compared)
-    text = [f"{held} of {len(compared)} comparisons hold beyond the {_hv_tie()} tie margin"]
-    text += [f"{noise} {'goes' if noise == 1 else 'go'} the thesis' way inside it"] if noise else []
-    text += [f"{other} {'goes' if other == 1 else 'go'} the other way"] if other else []
-    text += [f"{level} {'shows' if level == 1 else 'show'} no lead (equal HV)"] if level else []
-    text += [f"{failed} {'fails' if failed == 1 else 'fail'}"] if failed else []
-    return ", ".join(text)
-
-
 def _counts_short(compared: Compared) -> str:
-    """:func:`_counts` for a reason: "both hold", "all 4 the thesis' way, inside the tie", "1 of 2 holds, 1 the
-    other way"."""
+    """:func:`~paperlib.experiments.micmco_synthetic_claims.counts` for a reason: "both hold", "all 4 the thesis'
+    way, inside the tie", "1 of 2 holds, 1 the other way"."""
     n = len(compared)
-    held, noise, other, level, failed = _tally(compared)
+    held, noise, other, level, failed = tally(compared)
     every = "it" if n == 1 else "both" if n == 2 else f"all {n}"
     if held == n:
         return f"{every} hold" + ("s" if n == 1 else "")
     if noise == n:
         gaps = sorted(g for _, g in compared if g is not None)
         by = "" if len(gaps) < n else f" by {gaps[0]:.3f}" + (f"–{gaps[-1]:.3f}" if gaps[-1] > gaps[0] else "")
-        return f"{every} the thesis' way{by}, inside the {_hv_tie()} tie"
+        return f"{every} the thesis' way{by}, inside the {hv_tie()} tie"
     if other == n:
         return f"{every} the other way"
     if failed == n:
@@ -765,11 +729,7 @@ def _counts_short(compared: Compared) -> str:
 # -- MICMCO synthetic (Melis ch. 5) ------------------------------------------------------------
 
 
-def _micmco_labels(r: Mapping[str, Any]) -> dict[str, str]:
-    return {name: conf["label"] for name, conf in r["configurations"].items()}
-
-
-def _micmco_figure(fig: str) -> tuple[Callable[[Results], str], Callable[[Results], tuple[str, str]],
+def _micmco_figure(fig: str, item: str) -> tuple[Callable[[Results], str], Callable[[Results], tuple[str, str]],
                                       Callable[[Results], str]]:
     def curves(results: Results) -> tuple[dict[str, Any], list[str], list[str]]:
         r = results["micmco_synthetic"]
@@ -799,123 +759,26 @@ def _micmco_figure(fig: str) -> tuple[Callable[[Results], str], Callable[[Result
         return "HV " + ", ".join(f"{conf[n]['label']} {_f(conf[n]['normalised_hypervolume'], 3)}" for n in have)
 
     def verdict(results: Results) -> tuple[str, str]:
+        """The figure's claim as :func:`paperlib.experiments.micmco_synthetic_claims.figure_claim` judges it (the
+        notebook shows the same claims), with how many of its curves were drawn."""
+        from paperlib.experiments.claims import Unjudged
+        from paperlib.experiments.micmco_synthetic_claims import figure_claim
+
         r, names, have = curves(results)
-        claims = {c["claim"]: c for c in r["claims"]}
-        hv = {n: r["configurations"][n]["normalised_hypervolume"] for n in have}
-        checked = [part for name in _MICMCO_CLAIMS.get(fig, ()) if name in claims
-                   for part in _synthetic_claim(claims[name], set(have), _micmco_labels(r), hv)]
-        checked += [_micmco_rule(text, pairs, hv, _micmco_labels(r))
-                    for text, pairs in _MICMCO_FIGURE_RULES.get(fig, ())]
-        checked = [c for c in checked if c is not None]
-        not_run = len(names) - len(have)
-        coverage = f"{len(have)}/{len(names)} curves drawn" + (
-            f"; {not_run} not run at this profile" if not_run else "")
-        if not checked:
+        try:
+            claim = figure_claim(fig, item, r, results["micmco_synthetic_ladder"] if fig in _MICMCO_LADDERS else None)
+        except Unjudged:
+            coverage = f"{len(have)}/{len(names)} curves drawn"
             return (f"partly: {coverage}; no numeric rule for this figure's claim "
                     f"('{r['figures'][fig]['thesis_says']}'), compare the frontiers in the figure",
                     "no numeric rule for this figure's claim; compare the frontiers in the figure")
-        head = verdict_word([word for _, word, _ in checked])
-        if head == "reproduced" and not_run:
-            head = "partly"  # the curves not run are parts of the figure nobody judged
-        text = f"{head}: " + "; ".join(f"'{claim}' {word} ({evidence})" for claim, word, evidence in checked)
-        return (text + f"; {coverage}", grouped_reason([(claim, word) for claim, word, _ in checked],
-                                                         f"{not_run} curves not run" if not_run else ""))
+        text, reason = _claim_verdict(claim)
+        return f"{text}; {len(have)}/{len(names)} curves drawn", reason
     return ours, verdict, ours_short
 
 
-def _micmco_rule(text: str, pairs: tuple[tuple[str, str], ...], hv: Mapping[str, float],
-                 labels: Mapping[str, str]) -> tuple[str, str, str] | None:
-    """One figure-specific reading, (claim, part verdict, evidence): every (better, worse) pair should satisfy
-    HV(better) > HV(worse) + HV_TIE; each pair is a comparison (:func:`comparison_word`). None when not run."""
-    tie = _hv_tie()
-    run = [(a, b) for a, b in pairs if hv.get(a) is not None and hv.get(b) is not None]
-    if not run:
-        return None
-    compared = [(comparison_word(hv[a] > hv[b] + tie, hv[a] - hv[b]), hv[a] - hv[b]) for a, b in run]
-    evidence = ", ".join(f"{labels.get(a, a)} {hv[a]:.3f} vs {labels.get(b, b)} {hv[b]:.3f}" for a, b in run)
-    return text, part_word([w for w, _ in compared]), f"{evidence}; {_counts(compared)}"
-
-
-def _synthetic_claim(claim: Mapping[str, Any], have: set[str], labels: Mapping[str, str],
-                     hv: Mapping[str, float]) -> list[tuple[str, str, str]]:
-    """A claim of ``paperlib.experiments.micmco_synthetic.claim_verdicts`` as parts (claim, part verdict, evidence), read on the curves
-    ``have`` of one figure: its comparisons whose curves the figure draws, each judged by :func:`comparison_word`
-    ("power between KL and Rényi": its two bounds, each a part); a claim without such comparisons (a threshold on
-    one curve) keeps its own verdict. Empty when the figure has none of its comparisons or it was not run. The
-    evidence's keys name the comparisons; ``hv`` (every curve's normalised hypervolume) gives their values."""
-    tie, name, evidence = _hv_tie(), claim["claim"], claim["evidence"]
-    compared: list[tuple[str, float | None]] = []
-    shown = []
-
-    def stem_label(stem: str) -> str:
-        return labels.get(f"{stem}_kl", stem).removesuffix(" KL")
-
-    if name == "power objective between KL and Rényi":
-        bounds: dict[str, list[bool]] = {"power not below KL": [], "power not above Rényi": []}
-        for stem in evidence:
-            if all(f"{stem}_{o}" in have for o in ("kl", "power", "renyi")):
-                kl, power, renyi = (hv[f"{stem}_{o}"] for o in ("kl", "power", "renyi"))
-                bounds["power not below KL"].append(power >= kl - tie)
-                bounds["power not above Rényi"].append(power <= renyi + tie)
-                shown.append(f"{stem_label(stem)}: KL / power / Rényi = {kl:.3f} / {power:.3f} / {renyi:.3f}")
-        rule = f"{claim['rule']} (the thesis: power often better than KL, but behind Rényi)"
-        return [(bound, part_word(held), f"rule: {rule}; " + "; ".join(shown))
-                for bound, held in bounds.items() if held]
-    if name == "Rényi slightly better than KL":
-        for stem in evidence:
-            if f"{stem}_kl" in have and f"{stem}_renyi" in have:
-                renyi, kl = hv[f"{stem}_renyi"], hv[f"{stem}_kl"]
-                compared.append((comparison_word(renyi > kl + tie, renyi - kl), renyi - kl))
-                shown.append(f"{stem_label(stem)}: Rényi {renyi:.3f} vs KL {kl:.3f}")
-    elif name == "multi-sample in both terms beats 16/1 and 1/16":
-        for key in evidence:
-            base, objective = key.split()
-            names = (f"{base}16_{objective}", f"{base}16-1_{objective}", f"{base}1-16_{objective}")
-            if all(n in have for n in names):
-                both, lik, div = (hv[n] for n in names)
-                compared += [(comparison_word(both > lik + tie, both - lik), both - lik),
-                             (comparison_word(both > div + tie, both - div), both - div)]
-                shown.append(f"{labels.get(f'{base}16_{objective}', key)} {both:.3f} vs 16/1 {lik:.3f} and 1/16 "
-                             f"{div:.3f}")
-    elif claim["verdict"] != "not run at this profile":
-        shown = [f"{labels.get(k, k)} {v}" for k, v in evidence.items()]
-        return [(name, claim["verdict"], f"rule: {claim['rule']}; " + ", ".join(shown))]
-    if not compared:
-        return []
-    return [(name, part_word([w for w, _ in compared]),
-             f"rule: {claim['rule']}; " + "; ".join(shown) + f"; {_counts(compared)}")]
-
-
-def _per_objective(better: str, worse: str) -> tuple[tuple[str, str], ...]:
-    """``("iwae16_{o}", "iwae1_{o}")`` for o in KL and Rényi (a name without ``{o}`` stays as it is)."""
-    return tuple((better.format(o=o), worse.format(o=o)) for o in ("kl", "renyi"))
-
-
-# The synthetic figures' own readings (``_MICMCO_SAYS``) as hypervolume comparisons, per objective.
-_MICMCO_FIGURE_RULES = {
-    "5.2": (("IWAE 1 worse than the ELBO", _per_objective("elbo", "iwae1_{o}")),
-            ("IWAE 16 better than IWAE 1", _per_objective("iwae16_{o}", "iwae1_{o}")),
-            ("IWAE 64 worse than IWAE 16", _per_objective("iwae16_{o}", "iwae64_{o}"))),
-    "5.3": (("DReG 1 beats the ELBO", _per_objective("dreg1_{o}", "elbo")),
-            ("DReG 16 improves on DReG 1", _per_objective("dreg16_{o}", "dreg1_{o}"))),
-    "5.5": (("REINFORCE 16 gains on REINFORCE 1", _per_objective("reinforce16_{o}", "reinforce1_{o}")),
-            ("REINFORCE 64 worse than REINFORCE 16", _per_objective("reinforce16_{o}", "reinforce64_{o}"))),
-    "5.6": (("VIMCO 64 much worse than VIMCO 16", _per_objective("vimco16_{o}", "vimco64_{o}")),),
-    "5.15": (("VQ-VAE better than REINFORCE 1", _per_objective("vqvae", "reinforce1_{o}")),
-             ("VQ-VAE worse than VIMCO 16", _per_objective("vimco16_{o}", "vqvae"))),
-}
-
-
-# Which of the chapter's numeric claims (``micmco_synthetic.json`` "claims") each figure is read for.
-_MICMCO_CLAIMS = {
-    "5.2": ("Rényi slightly better than KL",),
-    "5.3": ("Rényi slightly better than KL",),
-    "5.4": ("multi-sample in both terms beats 16/1 and 1/16",),
-    "5.6": ("VIMCO 16 reaches near-optimal NLL at high MI",),
-    "5.7": ("multi-sample in both terms beats 16/1 and 1/16", "Rényi slightly better than KL"),
-    "5.26": ("power objective between KL and Rényi",),
-    "5.27": ("power objective between KL and Rényi",),
-}
+# The figures with a budget ladder (paperlib.experiments.micmco_synthetic_ladder.LADDERS, without importing torch).
+_MICMCO_LADDERS = ("5.2", "5.3", "5.6")
 
 
 def _micmco_scale(results: Results) -> str:
@@ -1522,7 +1385,7 @@ def _spread_reason(claim: Mapping[str, Any]) -> str | None:
         return None
     text = " and ".join(s[1] for s in spreads)
     base = " and ".join(s[2] for s in spreads if s[2])
-    return f"HV spread {text} (tie {_hv_tie()})" + (f", vs {base} at the base size" if base else "")
+    return f"HV spread {text} (tie {hv_tie()})" + (f", vs {base} at the base size" if base else "")
 
 
 def _perplexity_reason(claim: Mapping[str, Any]) -> str | None:
@@ -1568,7 +1431,7 @@ def _hv_reading(key: str, evidence: str, held: bool | None) -> str:
     """One comparison of a PTB claim, "HV A / B = x / y" with the claim "A beats B by more than the tie", read out:
     a comparison that fails either leads in the claim's direction by less than the tie margin (no difference
     detected) or goes the other way."""
-    tie = _hv_tie()
+    tie = hv_tie()
     text = f"{key}: {evidence}"
     pair = _HV_PAIR.fullmatch(evidence)
     if pair is None or held is None:
@@ -1585,7 +1448,7 @@ def _hv_reading(key: str, evidence: str, held: bool | None) -> str:
 
 def _gap_reading(gap: float, held: bool) -> str:
     """A comparison whose evidence is not one "HV A / B" pair, read out as :func:`_hv_reading` does."""
-    tie = _hv_tie()
+    tie = hv_tie()
     if held:
         return f"ahead by {gap:.3f}, more than the {tie} tie margin"
     if gap > 0:
@@ -1606,7 +1469,7 @@ def _ptb_part(claim: Mapping[str, Any], curves: Mapping[str, Mapping[str, Any]] 
     gap = _PTB_GAPS.get(claim["claim"])
     details = [f"rule: {claim['rule']}"] if claim.get("rule") else []
     if wins:
-        details.append(_counts(list(_comparisons(claim).values())) if gap else
+        details.append(hv_counts(list(_comparisons(claim).values())) if gap else
                        f"{sum(wins.values())} of {len(wins)} comparisons hold")
     shown = {k: v for k, v in claim["evidence"].items() if not (k == "ties" and gap)}
     details.append("; ".join(_hv_reading(ptb_key(k, curves), v, wins.get(k)) for k, v in shown.items()))
@@ -1788,9 +1651,12 @@ ROWS: dict[str, Row] = {
 
 for _fig, _item in (("5.2", "M-F5.2"), ("5.3", "M-F5.3"), ("5.4", "M-F5.4"), ("5.5", "M-F5.5"), ("5.6", "M-F5.6"),
                     ("5.7", "M-F5.7"), ("5.15", "M-F5.15"), ("5.26", "M-F5.26"), ("5.27", "M-F5.27")):
-    _ours, _verdict, _short = _micmco_figure(_fig)
-    ROWS[_item] = Row(file=_MIC_NB, paper=f"(figure) {_MICMCO_SAYS[_fig]}", ours=_ours, ours_short=_short,
-                      scale=_micmco_scale, verdict=_verdict, needs=("micmco_synthetic",))
+    _ours, _verdict, _short = _micmco_figure(_fig, _item)
+    _ladder = _fig in _MICMCO_LADDERS
+    ROWS[_item] = Row(file=_MIC_NB + (", `figures/micmco_synthetic_ladder.png` (budget ladder)" if _ladder else ""),
+                      paper=f"(figure) {_MICMCO_SAYS[_fig]}", ours=_ours, ours_short=_short, scale=_micmco_scale,
+                      verdict=_verdict,
+                      needs=("micmco_synthetic", "micmco_synthetic_ladder") if _ladder else ("micmco_synthetic",))
 
 for _fig in _MICMCO_PTB_SAYS:
     ROWS[f"M-F{_fig}"] = Row(file=f"`notebooks/micmco_ptb.ipynb`, `{micmco_ptb_figure_file(_fig)}`", paper=f"(figure) {_MICMCO_PTB_SAYS[_fig]}",
@@ -2160,12 +2026,13 @@ def render_definitions() -> list[str]:
         f"  changes\" is within {PPL_TOLERANCE:.0%} perplexity and its \"low latent usage\" at most {LOW_KL} nats "
         "of KL per token;",
         f"  a DSSM \"uses its noise\" (S-F1) when Ī > {WG_NOISE_USED}.",
-        "- **Scale ladders** (S-T1; issue #22): a claim's gap measured at training budgets growing ×4, with the seed",
-        "  margin above at each rung. The ladder reads \"reproduced\" when the top rung's gap is beyond its margin,",
-        "  else \"trend toward the claim\" / \"trend against\" when the gap's change from the first rung to the top",
-        "  exceeds twice its standard error, else \"no trend\" (`paperlib.experiments.claims.ladder_word`); as a part",
-        "  of the row a trend toward the claim counts as partly reproduced. A model has converged at a rung when its",
-        "  score fell by no more than twice the standard error of its per-seed change over the rung's last quarter.",
+        "- **Scale ladders** (S-T1, M-F5.2, M-F5.3, M-F5.6; issue #22): a claim's gap measured at training budgets",
+        "  growing ×4, with a margin at each rung: twice the standard error over seeds (for a hypervolume gap at least",
+        "  the hypervolume tie). The ladder reads \"reproduced\" when the top rung's gap is beyond its margin, else",
+        "  \"trend toward the claim\" / \"trend against\" when the gap's change from the first rung to the top exceeds",
+        "  the two margins combined, else \"no trend\" (`paperlib.experiments.claims.ladder_word`); as a part of the",
+        "  row a trend toward the claim counts as partly reproduced. A model has converged at a rung when its score",
+        "  moved by no more than twice the standard error of its per-seed change over the rung's last quarter.",
         "",
         "### Normalised hypervolume",
         "",

@@ -14,8 +14,9 @@ This module is pure Python (no torch), so the index can read the vocabulary with
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 VERDICTS = ("reproduced", "partly", "within noise", "not reproduced", "not attempted", "diagram", "encoded",
             "pending")
@@ -90,6 +91,36 @@ def ladder_word(rungs: Sequence[tuple[float, float]]) -> str:
     return "trend against" if change < -noise else "no trend"
 
 
+def check_ladder(rungs: Sequence[int], seeds: Sequence[int], workers: int) -> None:
+    """The settings every ladder shares: at least two increasing step budgets (at least 4 steps, so three quarters
+    of a rung is a step of its own), at least two distinct seeds (the tie margin is their spread), a worker."""
+    if len(rungs) < 2 or any(not isinstance(r, int) or r < 4 for r in rungs) \
+            or any(b <= a for a, b in zip(rungs, rungs[1:])):
+        raise ValueError(f"rungs must be at least two increasing step counts of at least 4, got {list(rungs)}")
+    if len(seeds) < 2 or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be at least two distinct seeds (the tie margin is their spread), "
+                         f"got {list(seeds)}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+
+
+def scoring_steps(rungs: Sequence[int]) -> list[int]:
+    """Where a ladder's runs are scored: every rung and three quarters of the way into it (for :func:`convergence`)."""
+    return sorted({s for r in rungs for s in (r - r // 4, r)})
+
+
+def convergence(values_at_three_quarters: Sequence[float], values_at_rung: Sequence[float]) -> dict[str, Any]:
+    """Whether a loss had stopped falling over a ladder rung's last quarter: per seed, the fall from three quarters
+    into the rung to its end; converged when the mean fall is at most twice its standard error (a fall within the
+    seeds' noise; a rise counts as converged). Pass a score that grows while learning negated."""
+    falls = [a - b for a, b in zip(values_at_three_quarters, values_at_rung)]
+    if len(falls) < 2:
+        raise ValueError(f"convergence needs at least two seeds, got {len(falls)}")
+    mean, sd = statistics.fmean(falls), statistics.stdev(falls)
+    margin = 2 * sd / math.sqrt(len(falls))
+    return {"fall": mean, "margin": margin, "converged": mean <= margin}
+
+
 def ladder_part(word: str) -> str:
     """A ladder reading as a part verdict: a trend toward the claim is partly reproduced, no trend or a trend
     against it not reproduced."""
@@ -122,6 +153,10 @@ class Part:
             raise ValueError(f"evidence must not repeat a verdict word: {self.evidence!r}")
 
 
+class Unjudged(KeyError):
+    """A claim none of whose parts can be judged on the results at hand (a KeyError, as for a missing result)."""
+
+
 @dataclass(frozen=True)
 class Claim:
     """A seed item's claim as judged parts; its verdict follows from theirs (:func:`verdict_word`)."""
@@ -132,7 +167,7 @@ class Claim:
 
     def __post_init__(self) -> None:
         if not self.parts:
-            raise KeyError(f"claim {self.item}: no part can be judged on these results"
+            raise Unjudged(f"claim {self.item}: no part can be judged on these results"
                            + (f" (not run: {', '.join(self.not_run)})" if self.not_run else ""))
 
     @property

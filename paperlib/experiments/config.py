@@ -91,8 +91,10 @@ def repo_root(start: str | os.PathLike | None = None) -> Path:
     )
 
 
-def load_params(path: str | os.PathLike | None = None) -> dict[str, Any]:
-    """Read and validate `params.yaml` (default: the one at the repository root)."""
+def load_params(path: str | os.PathLike | None = None, validate: bool = True) -> dict[str, Any]:
+    """Read and validate `params.yaml` (default: the one at the repository root). ``validate=False`` only reads
+    it (validation imports every experiment's schema, torch included), for a caller that needs no settings of
+    its own and hands on to code that validates."""
     path = Path(path) if path is not None else repo_root() / "params.yaml"
     if not path.is_file():
         raise ParamsError(f"params file not found: {path}")
@@ -102,7 +104,8 @@ def load_params(path: str | os.PathLike | None = None) -> dict[str, Any]:
         raise ParamsError(f"{path} is not valid YAML: {err}") from None
     if not isinstance(raw, dict):
         raise ParamsError(f"{path} must hold a mapping at the top level")
-    validate_params(raw, source=str(path))
+    if validate:
+        validate_params(raw, source=str(path))
     return raw
 
 
@@ -239,7 +242,7 @@ SCHEMA_MODULES: tuple[str, ...] = (
     "paperlib.experiments.micmco_synthetic", "paperlib.experiments.word_generation", "paperlib.experiments.dyneval",
     "paperlib.experiments.reverse_copy", "paperlib.experiments.tuning_ptb", "paperlib.experiments.dyneval_char",
     "paperlib.experiments.micmco_ptb", "paperlib.experiments.lm_wt2_bytes",
-    "paperlib.experiments.word_generation_ladder",
+    "paperlib.experiments.word_generation_ladder", "paperlib.experiments.micmco_synthetic_ladder",
 )
 
 

@@ -341,26 +341,41 @@ def _adam(lr: float, weight_decay: float = 0.0) -> Callable[[nn.Module], torch.o
 
 
 def _micmco_synthetic(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
-    """micmco_synthetic (:mod:`paperlib.experiments.micmco_synthetic`): ``trials`` trainings per configuration of Melis §5.7.1, each step
-    one batch of symbols through :func:`paperlib.experiments.micmco_synthetic.step_surrogates` (or the VQ-VAE loss)."""
+    """micmco_synthetic (:mod:`paperlib.experiments.micmco_synthetic`): ``trials`` trainings per configuration of
+    Melis §5.7.1, each step one batch of symbols through
+    :func:`paperlib.experiments.micmco_synthetic.step_surrogates` (or the VQ-VAE loss)."""
+    for name in settings.selected:
+        yield _symbol_workload(name, settings, settings.steps, settings.trials)
+
+
+def _micmco_synthetic_ladder(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+    """micmco_synthetic_ladder (:mod:`paperlib.experiments.micmco_synthetic_ladder`): its curves, one run per seed
+    and trial to the top rung, with the ``micmco_synthetic`` settings of the paper profile."""
+    from paperlib.experiments.micmco_synthetic import EXPERIMENT
+
+    main = experiment_params(EXPERIMENT, "paper")
+    for name in settings.curves:
+        yield _symbol_workload(name, main, settings.rungs[-1], len(settings.seeds) * settings.trials)
+
+
+def _symbol_workload(name: str, settings: Any, steps: int, runs: int) -> Workload:
+    """``runs`` trainings of one synthetic MICMCO configuration for ``steps`` steps, at its search space's centre."""
     from paperlib.experiments.micmco_synthetic import CONFIGURATIONS, VQVAE, build_model, search_space, step_surrogates
 
-    for name in settings.selected:
-        config = CONFIGURATIONS[name]
-        params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in search_space(config).items()}
+    config = CONFIGURATIONS[name]
+    params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in search_space(config).items()}
 
-        def backward(model: nn.Module, length: int, config=config, params=params) -> None:
-            x = _tokens(settings.vocab_size, settings.batch_size)  # [B] symbols
-            if isinstance(model, VQVAE):
-                model.loss(x)[0].backward()
-            else:
-                step_surrogates(model, x, config, params).backward(model.model_parameters(),
-                                                                   model.encoder_parameters())
+    def backward(model: nn.Module, length: int) -> None:
+        x = _tokens(settings.vocab_size, settings.batch_size)  # [B] symbols
+        if isinstance(model, VQVAE):
+            model.loss(x)[0].backward()
+        else:
+            step_surrogates(model, x, config, params).backward(model.model_parameters(), model.encoder_parameters())
 
-        yield Workload(name, lambda config=config, params=params: build_model(
-            config, settings.vocab_size, settings.hidden_size, settings.latent_dim, settings.num_categorical,
-            settings.categories, params), backward, _adam(params["learning_rate"]), settings.steps, 1,
-            settings.trials, batch=f"{config.num_samples}x{settings.batch_size}")
+    return Workload(name, lambda: build_model(config, settings.vocab_size, settings.hidden_size, settings.latent_dim,
+                                              settings.num_categorical, settings.categories, params),
+                    backward, _adam(params["learning_rate"]), steps, 1, runs,
+                    batch=f"{config.num_samples}x{settings.batch_size}")
 
 
 def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
@@ -462,7 +477,8 @@ def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap) -> Iterat
 ADAPTERS: dict[str, Callable[[str, Any, str, Cap], Iterator[Workload]]] = {
     "lm_ptb": _lm_comparison, "lm_ptb_char": _lm_comparison, "lm_ptb_ablation": _lm_comparison,
     "lm_wt2_bytes": _lm_comparison, "averaging_ptb": _averaging, "tuning_ptb": _tuning, "dyneval": _dyneval,
-    "dyneval_char": _dyneval_char, "micmco_synthetic": _micmco_synthetic, "micmco_ptb": _micmco_ptb,
+    "dyneval_char": _dyneval_char, "micmco_synthetic": _micmco_synthetic,
+    "micmco_synthetic_ladder": _micmco_synthetic_ladder, "micmco_ptb": _micmco_ptb,
     "word_generation": _word_generation, "word_generation_ladder": _word_generation_ladder,
     "reverse_copy": _reverse_copy,
 }

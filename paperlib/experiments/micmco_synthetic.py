@@ -63,7 +63,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -542,10 +542,13 @@ class TrainResult:
     diverged: bool
 
 
-def train(model: nn.Module, config: Configuration, params: Mapping[str, float], batches: Tensor) -> TrainResult:
+def train(model: nn.Module, config: Configuration, params: Mapping[str, float], batches: Tensor,
+          score_at: Sequence[int] = (), score: Callable[[int], None] | None = None) -> TrainResult:
     """Adam (beta_1 = 0, beta_2 = 0.999, eps = 1e-8; §5.C) over ``batches`` ``[steps, B]`` of symbols.
 
-    Stops early, flagged ``diverged``, when the objective becomes non-finite.
+    Stops early, flagged ``diverged``, when the objective becomes non-finite. ``score(n)`` is called, with the
+    model in eval mode, after each step count n in ``score_at`` (a scale ladder scores one run at several budgets;
+    it must leave the random state as it found it for the run to continue unchanged).
     """
     started = time.perf_counter()
     optimizer = torch.optim.Adam(model.parameters(), lr=float(params["learning_rate"]), betas=(0.0, 0.999), eps=1e-8)
@@ -568,6 +571,10 @@ def train(model: nn.Module, config: Configuration, params: Mapping[str, float], 
         optimizer.step()
         if step >= len(batches) - tail:
             tail_values.append(value_f)
+        if score is not None and step + 1 in score_at:
+            model.eval()
+            score(step + 1)
+            model.train()
     model.eval()
     final = float(np.mean(tail_values)) if tail_values else float("nan")
     return TrainResult(len(batches), time.perf_counter() - started, final, False)

@@ -38,7 +38,7 @@ import torch
 from paperlib.atomic_files import write_json_atomic
 from paperlib.device import Compute, configure, current
 from paperlib.data.wordlist import english_word_list
-from paperlib.experiments.claims import ladder_word
+from paperlib.experiments.claims import check_ladder, convergence, ladder_word, scoring_steps
 from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.config import active_profile, experiment_params, load_params, register_experiment, repo_root
 from paperlib.experiments.provenance import provenance
@@ -71,21 +71,9 @@ class WordGenerationLadderParams:
     check_samples: int | None = None
 
     def __post_init__(self) -> None:
-        if not self.rungs or any(not isinstance(r, int) or r < 4 for r in self.rungs) \
-                or any(b <= a for a, b in zip(self.rungs, self.rungs[1:])):
-            raise ValueError(f"rungs must be increasing step counts of at least 4, got {self.rungs}")
-        if len(self.seeds) < 2 or len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds must be at least two distinct seeds (the tie margin is their spread), "
-                             f"got {self.seeds}")
-        if self.workers < 1:
-            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        check_ladder(self.rungs, self.seeds, self.workers)
         if self.check_samples is not None and self.check_samples < 1:
             raise ValueError(f"check_samples must be >= 1 or null, got {self.check_samples}")
-
-
-def scoring_steps(rungs: Sequence[int]) -> list[int]:
-    """Where each run is scored: every rung and three quarters of the way into it (the convergence check)."""
-    return sorted({s for r in rungs for s in (r - r // 4, r)})
 
 
 def main_settings(ladder: WordGenerationLadderParams, main: WordGenerationParams) -> WordGenerationParams:
@@ -189,16 +177,6 @@ def _mean_sd(values: Sequence[float]) -> tuple[float, float, int]:
 def _score(record: Mapping[str, Any], step: int) -> float | None:
     value = next((s["H_test"] for s in record["scores"] if s["step"] == step), None)
     return value if value is not None and math.isfinite(value) else None
-
-
-def convergence(values_at_three_quarters: Sequence[float], values_at_rung: Sequence[float]) -> dict[str, Any]:
-    """Whether H_test had stopped falling over a rung's last quarter: per seed, the fall from three quarters into
-    the rung to its end; converged when the mean fall is at most twice its standard error (a fall within the
-    seeds' noise; a rise counts as converged)."""
-    falls = [a - b for a, b in zip(values_at_three_quarters, values_at_rung)]
-    mean, sd, n = _mean_sd(falls)
-    margin = 2 * sd / math.sqrt(n)
-    return {"fall": mean, "margin": margin, "converged": mean <= margin}
 
 
 def summarise(records: Sequence[Mapping[str, Any]], ladder: WordGenerationLadderParams) -> dict[str, Any]:
