@@ -48,6 +48,12 @@ def check_dry_run(result: dict, printed: str, stages) -> None:
         assert (lm["mogrifier_lstm_ch4"]["steps_per_run"], lm["mogrifier_lstm_ch4"]["batch"]) == (41_500, "8x128")
     if "tuning_ptb" in stages:
         assert result["stages"]["tuning_ptb"]["workloads"]["lstm"]["runs"] == 300
+    if "micmco_ptb_ladder" in stages:  # every curve, one run per seed and trial to the top rung
+        settings = experiment_params("micmco_ptb_ladder", "paper")
+        ladder = result["stages"]["micmco_ptb_ladder"]["workloads"]
+        assert set(ladder) == set(settings.curves)
+        assert {(w["steps_per_run"], w["runs"]) for w in ladder.values()} == {
+            (settings.rungs[-1], len(settings.seeds) * settings.trials)}
     if "reverse_copy" in stages:
         copies = result["stages"]["reverse_copy"]["workloads"].values()
         assert sum(w["runs"] for w in copies) == len(grid_points(experiment_params("reverse_copy", "paper")))

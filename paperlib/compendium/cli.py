@@ -103,6 +103,7 @@ RUNNERS = {
     "averaging_ptb": "paperlib.experiments.averaging_ptb:run_averaging_experiment",
     "micmco_synthetic": "paperlib.experiments.micmco_synthetic:run_micmco_synthetic",
     "micmco_synthetic_ladder": "paperlib.experiments.micmco_synthetic_ladder:run_micmco_synthetic_ladder",
+    "micmco_ptb_ladder": "paperlib.experiments.micmco_ptb_ladder:run_micmco_ptb_ladder",
     "word_generation": "paperlib.experiments.word_generation:run_word_generation",
     "word_generation_ladder": "paperlib.experiments.word_generation_ladder:run_word_generation_ladder",
     "dyneval": "paperlib.experiments.dyneval:run_dyneval",

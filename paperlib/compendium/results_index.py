@@ -1146,10 +1146,8 @@ _MICMCO_PTB_CLAIMS = {
     "5.28": ("the power objective is better than KL but behind Rényi",),
     "5.29": ("the power objective is better than KL but behind Rényi",),
 }
-_THESIS_TABLE_5_1 = {  # Melis thesis Table 5.1, test perplexity (paperlib.experiments.micmco_ptb.THESIS_TABLE_5_1 has NLL and KL)
-    128: "DReG 1 K/R 92.5, DReG 16 K 91.7, DReG 16 R 91.6, VIMCO 1 K/R 94.6, VIMCO 16 K 92.1, VIMCO 16 R 92.5",
-    256: "DReG 1 K/R 83.9, DReG 16 K 82.8, DReG 16 R 82.2, VIMCO 1 K/R 84.7, VIMCO 16 K 83.4, VIMCO 16 R 83.1",
-}
+_THESIS_TABLE_5_1 = {hs: ", ".join(f"{column} {v['perplexity']}" for column, v in row.items())
+                     for hs, row in reference.MICMCO_PTB_TABLE_5_1.items()}  # Melis Table 5.1, test perplexity
 
 
 def _micmco_ptb_missing(results: Results, fig: str) -> None:
@@ -1243,6 +1241,43 @@ _PTB_SUBJECTS = {
 }
 
 
+# The rows a PTB budget ladder is a part of (paperlib.experiments.micmco_ptb_ladder.ITEMS, without importing torch).
+_MICMCO_PTB_LADDER_ITEMS = ("M-F5.8", "M-F5.9", "M-F5.10", "M-F5.12", "M-T5.1")
+
+
+_PTB_LADDER_SUBJECTS = {"5.8": "16 vs 1", "5.9": "16 vs 1", "5.10": "shared vs naive masks", "5.12": "16 vs 1",
+                        "T5.1-perplexity": "perplexity", "T5.1-latents": "latent usage"}  # for a row's reason
+
+
+def _ptb_ladder(results: Results, item: str) -> tuple[list[str], bool, str, str]:
+    """The budget ladder's parts of row ``item``: (their verdicts, whether some ladder of the row went unjudged,
+    "; label: verdict (evidence)" text, a short reason). Nothing for a row without a ladder; a ladder run at
+    another profile, not run or not read is unjudged (it keeps the row from "reproduced", as a part not run)."""
+    if item not in _MICMCO_PTB_LADDER_ITEMS:
+        return [], False, "", ""
+    from paperlib.experiments.micmco_ptb_ladder import ITEMS, ladder_claim_part
+
+    ladder = results["micmco_ptb_ladder"]
+    if ladder["profile"] != results["micmco_ptb"]["profile"]:
+        return [], True, f"; not run: the budget ladder (its results are of profile {ladder['profile']})", ""
+    parts = [ladder_claim_part(ladder, key) for key in ITEMS[item]]
+    unread = sum(p is None for p in parts)
+    parts = [p for p in parts if p is not None]
+    text = "".join(f"; {p.label}: {p.verdict} ({p.evidence})" for p in parts)
+    text += (f"; not judged: {unread} budget ladder(s) (not run at this profile, no gap at the top rung, or a "
+             "lone judged rung inside its margin)") if unread else ""
+    read = [k for k in ITEMS[item] if ladder["ladders"].get(k, {}).get("reading")]
+    reason = "; ".join(f"ladder{' ' + _PTB_LADDER_SUBJECTS[k] if len(ITEMS[item]) > 1 else ''}: "
+                       f"{ladder['ladders'][k]['reading']}" for k in read)
+    return [p.verdict for p in parts], bool(unread), text, reason
+
+
+def _with_ladder(words: Sequence[str], unjudged: bool) -> str:
+    """:func:`verdict_word` over a row's parts; "partly" at best when a ladder of the row went unjudged."""
+    word = verdict_word(list(words))
+    return "partly" if word == "reproduced" and unjudged else word
+
+
 def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]:
     def verdict(results: Results) -> tuple[str, str]:
         _micmco_ptb_missing(results, fig)
@@ -1265,7 +1300,9 @@ def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]
         reason = _ptb_reason(checked)
         if zero and len(reason) + 45 <= REASON_CHARS:
             reason += "; HV 0.000: no trial inside the reference box"
-        return f"{verdict_word([c['verdict'] for c in checked])}: {parts}{note}", reason
+        words, unjudged, ladder, ladder_reason = _ptb_ladder(results, f"M-F{fig}")
+        reason = _clip(f"{reason}; {ladder_reason}") if ladder_reason else reason
+        return f"{_with_ladder([c['verdict'] for c in checked] + words, unjudged)}: {parts}{note}{ladder}", reason
     return verdict
 
 
@@ -1559,16 +1596,17 @@ def _micmco_ptb_table_verdict(results: Results) -> tuple[str, str]:
     if not claims:
         raise MissingResult("Table 5.1 claims")
     claims = [_claim_for_figure(c, "Table 5.1") for c in claims]
-    head = verdict_word([c["verdict"] for c in claims])
+    words, unjudged, ladder, ladder_reason = _ptb_ladder(results, "M-T5.1")
+    head = _with_ladder([c["verdict"] for c in claims] + words, unjudged)
     rows = [row for row in results["micmco_ptb"]["table_5_1"] if row.get("curve")]
     missing = len(results["micmco_ptb"]["table_5_1"]) - len(rows)
     if missing and head == "reproduced":
         head = "partly"
     unrun = f"{missing} of {missing + len(rows)} cells not run at this profile" if missing else ""
-    text = (f"{head}: " + "; ".join(_ptb_part(c) for c in claims)
+    text = (f"{head}: " + "; ".join(_ptb_part(c) for c in claims) + ladder
             + (f"; {unrun} (hs 256 needs the robustness curves)" if missing else "")
             + "; absolute perplexities far from the thesis' (smaller model, vocabulary and budget)")
-    reason = _ptb_reason(claims)
+    reason = _ptb_reason(claims) + (f"; {ladder_reason}" if ladder_reason else "")
     return text, _clip(reason + (f"; {unrun}" if unrun else ""))
 
 
@@ -1658,19 +1696,22 @@ for _fig, _item in (("5.2", "M-F5.2"), ("5.3", "M-F5.3"), ("5.4", "M-F5.4"), ("5
                       verdict=_verdict,
                       needs=("micmco_synthetic", "micmco_synthetic_ladder") if _ladder else ("micmco_synthetic",))
 
+_PTB_LADDER_FILE = ", `figures/micmco_ptb_ladder.png` (budget ladder)"
 for _fig in _MICMCO_PTB_SAYS:
-    ROWS[f"M-F{_fig}"] = Row(file=f"`notebooks/micmco_ptb.ipynb`, `{micmco_ptb_figure_file(_fig)}`", paper=f"(figure) {_MICMCO_PTB_SAYS[_fig]}",
+    _ladder = f"M-F{_fig}" in _MICMCO_PTB_LADDER_ITEMS
+    ROWS[f"M-F{_fig}"] = Row(file=f"`notebooks/micmco_ptb.ipynb`, `{micmco_ptb_figure_file(_fig)}`"
+                             + (_PTB_LADDER_FILE if _ladder else ""), paper=f"(figure) {_MICMCO_PTB_SAYS[_fig]}",
                              ours=_micmco_ptb_figure_ours(_fig), ours_short=_micmco_ptb_figure_ours_short(_fig),
-                             scale=_micmco_ptb_scale,
-                             verdict=_micmco_ptb_figure_verdict(_fig), needs=("micmco_ptb",))
-ROWS["M-T5.1"] = Row(file="`notebooks/micmco_ptb.ipynb`, `results/micmco_ptb.json` (`table_5_1`)",
+                             scale=_micmco_ptb_scale, verdict=_micmco_ptb_figure_verdict(_fig),
+                             needs=("micmco_ptb", "micmco_ptb_ladder") if _ladder else ("micmco_ptb",))
+ROWS["M-T5.1"] = Row(file="`notebooks/micmco_ptb.ipynb`, `results/micmco_ptb.json` (`table_5_1`)" + _PTB_LADDER_FILE,
                      paper="test perplexity, " + "; ".join(f"hs {hs}: {row}" for hs, row in _THESIS_TABLE_5_1.items()),
                      paper_short=_table_5_1_short({hs: {c.rsplit(" ", 1)[0]: float(c.rsplit(" ", 1)[1])
                                                         for c in row.split(", ")}
                                                    for hs, row in _THESIS_TABLE_5_1.items()}),
                      ours_short=_micmco_ptb_table_ours_short,
                      ours=_micmco_ptb_table_ours, scale=_micmco_ptb_scale, verdict=_micmco_ptb_table_verdict,
-                     needs=("micmco_ptb",))
+                     needs=("micmco_ptb", "micmco_ptb_ladder"))
 
 _LM_PTB_PAPER = _lm_paper(reference.LM_PTB, "ppl")
 _LM_CHAR_PAPER = _lm_paper(reference.LM_PTB_CHAR, "bpc")
@@ -2026,9 +2067,10 @@ def render_definitions() -> list[str]:
         f"  changes\" is within {PPL_TOLERANCE:.0%} perplexity and its \"low latent usage\" at most {LOW_KL} nats "
         "of KL per token;",
         f"  a DSSM \"uses its noise\" (S-F1) when Ī > {WG_NOISE_USED}.",
-        "- **Scale ladders** (S-T1, M-F5.2, M-F5.3, M-F5.6; issue #22): a claim's gap measured at training budgets",
-        "  growing ×4, with a margin at each rung: twice the standard error over seeds (for a hypervolume gap at least",
-        "  the hypervolume tie). The ladder reads \"reproduced\" when the top rung's gap is beyond its margin, else",
+        "- **Scale ladders** (S-T1, M-F5.2, M-F5.3, M-F5.6, M-F5.8, M-F5.9, M-F5.10, M-F5.12, M-T5.1; issue #22): a",
+        "  claim's gap measured at training budgets growing geometrically (×4 per rung; ×2 for the PTB MICMCO",
+        "  ladder at `cpu`), with a margin at each rung: twice the standard error over seeds (for a synthetic MICMCO",
+        "  hypervolume gap at least the hypervolume tie). The ladder reads \"reproduced\" when the top rung's gap is beyond its margin, else",
         "  \"trend toward the claim\" / \"trend against\" when the gap's change from the first rung to the top exceeds",
         "  the two margins combined, else \"no trend\" (`paperlib.experiments.claims.ladder_word`); as a part of the",
         "  row a trend toward the claim counts as partly reproduced. A model has converged at a rung when its score",

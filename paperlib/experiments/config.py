@@ -243,6 +243,7 @@ SCHEMA_MODULES: tuple[str, ...] = (
     "paperlib.experiments.reverse_copy", "paperlib.experiments.tuning_ptb", "paperlib.experiments.dyneval_char",
     "paperlib.experiments.micmco_ptb", "paperlib.experiments.lm_wt2_bytes",
     "paperlib.experiments.word_generation_ladder", "paperlib.experiments.micmco_synthetic_ladder",
+    "paperlib.experiments.micmco_ptb_ladder",
 )
 
 

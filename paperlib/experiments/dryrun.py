@@ -381,27 +381,43 @@ def _symbol_workload(name: str, settings: Any, steps: int, runs: int) -> Workloa
 def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
     """micmco_ptb (:mod:`paperlib.experiments.micmco_ptb`): ``trials`` trainings per curve of Melis §5.7.2, each step a batch
     of sentences of ``max_len`` tokens through the curve's estimator, per-token loss."""
+    from paperlib.experiments.micmco_ptb import CURVES
+
+    for name in settings.selected:
+        yield _sentence_workload(name, settings, settings.steps * CURVES[name].steps_factor, settings.trials, cap)
+
+
+def _micmco_ptb_ladder(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+    """micmco_ptb_ladder (:mod:`paperlib.experiments.micmco_ptb_ladder`): its curves, one run per seed and trial to
+    the top rung, with the ``micmco_ptb`` settings of the paper profile."""
+    from paperlib.experiments.micmco_ptb import EXPERIMENT
+
+    main = experiment_params(EXPERIMENT, "paper")
+    for name in settings.curves:
+        yield _sentence_workload(name, main, settings.rungs[-1], len(settings.seeds) * settings.trials, cap)
+
+
+def _sentence_workload(name: str, settings: Any, steps: int, runs: int, cap: Cap) -> Workload:
+    """``runs`` trainings of one PTB MICMCO curve for ``steps`` steps, at its search space's centre."""
     from paperlib.data import SentenceBatch
     from paperlib.experiments.micmco_synthetic import step_surrogates
     from paperlib.experiments.micmco_ptb import CURVES, build_model, per_token
 
     vocab = settings.vocab_size or CORPORA[settings.corpus].vocab_size
-    for name in settings.selected:
-        curve = CURVES[name]
-        params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in curve.space.items()}
-        batch_size = settings.batch_size * curve.batch_factor
+    curve = CURVES[name]
+    params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in curve.space.items()}
+    batch_size = settings.batch_size * curve.batch_factor
 
-        def backward(model: nn.Module, length: int, curve=curve, params=params, batch_size=batch_size) -> None:
-            tokens = _tokens(vocab, batch_size, length)  # [B, T]: every sentence at the truncation length
-            batch = SentenceBatch(tokens, tokens, torch.ones_like(tokens, dtype=torch.bool),
-                                  torch.full((batch_size,), length, device=FAKE_DEVICE))
-            surrogates = step_surrogates(model, batch, curve.estimator, params)
-            per_token(surrogates, batch_size * length).backward(model.model_parameters(), model.encoder_parameters())
+    def backward(model: nn.Module, length: int) -> None:
+        tokens = _tokens(vocab, batch_size, length)  # [B, T]: every sentence at the truncation length
+        batch = SentenceBatch(tokens, tokens, torch.ones_like(tokens, dtype=torch.bool),
+                              torch.full((batch_size,), length, device=FAKE_DEVICE))
+        surrogates = step_surrogates(model, batch, curve.estimator, params)
+        per_token(surrogates, batch_size * length).backward(model.model_parameters(), model.encoder_parameters())
 
-        yield Workload(name, lambda curve=curve, params=params: build_model(curve, params, settings, vocab), backward,
-                       _adam(params["learning_rate"], 2.0 * params.get("l2_penalty", 0.0)),
-                       settings.steps * curve.steps_factor, cap(settings.max_len), settings.trials,
-                       batch=f"{curve.estimator.num_samples}x{batch_size}")
+    return Workload(name, lambda: build_model(curve, params, settings, vocab), backward,
+                    _adam(params["learning_rate"], 2.0 * params.get("l2_penalty", 0.0)), steps,
+                    cap(settings.max_len), runs, batch=f"{curve.estimator.num_samples}x{batch_size}")
 
 
 def _word_workload(name: str, spec: dict[str, Any], settings: Any, steps: int, runs: int, cap: Cap) -> Workload:
@@ -479,6 +495,7 @@ ADAPTERS: dict[str, Callable[[str, Any, str, Cap], Iterator[Workload]]] = {
     "lm_wt2_bytes": _lm_comparison, "averaging_ptb": _averaging, "tuning_ptb": _tuning, "dyneval": _dyneval,
     "dyneval_char": _dyneval_char, "micmco_synthetic": _micmco_synthetic,
     "micmco_synthetic_ladder": _micmco_synthetic_ladder, "micmco_ptb": _micmco_ptb,
+    "micmco_ptb_ladder": _micmco_ptb_ladder,
     "word_generation": _word_generation, "word_generation_ladder": _word_generation_ladder,
     "reverse_copy": _reverse_copy,
 }

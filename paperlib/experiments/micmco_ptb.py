@@ -54,7 +54,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,32 +92,14 @@ from paperlib.experiments.micmco_synthetic import (
 )
 from paperlib.models.masks import DropoutRates
 from paperlib.models.sentence_vae import SentenceVAE
+from paperlib.reference import MICMCO_PTB_TABLE_5_1
 
 EXPERIMENT = "micmco_ptb"
 
 # ---------------------------------------------------------------------------------------------------
 # the thesis' numbers
 
-# Table 5.1 of the Melis thesis (§5.7.2): best test results on PTB, IWAE with 500 samples; keyed by the hidden size,
-# then by column. "K / R": single-sample runs, where the KL and Renyi objectives coincide.
-THESIS_TABLE_5_1: dict[int, dict[str, dict[str, float]]] = {
-    128: {
-        "DReG 1 K/R": {"perplexity": 92.5, "nll": 4.527, "kl": 0.047},
-        "DReG 16 K": {"perplexity": 91.7, "nll": 4.518, "kl": 0.131},
-        "DReG 16 R": {"perplexity": 91.6, "nll": 4.517, "kl": 0.126},
-        "VIMCO 1 K/R": {"perplexity": 94.6, "nll": 4.549, "kl": 0.000},
-        "VIMCO 16 K": {"perplexity": 92.1, "nll": 4.523, "kl": 0.164},
-        "VIMCO 16 R": {"perplexity": 92.5, "nll": 4.527, "kl": 0.120},
-    },
-    256: {
-        "DReG 1 K/R": {"perplexity": 83.9, "nll": 4.429, "kl": 0.000},
-        "DReG 16 K": {"perplexity": 82.8, "nll": 4.416, "kl": 0.140},
-        "DReG 16 R": {"perplexity": 82.2, "nll": 4.409, "kl": 0.138},
-        "VIMCO 1 K/R": {"perplexity": 84.7, "nll": 4.439, "kl": 0.001},
-        "VIMCO 16 K": {"perplexity": 83.4, "nll": 4.424, "kl": 0.167},
-        "VIMCO 16 R": {"perplexity": 83.1, "nll": 4.420, "kl": 0.094},
-    },
-}
+THESIS_TABLE_5_1 = MICMCO_PTB_TABLE_5_1  # Table 5.1 of the thesis (paperlib.reference): hidden size -> column -> numbers
 TABLE_5_1_COLUMNS: dict[str, str] = {  # column -> estimator stem
     "DReG 1 K/R": "dreg1", "DReG 16 K": "dreg16_kl", "DReG 16 R": "dreg16_renyi",
     "VIMCO 1 K/R": "vimco1", "VIMCO 16 K": "vimco16_kl", "VIMCO 16 R": "vimco16_renyi",
@@ -516,11 +498,14 @@ def per_token(s: Surrogates, tokens: int) -> Surrogates:
 
 
 def train(model: SentenceVAE, curve: Curve, params: Mapping[str, float], sentences: list[Tensor], eos_id: int,
-          steps: int, batch_size: int, seed: int) -> TrainResult:
+          steps: int, batch_size: int, seed: int, score_at: Sequence[int] = (),
+          score: Callable[[int], None] | None = None) -> TrainResult:
     """Adam (beta_1 = 0, beta_2 = 0.999, eps = 1e-8; §5.C) on the curve's objective, per-token loss.
 
     L2 (``params["l2_penalty"]``, regime ``"l2"``) is Adam's weight decay of 2 x coefficient, i.e. the gradient of
     coefficient x ||theta||^2. Stops early, flagged ``diverged``, when the objective becomes non-finite.
+    ``score(n)`` is called, with the model in eval mode, after each step count n in ``score_at`` (a scale ladder
+    scores one run at several budgets; it must leave the random state as it found it, as :func:`evaluate` does).
     """
     started = time.perf_counter()
     device = next(model.parameters()).device
@@ -545,6 +530,10 @@ def train(model: SentenceVAE, curve: Curve, params: Mapping[str, float], sentenc
         optimizer.step()
         if step >= steps - tail:
             tail_values.append(value)
+        if score is not None and step + 1 in score_at:
+            model.eval()
+            score(step + 1)
+            model.train()
     model.eval()
     return TrainResult(steps, time.perf_counter() - started, float(np.mean(tail_values)), False)
 

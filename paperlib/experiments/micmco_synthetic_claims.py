@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from paperlib.experiments.claims import Claim, Part, direction_word, ladder_part, part_word
+from paperlib.experiments.claims import Claim, Part, direction_word, part_word
+from paperlib.experiments.ladder import claim_part
 
 
 def hv_tie() -> float:
@@ -185,8 +186,6 @@ def ladder_claim_part(ladder: Mapping[str, Any], figure: str) -> Part | None:
     if entry is None or entry.get("reading") is None:
         return None
     rungs = entry["rungs"]
-    budgets = " / ".join(f"{r['steps']:,}" for r in rungs)
-    converged = " ".join("flat" if r["converged"] else "rising" for r in rungs)
     if entry["kind"] == "better":
         values = " → ".join(f"{r['gap']:+.3f} ± {r['margin']:.3f}" for r in rungs)
         shown = f"HV({entry['labels'][0]}) − HV({entry['labels'][1]}) {values}"
@@ -200,11 +199,5 @@ def ladder_claim_part(ladder: Mapping[str, Any], figure: str) -> Part | None:
         shown = f"excess NLL over ln V at MI = 0.75 ln V {values} nats (near-optimal below {near})"
         rule = (f"gap = {near} − excess (best of the curves, per seed); a rung where some seed's frontier misses "
                 "the MI level has no gap; top rung beyond 2 SE, else the change from the first rung with a gap to "
-                "the top beyond twice its standard error (paperlib.experiments.micmco_synthetic_ladder.reading)")
-    reading = entry["reading"]
-    return Part(
-        label=f"ladder: {entry['claim']}", claim=f"{entry['claim']}, more clearly as the training budget grows",
-        verdict=ladder_part(reading),
-        evidence=("" if reading == "reproduced" else f"{reading}; ") + f"{shown} at {budgets} steps; last quarter "
-                 f"of each rung: {converged}",
-        rule=rule)
+                "the top beyond twice its standard error (paperlib.experiments.ladder.reading)")
+    return claim_part(entry, shown, rule)

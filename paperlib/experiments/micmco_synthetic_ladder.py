@@ -25,8 +25,8 @@ the larger of twice the standard error over seeds and the stage's hypervolume ti
 never calls a gap the figure's own rule calls a tie); ``NEAR_OPTIMAL_NATS`` minus the excess NLL over ln V for
 Fig. 5.6 (positive: near-optimal; margin twice the standard error). A rung where some seed's frontier never
 reaches 0.75 ln V has no gap (the claim fails there for that seed, and an average over the others would flatter
-it); the ladder is read from the rungs with a gap, and only when the top rung has one (:func:`reading`,
-:func:`paperlib.experiments.claims.ladder_word`).
+it); the ladder is read from the rungs with a gap, and only when the top rung has one
+(:func:`paperlib.experiments.ladder.reading`).
 With 3 seeds, 2 SE is a lenient test (a t quantile would be about 4.3); more seeds at the paper profile.
 Convergence per curve and rung: the hypervolume three quarters into the rung against the rung's end
 (:func:`paperlib.experiments.claims.convergence`); a rung converged when every curve did.
@@ -48,21 +48,21 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import torch
 
 from paperlib.atomic_files import write_json_atomic
 from paperlib.data import uniform_symbols
 from paperlib.device import Compute, cache_key, configure, current
-from paperlib.experiments.claims import check_ladder, convergence, ladder_word, scoring_steps
+from paperlib.experiments.claims import convergence, scoring_steps
 from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import active_profile, experiment_params, load_params, register_experiment, repo_root
+from paperlib.experiments.ladder import (LadderParams, difference, finish_stage, map_jobs, mean_se, reading,
+                                         seed_settings, start_stage)
+from paperlib.experiments.config import register_experiment
 from paperlib.experiments.micmco_synthetic import (EXPERIMENT as MAIN, CONFIGURATIONS, HIGH_MI_FRACTION, HV_TIE,
                                                   NEAR_OPTIMAL_NATS, MicmcoSyntheticParams, build_model, evaluate,
-                                                  json_safe, start_design, summarise_configuration, train)
-from paperlib.experiments.provenance import provenance
-from paperlib.experiments.stage import setup_stage
+                                                  start_design, summarise_configuration, train)
 
 NAME = "micmco_synthetic_ladder"
 # the main stage's settings that change a run of the ladder (steps: the top rung)
@@ -89,35 +89,11 @@ LADDERS: dict[str, Ladder] = {
 
 @register_experiment(NAME)
 @dataclass(frozen=True)
-class MicmcoSyntheticLadderParams:
-    """The ladder's own settings; everything else is the ``micmco_synthetic`` section of the same profile.
+class MicmcoSyntheticLadderParams(LadderParams):
+    """The ladder's own settings (:class:`~paperlib.experiments.ladder.LadderParams`, ``figures`` from
+    :data:`LADDERS`); everything else is the ``micmco_synthetic`` section of the same profile."""
 
-    ``figures``: keys of :data:`LADDERS`; ``rungs``: step budgets, increasing; ``seeds``: at least two (the tie
-    margin is their spread); ``trials``: Halton points per curve and seed; ``workers`` processes train the runs.
-    """
-
-    figures: list[str]
-    rungs: list[int]
-    seeds: list[int]
-    trials: int
-    workers: int = 1
-
-    def __post_init__(self) -> None:
-        unknown = [f for f in self.figures if f not in LADDERS]
-        if unknown or not self.figures:
-            raise ValueError(f"figures must be some of {', '.join(LADDERS)}; got {self.figures}")
-        check_ladder(self.rungs, self.seeds, self.workers)
-        if self.trials < 2:
-            raise ValueError(f"trials must be >= 2 (a frontier of one point has no shape), got {self.trials}")
-
-    @property
-    def curves(self) -> list[str]:
-        return list(dict.fromkeys(c for f in self.figures for c in LADDERS[f].curves))
-
-
-def seed_settings(main: MicmcoSyntheticParams, seed: int, steps: int) -> MicmcoSyntheticParams:
-    """The main stage's settings as one study of seed ``seed`` trained for ``steps`` would see them."""
-    return dataclasses.replace(main, seed=seed, steps=steps)
+    LADDERS: ClassVar[Mapping[str, Ladder]] = LADDERS
 
 
 def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings: MicmcoSyntheticParams,
@@ -167,9 +143,6 @@ def run_folder(ladder: MicmcoSyntheticLadderParams, main: MicmcoSyntheticParams,
 def run_ladder(ladder: MicmcoSyntheticLadderParams, main: MicmcoSyntheticParams, runs_dir: str | os.PathLike,
                device: str = "cpu") -> list[dict[str, Any]]:
     """Every (curve, seed, trial) run, the costliest curves first; each is read back when already done."""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
     top = ladder.rungs[-1]
     base = run_folder(ladder, main, runs_dir)
     base.mkdir(parents=True, exist_ok=True)
@@ -180,15 +153,7 @@ def run_ladder(ladder: MicmcoSyntheticLadderParams, main: MicmcoSyntheticParams,
     designs = {(n, s): start_design(CONFIGURATIONS[n], ladder.trials, s) for n in ladder.curves for s in ladder.seeds}
     args = [(n, s, i, designs[n, s][i], seed_settings(main, s, top), scoring_steps(ladder.rungs),
              str(base / f"{n}-seed{s}-trial{i}.json"), str(device), current()) for n, s, i in jobs]
-    if ladder.workers == 1:
-        threads = torch.get_num_threads()
-        try:
-            records = [_run(*a) for a in args]
-        finally:
-            torch.set_num_threads(threads)
-    else:
-        with ProcessPoolExecutor(ladder.workers, mp_context=get_context("spawn")) as pool:  # spawn: see micmco
-            records = list(pool.map(_run, *zip(*args)))
+    records = map_jobs(_run, args, ladder.workers)
     return sorted(records, key=lambda r: (ladder.curves.index(r["configuration"]), r["seed"], r["trial"]))
 
 
@@ -199,10 +164,6 @@ def _at(record: Mapping[str, Any], step: int, mi_cap: float) -> dict[str, Any]:
     nll, mi = (found["nll"], found["mi"]) if found else (math.nan, math.nan)
     nll, mi = (math.nan if v is None else v for v in (nll, mi))
     return {"number": record["trial"], "nll": nll, "mi": mi if not mi > mi_cap else mi_cap}
-
-
-def _mean_se(values: Sequence[float]) -> tuple[float, float]:
-    return statistics.fmean(values), statistics.stdev(values) / math.sqrt(len(values))
 
 
 def frontiers(records: Sequence[Mapping[str, Any]], ladder: MicmcoSyntheticLadderParams,
@@ -258,25 +219,12 @@ def summarise(fronts: Mapping[str, Mapping[str, Mapping[str, Any]]], ladder: Mic
                 floor = 0.0
             entry["per_seed"] = per_seed
             if len(per_seed) >= 2:
-                gap, se = _mean_se(per_seed)
+                gap, se = mean_se(per_seed)
                 entry.update(gap=gap, se=se, margin=max(2 * se, floor))
             rungs.append(entry)
         out[fig] = {**dataclasses.asdict(spec), "labels": [CONFIGURATIONS[c].label for c in spec.curves],
                     "rungs": rungs, "reading": reading(rungs)}
     return out
-
-
-def reading(rungs: Sequence[Mapping[str, Any]]) -> str | None:
-    """The ladder's reading from the rungs with a gap (:func:`paperlib.experiments.claims.ladder_word`, the margin
-    as twice the standard error). None when the top rung has no gap (some seed's frontier misses the MI level at
-    the largest budget), or when it is the only rung with one and its gap is inside its margin (no trend to
-    measure); a lone top rung beyond its margin reads "reproduced"."""
-    judged = [(r["gap"], r["margin"] / 2) for r in rungs if "gap" in r]
-    if not rungs or "gap" not in rungs[-1]:
-        return None
-    if len(judged) >= 2:
-        return ladder_word(judged)
-    return "reproduced" if judged[0][0] > 2 * judged[0][1] else None
 
 
 def main_stage_check(ladder_results: Mapping[str, Any], main_results: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -297,10 +245,7 @@ def main_stage_check(ladder_results: Mapping[str, Any], main_results: Mapping[st
             continue
         trial = conf["trials"][run["trial"]]
         ours = _at(run, step, main_results["optimum_nll"])
-        theirs = [math.nan if trial[k] is None else trial[k] for k in ("nll", "mi")]
-        for a, b in zip(theirs, (ours["nll"], ours["mi"])):
-            both_nan = math.isnan(a) and math.isnan(b)
-            diffs.append(0.0 if both_nan else abs(a - b) if not (math.isnan(a) or math.isnan(b)) else math.inf)
+        diffs += [difference(trial[k], ours[k]) for k in ("nll", "mi")]
         compared += 1
     return {"steps": step, "seed": seed, "trials": compared, "max_difference": max(diffs, default=None)}
 
@@ -309,22 +254,13 @@ def run_micmco_synthetic_ladder(profile: str | None = None, progress: bool = Tru
                                 runs_dir: str | os.PathLike | None = None,
                                 out: str | os.PathLike | None = None) -> Path:
     """The DVC stage: settings from params.yaml, results to ``results/micmco_synthetic_ladder.json``."""
-    started = time.time()
-    root = repo_root()
-    params = load_params()
-    profile = active_profile(profile, params)
-    ladder: MicmcoSyntheticLadderParams = experiment_params(NAME, profile, params)
-    main: MicmcoSyntheticParams = experiment_params(MAIN, profile, params)
-    device = setup_stage(profile, params)
-    runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / NAME
-    if progress:
-        print(f"{NAME} [{profile}]: {len(ladder.curves)} curves x {len(ladder.seeds)} seeds x {ladder.trials} "
-              f"trials to {ladder.rungs[-1]:,} steps", flush=True)
-    records = run_ladder(ladder, main, runs_dir, str(device))
+    stage = start_stage(NAME, MAIN, profile, runs_dir, progress)
+    ladder, main = stage.ladder, stage.main
+    records = run_ladder(ladder, main, stage.runs_dir, stage.device)
     optimum = math.log(main.vocab_size)
     fronts = frontiers(records, ladder, main)
     results = {
-        "experiment": NAME, "profile": profile, "settings": dataclasses.asdict(ladder),
+        "experiment": NAME, "profile": stage.profile, "settings": dataclasses.asdict(ladder),
         "training": {k: getattr(main, k) for k in ("vocab_size", "batch_size", "eval_symbols", "eval_samples",
                                                     "hidden_size", "hypervolume_margin")},
         "optimum_nll": optimum, "mi_level": HIGH_MI_FRACTION * optimum, "near_optimal_nats": NEAR_OPTIMAL_NATS,
@@ -332,12 +268,4 @@ def run_micmco_synthetic_ladder(profile: str | None = None, progress: bool = Tru
         "frontiers": fronts,
         "runs": [{k: v for k, v in r.items() if k != "seconds"} for r in records],
     }
-    out = Path(out) if out is not None else root / "results" / f"{NAME}.json"
-    write_json_atomic(out, json_safe(results))
-    write_json_atomic(out.with_suffix(".provenance.json"),
-                      {**provenance(root, profile, {"ladder": dataclasses.asdict(ladder),
-                                                    "micmco_synthetic": dataclasses.asdict(main)}, {}, started,
-                                    code=code_hash(__name__)),
-                       "run_seconds": {f"{r['configuration']} seed {r['seed']} trial {r['trial']}": r.get("seconds")
-                                       for r in records}})
-    return out
+    return finish_stage(stage, results, records, "configuration", MAIN, code_hash(__name__), out)

@@ -1,0 +1,180 @@
+"""What the MICMCO scale ladders (issue #22) share: running their independent runs, and reading a ladder.
+
+A ladder trains each run once to its top rung and scores it at every rung (the optimisers have constant learning
+rates, so a run stopped at a rung is the run of that budget). The runs are independent jobs, dispatched by
+:func:`map_jobs`; the per-rung gaps, signed the seed's way, are read by :func:`reading` with the shared vocabulary of
+:func:`paperlib.experiments.claims.ladder_word`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
+
+from paperlib.experiments.claims import Part, check_ladder, ladder_part, ladder_word
+
+Settings = TypeVar("Settings")
+
+
+@dataclass(frozen=True)
+class LadderParams:
+    """A ladder stage's own settings (a subclass names its :attr:`LADDERS`; everything else is its main stage's
+    section of the same profile).
+
+    ``figures``: keys of ``LADDERS``; ``rungs``: step budgets, increasing; ``seeds``: at least two (the tie margin
+    is their spread); ``trials``: Halton points per curve and seed; ``workers`` processes train the runs.
+    """
+
+    LADDERS: ClassVar[Mapping[str, Any]] = {}  # key -> a ladder with ``curves``
+
+    figures: list[str]
+    rungs: list[int]
+    seeds: list[int]
+    trials: int
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.figures if f not in self.LADDERS]
+        if unknown or not self.figures:
+            raise ValueError(f"figures must be some of {', '.join(self.LADDERS)}; got {self.figures}")
+        check_ladder(self.rungs, self.seeds, self.workers)
+        if self.trials < 2:
+            raise ValueError(f"trials must be >= 2 (a frontier of one point has no shape), got {self.trials}")
+
+    @property
+    def curves(self) -> list[str]:
+        """The curves of the chosen ladders, in ladder order, each once."""
+        return list(dict.fromkeys(c for f in self.figures for c in self.LADDERS[f].curves))
+
+
+def seed_settings(main: Settings, seed: int, steps: int) -> Settings:
+    """The main stage's settings as one of its studies with seed ``seed``, trained for ``steps``, would see them."""
+    return dataclasses.replace(main, seed=seed, steps=steps)
+
+
+def map_jobs(fn: Callable[..., Any], args: Sequence[tuple], workers: int) -> list[Any]:
+    """``fn(*a)`` for every ``a`` in ``args``, in order: in this process when ``workers`` is 1 (its torch thread
+    count restored afterwards, since a job sets its own), else in ``workers`` spawned processes (forking a process
+    whose OpenMP pool is running can deadlock)."""
+    import torch
+
+    if workers == 1:
+        threads = torch.get_num_threads()
+        try:
+            return [fn(*a) for a in args]
+        finally:
+            torch.set_num_threads(threads)
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        return list(pool.map(fn, *zip(*args))) if args else []
+
+
+def difference(a: float | None, b: float | None) -> float:
+    """How far a score of a ladder's run is from the main stage's (None: NaN, as the JSON holds it): 0 when both
+    are NaN (both runs diverged), infinite when only one is, else the absolute difference."""
+    a, b = (math.nan if v is None else v for v in (a, b))
+    if math.isnan(a) or math.isnan(b):
+        return 0.0 if math.isnan(a) and math.isnan(b) else math.inf
+    return abs(a - b)
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error (sample standard deviation / sqrt(n)) of at least two values."""
+    return statistics.fmean(values), statistics.stdev(values) / math.sqrt(len(values))
+
+
+def reading(rungs: Sequence[Mapping[str, Any]]) -> str | None:
+    """A ladder's reading from the rungs with a gap (``gap`` and ``margin`` = 2 SE or more; see
+    :func:`paperlib.experiments.claims.ladder_word`). None when the top rung has no gap (the claim could not be
+    measured at the largest budget), or when it is the only rung with one and its gap is inside its margin (no trend
+    to measure); a lone top rung beyond its margin reads "reproduced"."""
+    judged = [(r["gap"], r["margin"] / 2) for r in rungs if "gap" in r]
+    if not rungs or "gap" not in rungs[-1]:
+        return None
+    if len(judged) >= 2:
+        return ladder_word(judged)
+    return "reproduced" if judged[0][0] > 2 * judged[0][1] else None
+
+
+def claim_part(entry: Mapping[str, Any], shown: str, rule: str) -> Part | None:
+    """A ladder's summary ``entry`` (``claim``, ``rungs`` with ``steps`` and ``converged``, ``reading``) as one part
+    of its seed item's claim, with ``shown``, the per-rung values as text, and the reading's ``rule``; None when the
+    ladder could not be read."""
+    reading_ = entry.get("reading")
+    if reading_ is None:
+        return None
+    rungs = entry["rungs"]
+    budgets = " / ".join(f"{r['steps']:,}" for r in rungs)
+    converged = " ".join("unknown" if r["converged"] is None else "flat" if r["converged"] else "still improving"
+                         for r in rungs)
+    return Part(label=f"ladder: {entry['claim']}", claim=f"{entry['claim']}, more clearly as the training budget grows",
+                verdict=ladder_part(reading_),
+                evidence=("" if reading_ == "reproduced" else f"{reading_}; ") + f"{shown} at {budgets} steps; last "
+                         f"quarter of each rung: {converged}",
+                rule=rule)
+
+
+@dataclass(frozen=True)
+class LadderStage:
+    """What a ladder stage starts from: its name, profile, repository root, ``params.yaml``, its own settings and its
+    main stage's, the device, the runs folder and the start time."""
+
+    name: str
+    profile: str
+    root: Path
+    params: dict[str, Any]
+    ladder: Any
+    main: Any
+    device: str
+    runs_dir: Path
+    started: float
+
+
+def start_stage(name: str, main_name: str, profile: str | None, runs_dir: str | os.PathLike | None,
+                progress: bool) -> LadderStage:
+    """Read the ladder's settings and its main stage's (same profile), set the stage up (precision, device) and say
+    what it will train. ``runs_dir`` defaults to ``runs/<name>``."""
+    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root
+    from paperlib.experiments.stage import setup_stage
+
+    started, root = time.time(), repo_root()
+    params = load_params()
+    profile = active_profile(profile, params)
+    ladder = experiment_params(name, profile, params)
+    main = experiment_params(main_name, profile, params)
+    device = setup_stage(profile, params)
+    runs = Path(runs_dir) if runs_dir is not None else root / "runs" / name
+    if progress:
+        print(f"{name} [{profile}]: {len(ladder.curves)} curves x {len(ladder.seeds)} seeds x {ladder.trials} "
+              f"trials to {ladder.rungs[-1]:,} steps", flush=True)
+    return LadderStage(name, profile, root, params, ladder, main, str(device), runs, started)
+
+
+def finish_stage(stage: LadderStage, results: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
+                 curve_key: str, main_name: str, code: str, out: str | os.PathLike | None) -> Path:
+    """Write the ladder's results (``results/<name>.json`` unless ``out``; NaN as null) and its provenance, with
+    each run's seconds (runs named by ``curve_key``, seed and trial) and the code hash ``code``."""
+    from paperlib.atomic_files import write_json_atomic
+    from paperlib.experiments.micmco_synthetic import json_safe
+    from paperlib.experiments.provenance import provenance
+
+    path = Path(out) if out is not None else stage.root / "results" / f"{stage.name}.json"
+    write_json_atomic(path, json_safe(dict(results)))
+    settings = {"ladder": dataclasses.asdict(stage.ladder), main_name: dataclasses.asdict(stage.main)}
+    write_json_atomic(path.with_suffix(".provenance.json"),
+                      {**provenance(stage.root, stage.profile, settings, {}, stage.started, code=code),
+                       "run_seconds": {f"{r[curve_key]} seed {r['seed']} trial {r['trial']}": r.get("seconds")
+                                       for r in records}})
+    return path
+
+
+__all__ = ["LadderParams", "LadderStage", "claim_part", "difference", "finish_stage", "map_jobs", "mean_se", "reading",
+           "seed_settings", "start_stage"]
