@@ -130,3 +130,13 @@ def test_notebook_stage_declares_every_table_its_notebook_writes(stage):
     declared = {o for o in outs if o.startswith("results/") and o.endswith(".csv")}
     assert {f"results/{t}.csv" for t in tables} == declared
     assert len(tables) == len(set(tables))
+
+
+def test_the_dry_run_stage_declares_the_paper_settings_of_every_stage_it_runs():
+    """`paperlib dryrun` builds every stage's paper profile (dryrun.ADAPTERS): a changed paper setting must re-run
+    it, so its stage lists each experiment's paper params (the PTB MICMCO ladder's were missing once)."""
+    from paperlib.experiments.dryrun import ADAPTERS
+
+    declared = set(STAGES["dryrun"]["params"])
+    missing = sorted(f"experiments.{name}.paper" for name in ADAPTERS if f"experiments.{name}.paper" not in declared)
+    assert not missing, f"stage dryrun: add to params {missing}"

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from paperlib.cache import (
+from paperlib.dyneval.cache import (
     cache_distribution,
     collect_cache_inputs,
     neural_cache_losses,
@@ -223,7 +223,7 @@ def test_batched_and_sequential_dynamic_evaluation_agree(cell, options):
 @pytest.mark.numerics
 @pytest.mark.parametrize("capped", [False, True])
 def test_vmappable_lstm_scan_matches_the_step_reference_and_passes_gradcheck(capped):
-    from paperlib.dyneval import _LSTMScan
+    from paperlib.dyneval.gradients import _LSTMScan
     from paperlib.models.lstm import lstm_step
 
     g = torch.Generator().manual_seed(0)
@@ -819,7 +819,7 @@ def test_related_word_rows_follow_the_cosine_ranking_and_medians_cover_the_vocab
 
 def test_target_is_the_thesis_word_if_present_else_the_first_frequent_long_word():
     from paperlib.data.text import Vocabulary
-    from paperlib.experiments.dyneval import choose_targets
+    from paperlib.experiments.dyneval_studies import choose_targets
 
     vocab = Vocabulary(["<eos>", "the", "production", "theatre", "x1", "company", "of"])
     counts = torch.tensor([100, 100, 100, 100, 100, 3, 100])
@@ -840,7 +840,7 @@ def test_statistics_studies_use_the_fractions_of_the_batches_and_share_their_bas
     import time
     import types
 
-    import paperlib.experiments.dyneval as de
+    import paperlib.experiments.dyneval_studies as de
 
     model = tiny_lm(vocab=20, hidden=8).float()
     corpus = types.SimpleNamespace(train=random_tokens((2100,), seed=11, vocab=20),
@@ -882,7 +882,7 @@ def test_optional_study_blocks_default_and_reject_unknown_keys():
 
     params = load_params()
     settings = experiment_params("dyneval", "smoke", params)
-    from paperlib.experiments.dyneval import related_words_settings, statistics_study_settings
+    from paperlib.experiments.dyneval_studies import related_words_settings, statistics_study_settings
 
     assert related_words_settings(settings)["corpus"] == settings.timescale["corpus"]
     study = statistics_study_settings(settings)

@@ -218,7 +218,7 @@ def test_bad_settings_name_the_valid_choices():
 
 
 # With lr = 0 and no decay every dynamically evaluated row scores the static model of its table. Whether it does so
-# with the same kernels depends on the row (paperlib/dyneval.py, paperlib/experiments/dyneval_char.py); the float32 models of
+# with the same kernels depends on the row (paperlib/dyneval/, paperlib/experiments/dyneval_char.py); the float32 models of
 # tiny_settings have hidden size 8, embeddings of 6 and V = 50 characters, and test_chars = ood_chars = 80.
 _H, _E, _V, _CHARS, _DIM, _KEYS = 8, 6, len(PTB_CHARS), 80, 8, 20  # _KEYS: memory 10 + segment 10
 SAME_KERNELS = ("all weights are adapted (leaves that require grad, like static evaluation's Parameters) and lr = 0 "
@@ -277,11 +277,14 @@ def test_tiny_run_end_to_end_with_zero_learning_rate_reproduces_static_and_reuse
     assert rec["surprising"] == math.ceil(0.1 * (300 - 3))
     assert all(rec["after_bits"][m][0] > rec["overall_bits"][m] for m in rec["models"])
     assert [p["hidden_size"] for p in results["scaling"]["mlstm"]] == [4, 8]
-    claims = {c["claim"]: c for c in results["claims"]}
-    recovery = claims["the mlstm recovers faster than the lstm (its advantage one step after a surprise exceeds its "
-                      "overall advantage)"]
-    after, overall = rec["after_bits"], rec["overall_bits"]
-    assert recovery["ours"] == (after["lstm"][1] - after["mlstm"][1] > overall["lstm"] - overall["mlstm"])
+    (recovery,) = [c for c in results["claims"] if c["claim"].startswith("the mlstm recovers faster than the lstm")]
+    after, overall, found = rec["after_bits"], rec["overall_bits"], rec["gap_one_step"]["mlstm"]
+    # the gap is Krause's criterion (advantage one step after a surprise minus the overall advantage) ...
+    assert found["gap"] == pytest.approx((after["lstm"][1] - after["mlstm"][1]) - (overall["lstm"] - overall["mlstm"]))
+    # ... and ours holds only beyond twice its standard error over the positions
+    assert found["against"] == "lstm" and found["se"] > 0 and found["margin"] == 2 * found["se"]
+    assert recovery["ours"] == (found["gap"] > found["margin"])
+    assert f"{found['gap']:+.3f} ± {found['margin']:.3f} bits" in recovery["claim"]
     assert recovery["reproduced"] == (recovery["ours"] is True)
     assert results["paper"]["table_4_4"]["global_rms"] == 1.08
     provenance = json.loads(out.with_name("dyneval_char.provenance.json").read_text())

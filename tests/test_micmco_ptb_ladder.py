@@ -13,8 +13,8 @@ import pytest
 from paperlib.experiments import micmco_ptb_ladder as ladder_module
 from paperlib.experiments.micmco_ptb import (LOW_KL, PPL_TOLERANCE, MicmcoPtbParams, compare_hypervolumes,
                                             prepare_sentences, run_experiment)
-from paperlib.experiments.micmco_ptb_ladder import (MicmcoPtbLadderParams, main_stage_check, run_folder, run_ladder,
-                                                   summarise, trials_at)
+from paperlib.experiments.micmco_ptb_ladder import (MicmcoPtbLadderParams, ladder_claim_part, main_stage_check,
+                                                   run_folder, run_ladder, summarise, trials_at)
 from paperlib.experiments.micmco_synthetic import HV_TIE
 from tests.test_micmco_ptb import EOS, SMOKE, UNK, V, toy_sentences
 
@@ -34,7 +34,7 @@ def data():
 
 def test_settings_are_checked():
     with pytest.raises(ValueError, match="figures must be some of"):
-        _ladder(figures=["5.11"])
+        _ladder(figures=["5.13"])
     with pytest.raises(ValueError, match="increasing step counts"):
         _ladder(rungs=[8, 4])
     with pytest.raises(ValueError, match="at least two distinct seeds"):
@@ -131,6 +131,30 @@ def test_the_summary_is_the_closed_form_of_its_gaps():
     assert "gap" not in out["T5.1-perplexity"]["rungs"][1] and out["T5.1-perplexity"]["reading"] is None
     assert out["5.12"]["rungs"][1]["curves"][b] == {"best_nll": None, "converged": None}
     assert out["5.12"]["rungs"][1]["converged"] is None  # unknown, not "still improving"
+
+
+def test_the_dropout_ladder_is_the_seed_mean_of_the_best_nll_gap():
+    """Fig. 5.11's second claim: per seed, the best L2 trial's NLL minus the best shared-mask trial's (diverged
+    trials left out), positive when dropout is ahead; a seed where dropout is behind pulls the mean down."""
+    ladder = _ladder(figures=["5.11-dropout"], seeds=[0, 1, 2])
+    a, b = "dreg16_renyi.shared", "dreg16_renyi.l2"
+    best_shared, best_l2 = (4.0, 3.9, 4.2), (4.1, 4.05, 4.15)
+    trials = {a: {}, b: {}}
+    for k, s in enumerate("012"):
+        trials[a][s] = {str(t): [_trial(0, best_shared[k] + 0.1, 0.1), _trial(1, best_shared[k], 0.2)]
+                        for t in (3, 4, 6, 8)}
+        trials[b][s] = {str(t): [_trial(0, best_l2[k], 0.05), _trial(1, math.nan, math.nan)] for t in (3, 4, 6, 8)}
+    out = summarise(trials, ladder, MAIN)["5.11-dropout"]
+    gaps = [l2 - shared for shared, l2 in zip(best_shared, best_l2)]  # +0.1, +0.15, -0.05
+    top = out["rungs"][1]
+    assert top["per_seed"] == pytest.approx(gaps) and top["gap"] == pytest.approx(statistics.fmean(gaps))
+    assert top["margin"] == pytest.approx(2 * statistics.stdev(gaps) / math.sqrt(3))
+    assert out["labels"] == ["DReG 16 Rényi (shared masks)", "DReG 16 Rényi (L2, no dropout)"]
+    assert out["reading"] == "no trend"  # +0.067 ± 0.12 at both rungs
+    part = ladder_claim_part({"ladders": {"5.11-dropout": out}}, "5.11-dropout")
+    assert part.verdict == "not reproduced"
+    assert ("best validation NLL, DReG 16 Rényi (L2, no dropout) − DReG 16 Rényi (shared masks): "
+            f"+{statistics.fmean(gaps):.3f} ± ") in part.evidence
 
 
 def test_a_score_past_the_divergence_line_counts_as_diverged():

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from paperlib.experiments import lm_wt2_bytes as byte_lm
-from paperlib.experiments import dyneval
 from paperlib.experiments import reverse_copy
+from paperlib import reference_dyneval
 from paperlib.experiments.averaging_ptb import PAPER as AVERAGING_PAPER
 from paperlib.experiments.averaging_ptb import summarise
 from tests.conftest import REPO
@@ -71,15 +71,15 @@ def test_byte_lm_table_puts_the_bits_per_byte_on_the_byte_mlstm_row(monkeypatch)
 def test_related_words_table_keeps_the_median_beside_the_median_whatever_top(monkeypatch):
     results = json.loads((REPO / "results" / "dyneval.json").read_text())
     rw = results["related_words"]
-    top = len(dyneval.PAPER_RELATED_WORDS) - 1 - 4  # four related words fewer than the thesis' 10
+    top = len(reference_dyneval.DYNEVAL_RELATED_WORDS) - 1 - 4  # four related words fewer than the thesis' 10
     rw["rows"], rw["top"] = rw["rows"][: top + 1], top
     tables = run_table_cell("dyneval", '"dyneval_related_words"', monkeypatch, results=results)
     frame = tables["dyneval_related_words"]
     median = frame.loc["median (vocabulary)"]
     assert (median["cosine (ours)"], median["Δ log p (ours)"]) == (rw["median"]["cosine"], rw["median"]["delta"])
-    assert (median["cosine (thesis)"], median["Δ log p (thesis)"]) == dyneval.PAPER_RELATED_WORDS_MEDIAN
+    assert (median["cosine (thesis)"], median["Δ log p (thesis)"]) == reference_dyneval.DYNEVAL_RELATED_WORDS_MEDIAN
     ranks = frame.drop("median (vocabulary)")
-    assert list(ranks["word (thesis)"]) == list(dyneval.PAPER_RELATED_WORDS)
+    assert list(ranks["word (thesis)"]) == list(reference_dyneval.DYNEVAL_RELATED_WORDS)
     assert list(ranks["word (ours)"].dropna()) == [r["word"] for r in rw["rows"]]
 
 

@@ -42,6 +42,15 @@ def test_recovery_profile_matches_hand_computed_means_and_krauses_criterion():
     # overall, B is better (more low-loss steps) but A's advantage right after a surprise is larger
     assert profile.overall_advantage("a", "b") < 0
     assert profile.recovers_faster("a", "b", step=1) and not profile.recovers_faster("b", "a", step=1)
+    # the criterion as a number with its standard error, by hand: one step after the two surprises B - A is 3 at
+    # both (variance 0); over all positions B - A is 0 (2x), 3 (2x), 1 (2x) and -0.1 (94x)
+    paired = torch.tensor([0.0] * 2 + [3.0] * 2 + [1.0] * 2 + [-0.1] * 94, dtype=torch.float64)
+    gap, se = profile.recovery_gap("a", "b", step=1)
+    assert gap == pytest.approx(3.0 - float(paired.mean()))
+    assert se == pytest.approx(math.sqrt(0.0 / 2 + float(paired.var()) / 100))
+    assert profile.recovery_gap("b", "a", step=1)[0] == pytest.approx(-gap)
+    with pytest.raises(ValueError, match="step must lie"):
+        profile.recovery_gap("a", "b", step=4)
     # nats are converted to bits
     in_nats = recovery_profile({"a": a * LN2, "b": b * LN2}, fraction=0.02, horizon=3)
     assert in_nats.after["b"] == pytest.approx(profile.after["b"])

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from paperlib import reference
+from paperlib import reference, reference_dyneval
 from paperlib.experiments.claims import VERDICTS, Claim, direction_word, part_word, verdict_word
 from paperlib.experiments.micmco_synthetic_claims import Compared, comparison_word, counts as hv_counts, hv_tie, tally
 from paperlib.compendium.figure_style import micmco_ptb_figure_file
@@ -619,8 +619,7 @@ def _dyn_table_ours(corpus: str) -> Callable[[Results], str]:
 
 def _dyn_paper(corpus: str) -> str:
     # Imported lazily so that the index does not pull torch-heavy modules at import time.
-    from paperlib.experiments.dyneval import PAPER_TABLES
-    rows = PAPER_TABLES[corpus]
+    rows = reference_dyneval.DYNEVAL_TABLES[corpus]
     chain = " → ".join(_f(rows[k][1], 1) for k in _DYN_ORDER[:-1] if rows.get(k))
     return f"test ppl {chain}; cache {_f(rows['neural_cache'][1], 1)} (AWD-LSTM)"
 
@@ -1242,10 +1241,11 @@ _PTB_SUBJECTS = {
 
 
 # The rows a PTB budget ladder is a part of (paperlib.experiments.micmco_ptb_ladder.ITEMS, without importing torch).
-_MICMCO_PTB_LADDER_ITEMS = ("M-F5.8", "M-F5.9", "M-F5.10", "M-F5.12", "M-T5.1")
+_MICMCO_PTB_LADDER_ITEMS = ("M-F5.8", "M-F5.9", "M-F5.10", "M-F5.11", "M-F5.12", "M-T5.1")
 
 
-_PTB_LADDER_SUBJECTS = {"5.8": "16 vs 1", "5.9": "16 vs 1", "5.10": "shared vs naive masks", "5.12": "16 vs 1",
+_PTB_LADDER_SUBJECTS = {"5.8": "16 vs 1", "5.9": "16 vs 1", "5.10": "shared vs naive masks", "5.11": "16 vs 1",
+                        "5.11-dropout": "dropout vs L2", "5.12": "16 vs 1",
                         "T5.1-perplexity": "perplexity", "T5.1-latents": "latent usage"}  # for a row's reason
 
 
@@ -1756,7 +1756,7 @@ for _item, _impl in (("K-F2.1", "`paperlib/models/recurrent_lm.py`"), ("K-F2.2",
                      ("K-F2.5", "`paperlib/models/recurrent_lm.py` (residual / skip connections)"),
                      ("K-F2.6", "`paperlib/models/build.py` (`tie_embeddings`)"),
                      ("K-F3.1", "`paperlib/models/mlstm.py` (input-dependent transitions)"),
-                     ("K-F4.1", "`paperlib/dyneval.py` (`dynamic_evaluate`)")):
+                     ("K-F4.1", "`paperlib/dyneval/evaluate.py` (`dynamic_evaluate`)")):
     ROWS[_item] = _diagram(_impl)
 ROWS["K-F2.7"] = Row(file="—", paper="diagram (NADE)", ours="—", scale="—",
                      verdict="diagram: NADE is background in the thesis; not implemented")
@@ -2067,7 +2067,7 @@ def render_definitions() -> list[str]:
         f"  changes\" is within {PPL_TOLERANCE:.0%} perplexity and its \"low latent usage\" at most {LOW_KL} nats "
         "of KL per token;",
         f"  a DSSM \"uses its noise\" (S-F1) when Ī > {WG_NOISE_USED}.",
-        "- **Scale ladders** (S-T1, M-F5.2, M-F5.3, M-F5.6, M-F5.8, M-F5.9, M-F5.10, M-F5.12, M-T5.1; issue #22): a",
+        "- **Scale ladders** (S-T1, M-F5.2, M-F5.3, M-F5.6, M-F5.8, M-F5.9, M-F5.10, M-F5.11, M-F5.12, M-T5.1; issue #22): a",
         "  claim's gap measured at training budgets growing geometrically (×4 per rung; ×2 for the PTB MICMCO",
         "  ladder at `cpu`), with a margin at each rung: twice the standard error over seeds (for a synthetic MICMCO",
         "  hypervolume gap at least the hypervolume tie). The ladder reads \"reproduced\" when the top rung's gap is beyond its margin, else",

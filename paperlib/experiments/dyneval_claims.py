@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from paperlib.experiments.claims import Claim, Part, strict_word
-from paperlib.experiments.dyneval import (PAPER_EPSILON, PAPER_EPSILON_BASELINES, PAPER_MOMENTUM, PAPER_SEEN_UNSEEN,
-                                          PAPER_STATISTICS_AMOUNT, PAPER_STATISTICS_LOCALITY, PAPER_UNSEEN_SHARE)
+from paperlib.reference_dyneval import (DYNEVAL_EPSILON, DYNEVAL_EPSILON_BASELINES, DYNEVAL_MOMENTUM, DYNEVAL_SEEN_UNSEEN,
+                                        DYNEVAL_STATISTICS_AMOUNT, DYNEVAL_STATISTICS_LOCALITY, DYNEVAL_UNSEEN_SHARE)
 
 Results = Mapping[str, Any]
 
@@ -90,7 +90,7 @@ def seen_claim(results: Results) -> Claim:
 
     def nats(split: str) -> str:
         return (f"{split}: static {static[split]:.2f}, dynamic {dyn[split]:.2f}, cache {cache[split]:.2f} nats; "
-                "thesis " + " / ".join(f"{PAPER_SEEN_UNSEEN[k][split == 'unseen']:.2f}"
+                "thesis " + " / ".join(f"{DYNEVAL_SEEN_UNSEEN[k][split == 'unseen']:.2f}"
                                        for k in ("static", "dynamic", "neural_cache")))
 
     return Claim("K-T5.1", (
@@ -104,7 +104,7 @@ def seen_claim(results: Results) -> Claim:
         _strict("static is best on unseen words", "static evaluation beats both on unseen words",
                 min(dyn["unseen"], cache["unseen"]) - static["unseen"], nats("unseen")),
         _strict("some unseen words gain", "dynamic evaluation beats static on some unseen words", dyn_share,
-                f"{100 * dyn_share:.1f}% of unseen words; thesis {100 * PAPER_UNSEEN_SHARE:.1f}%"),
+                f"{100 * dyn_share:.1f}% of unseen words; thesis {100 * DYNEVAL_UNSEEN_SHARE:.1f}%"),
         Part("cache gains on no unseen word", "the neural cache beats static on no unseen word (it only "
              "re-weights words it has seen)", "reproduced" if cache_share == 0 else "not reproduced",
              f"{100 * cache_share:.1f}% of unseen words", "exactly none"),
@@ -137,7 +137,7 @@ def momentum_claim(results: Results) -> Claim:
     rows = results["optimizers"]["momentum"]
     ppl = [r["valid_ppl"] for r in rows]
     mus = ", ".join(f"μ {r['settings']['momentum']:g}" for r in rows)
-    thesis = " / ".join(_f(PAPER_MOMENTUM[m]) if m in PAPER_MOMENTUM else "—"
+    thesis = " / ".join(_f(DYNEVAL_MOMENTUM[m]) if m in DYNEVAL_MOMENTUM else "—"
                         for m in (r["settings"]["momentum"] for r in rows))
     evidence = f"{mus}: " + " / ".join(_f(v) for v in ppl) + f"; thesis {thesis}"
     steps = [b - a for a, b in zip(ppl, ppl[1:])]
@@ -190,12 +190,12 @@ def epsilon_claim(results: Results) -> Claim:
     rows = o["epsilon"]
     ppl = [r["valid_ppl"] for r in rows]
     best_eps = rows[ppl.index(min(ppl))]["settings"]["eps"]
-    thesis_best = min(PAPER_EPSILON, key=PAPER_EPSILON.get)
+    thesis_best = min(DYNEVAL_EPSILON, key=DYNEVAL_EPSILON.get)
     glob, sgd = o["global_rms"]["valid_ppl"], o["sgd"]["valid_ppl"]
     parts = [
         _strict("tuned ε beats SGD", "RMSprop with its best ε gains slightly over plain SGD", sgd - min(ppl),
-                f"{_f(min(ppl))} vs SGD {_f(sgd)}; thesis {PAPER_EPSILON[thesis_best]} vs "
-                f"{PAPER_EPSILON_BASELINES['sgd']}"),
+                f"{_f(min(ppl))} vs SGD {_f(sgd)}; thesis {DYNEVAL_EPSILON[thesis_best]} vs "
+                f"{DYNEVAL_EPSILON_BASELINES['sgd']}"),
         _strict("global RMS beats every ε", "global RMS (without the decay prior) beats RMSprop at every ε",
                 min(ppl) - glob, f"global RMS {_f(glob)}, best RMSprop {_f(min(ppl))}"),
     ]
@@ -213,7 +213,7 @@ def statistics_amount_claim(results: Results) -> Claim:
     a = results["statistics_amount"]
     glob = [r["valid_ppl"] for r in a["global_rms"]]
     spread = (max(glob) - min(glob)) / min(glob)
-    paper = [PAPER_STATISTICS_AMOUNT[f] for f in (0.01, 0.1, 1.0)]
+    paper = [DYNEVAL_STATISTICS_AMOUNT[f] for f in (0.01, 0.1, 1.0)]
     thesis_spread = (max(paper) - min(paper)) / min(paper)
     local = min(r["valid_ppl"] for r in a["rmsprop"])
     fractions = ", ".join(f"{100 * r['fraction']:g}% {_f(r['valid_ppl'])}" for r in a["global_rms"])
@@ -239,7 +239,7 @@ def statistics_locality_claim(results: Results) -> Claim:
     best_nl = min(p[2] for p in pairs)
     glob = loc["global_rms"]["valid_ppl"]
     apart = (best_nl - glob) / glob
-    thesis = PAPER_STATISTICS_LOCALITY
+    thesis = DYNEVAL_STATISTICS_LOCALITY
     thesis_apart = (thesis["nonlocal_rmsprop"] - thesis["global_rms"]) / thesis["global_rms"]
     return Claim("K-T5.7", (
         _strict("non-local RMSprop beats RMSprop", "non-local RMSprop beats RMSprop at the same ε",

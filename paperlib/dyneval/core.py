@@ -1,0 +1,81 @@
+"""What every part of dynamic evaluation shares: the result of an evaluation (per-token losses, final weights
+and state), which parameters are adapted, and the shapes of the token streams."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+from torch import Tensor, nn
+
+
+LN2 = math.log(2.0)
+
+Params = dict[str, Tensor]
+AdaptSpec = Sequence[str] | Callable[[str], bool] | None
+
+
+@dataclass
+class DynamicEvalResult:
+    """Per-token losses (nats) of one evaluation, ``losses`` [T-1] or [S, T-1], and the final weights/state.
+
+    ``params`` are the local weights θ_l after the last update (for sparse evaluation: M) and ``state``
+    the final recurrent state, so evaluation can be inspected or continued.
+    """
+
+    losses: Tensor
+    params: Params = field(default_factory=dict)
+    state: Any = None
+
+    def mean_nll(self) -> float:
+        return float(self.losses.double().mean())
+
+    def perplexity(self) -> float:
+        return math.exp(self.mean_nll())
+
+    def bits_per_token(self) -> float:
+        return self.mean_nll() / LN2
+
+    def curve(self, bin_size: int = 1) -> Tensor:
+        """Loss against position: averaged over streams, then over bins of ``bin_size`` positions."""
+        losses = self.losses.double().reshape(-1, self.losses.shape[-1]).mean(0)  # [N]
+        usable = losses.shape[0] // bin_size * bin_size
+        return losses[:usable].view(-1, bin_size).mean(1)
+
+
+def adapted_parameters(model: nn.Module, adapt: AdaptSpec = None) -> list[str]:
+    """Names of the parameters dynamic evaluation adapts: all trainable ones, a list, or a predicate's choice.
+
+    Tied weights appear once (under their first name), as in ``model.named_parameters()``.
+    """
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
+    if adapt is None:
+        return names
+    if callable(adapt):
+        chosen = [n for n in names if adapt(n)]
+    else:
+        unknown = sorted(set(adapt) - set(names))
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {unknown}; valid names: {', '.join(names)}")
+        chosen = [n for n in names if n in set(adapt)]
+    if not chosen:
+        raise ValueError("adapt selects no parameter")
+    return chosen
+
+
+@contextlib.contextmanager
+def _eval_mode(model: nn.Module) -> Iterator[None]:
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+def _as_streams(tokens: Tensor) -> Tensor:
+    if tokens.dim() not in (1, 2) or tokens.shape[-1] < 2:
+        raise ValueError(f"tokens must be [T] or [S, T] with T >= 2, got shape {tuple(tokens.shape)}")
+    return tokens.unsqueeze(0) if tokens.dim() == 1 else tokens
