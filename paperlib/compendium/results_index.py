@@ -618,7 +618,6 @@ def _dyn_table_ours(corpus: str) -> Callable[[Results], str]:
 
 
 def _dyn_paper(corpus: str) -> str:
-    # Imported lazily so that the index does not pull torch-heavy modules at import time.
     rows = reference_dyneval.DYNEVAL_TABLES[corpus]
     chain = " → ".join(_f(rows[k][1], 1) for k in _DYN_ORDER[:-1] if rows.get(k))
     return f"test ppl {chain}; cache {_f(rows['neural_cache'][1], 1)} (AWD-LSTM)"
@@ -1145,8 +1144,9 @@ _MICMCO_PTB_CLAIMS = {
     "5.28": ("the power objective is better than KL but behind Rényi",),
     "5.29": ("the power objective is better than KL but behind Rényi",),
 }
-_THESIS_TABLE_5_1 = {hs: ", ".join(f"{column} {v['perplexity']}" for column, v in row.items())
-                     for hs, row in reference.MICMCO_PTB_TABLE_5_1.items()}  # Melis Table 5.1, test perplexity
+# Melis Table 5.1, test perplexity per hidden size and column
+_THESIS_TABLE_5_1 = {hs: {column: v["perplexity"] for column, v in row.items()}
+                     for hs, row in reference.MICMCO_PTB_TABLE_5_1.items()}
 
 
 def _micmco_ptb_missing(results: Results, fig: str) -> None:
@@ -1705,10 +1705,10 @@ for _fig in _MICMCO_PTB_SAYS:
                              scale=_micmco_ptb_scale, verdict=_micmco_ptb_figure_verdict(_fig),
                              needs=("micmco_ptb", "micmco_ptb_ladder") if _ladder else ("micmco_ptb",))
 ROWS["M-T5.1"] = Row(file="`notebooks/micmco_ptb.ipynb`, `results/micmco_ptb.json` (`table_5_1`)" + _PTB_LADDER_FILE,
-                     paper="test perplexity, " + "; ".join(f"hs {hs}: {row}" for hs, row in _THESIS_TABLE_5_1.items()),
-                     paper_short=_table_5_1_short({hs: {c.rsplit(" ", 1)[0]: float(c.rsplit(" ", 1)[1])
-                                                        for c in row.split(", ")}
-                                                   for hs, row in _THESIS_TABLE_5_1.items()}),
+                     paper="test perplexity, " + "; ".join(
+                         f"hs {hs}: " + ", ".join(f"{column} {ppl}" for column, ppl in row.items())
+                         for hs, row in _THESIS_TABLE_5_1.items()),
+                     paper_short=_table_5_1_short(_THESIS_TABLE_5_1),
                      ours_short=_micmco_ptb_table_ours_short,
                      ours=_micmco_ptb_table_ours, scale=_micmco_ptb_scale, verdict=_micmco_ptb_table_verdict,
                      needs=("micmco_ptb", "micmco_ptb_ladder"))
