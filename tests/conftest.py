@@ -1,4 +1,5 @@
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,36 @@ def data_root(mirror, tmp_path_factory) -> Path:
     for name in ("ptb", "ptb_char", "wikitext2"):
         fetch_corpus(name, root, mirror=mirror)
     return root
+
+
+# The end-to-end tests (tests/test_pipeline.py) need the smoke pipeline built in a scratch copy, ~8 minutes on one
+# core. It starts in the background as soon as those tests are selected, and they run last, so the build and the
+# unit tests (one thread each) share the two cores.
+SMOKE_BUILD = pytest.StashKey[object]()
+
+
+def _is_pipeline_test(item: pytest.Item) -> bool:
+    return item.path.name == "test_pipeline.py"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_is_pipeline_test)  # stable: every other test keeps its order
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    if config.option.collectonly or not any(map(_is_pipeline_test, session.items)):
+        return
+    mirror = find_mirror()
+    if mirror is not None and shutil.which("git") is not None:  # else the tests skip, saying why
+        from tests.test_pipeline import start_smoke_build
+
+        config.stash[SMOKE_BUILD] = start_smoke_build(config._tmp_path_factory, mirror)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    build = config.stash.get(SMOKE_BUILD, None)
+    if build is not None:  # a session ended early (-x, Ctrl-C) must not leave the build running
+        from tests.test_pipeline import _stop
+
+        _stop(build.proc)

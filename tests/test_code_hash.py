@@ -39,7 +39,7 @@ def test_the_code_hash_moves_with_a_file_in_the_closure_and_only_then(tmp_path):
     assert set(code_manifest([stage], original)) == set(code_manifest([stage]))
 
     outside = scratch_package(tmp_path / "outside")
-    (outside / "compendium" / "results_index.py").write_text("# the index does not train models\n")
+    (outside / "compendium" / "results_index" / "__init__.py").write_text("# the index does not train models\n")
     assert code_hash(stage, package_dir=outside) == before
 
     edited = scratch_package(tmp_path / "edited")

@@ -196,7 +196,7 @@ def test_the_index_reads_the_parts_the_claim_judged():
     for claim in claims(constructed()).values():
         text = claim.text()
         assert text.startswith(claim.verdict + ": ")
-        assert ri._parts_of(text.split(": ", 1)[1]) == [(p.label, p.verdict) for p in claim.parts]
+        assert ri.text._parts_of(text.split(": ", 1)[1]) == [(p.label, p.verdict) for p in claim.parts]
 
 
 def test_index_and_notebook_table_agree_on_the_committed_results():

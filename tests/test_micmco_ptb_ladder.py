@@ -176,7 +176,7 @@ def test_the_ladder_is_one_part_of_its_rows_claim_in_the_index():
     from paperlib.compendium import results_index
     from paperlib.experiments.micmco_ptb_ladder import ITEMS, LADDERS, ladder_claim_part
 
-    assert results_index._MICMCO_PTB_LADDER_ITEMS == tuple(ITEMS)
+    assert results_index.micmco_ptb._MICMCO_PTB_LADDER_ITEMS == tuple(ITEMS)
     assert sorted({k for keys in ITEMS.values() for k in keys}) == sorted(LADDERS)
     rungs = [{"steps": 150, "gap": -0.02, "se": 0.01, "margin": 0.02, "converged": False},
              {"steps": 300, "gap": 0.01, "se": 0.01, "margin": 0.02, "converged": True}]
@@ -203,6 +203,6 @@ def test_the_ladder_is_one_part_of_its_rows_claim_in_the_index():
     assert "-0.020 ± 0.020 → no gap at 150 / 300 steps" in part.evidence
     assert "still improving unknown" in part.evidence
     # a row whose ladder went unjudged is "partly" at best, as a claim with a part not run
-    assert results_index._with_ladder(["reproduced"], True) == "partly"
-    assert results_index._with_ladder(["reproduced", "reproduced"], False) == "reproduced"
-    assert set(results_index._PTB_LADDER_SUBJECTS) == set(LADDERS)
+    assert results_index.micmco_ptb._with_ladder(["reproduced"], True) == "partly"
+    assert results_index.micmco_ptb._with_ladder(["reproduced", "reproduced"], False) == "reproduced"
+    assert set(results_index.micmco_ptb._PTB_LADDER_SUBJECTS) == set(LADDERS)

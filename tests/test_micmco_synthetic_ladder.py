@@ -138,7 +138,7 @@ def test_the_ladder_is_one_part_of_its_figures_claim_in_the_index_and_the_notebo
     from paperlib.experiments.micmco_synthetic_claims import ladder_claim_part
     from paperlib.experiments.micmco_synthetic_ladder import LADDERS
 
-    assert results_index._MICMCO_LADDERS == tuple(LADDERS)
+    assert results_index.micmco_synthetic._MICMCO_LADDERS == tuple(LADDERS)
     rungs = [{"steps": 150, "gap": -0.02, "se": 0.01, "margin": 0.02, "converged": False},
              {"steps": 600, "gap": 0.01, "se": 0.01, "margin": 0.02, "converged": True}]
     ladder = {"near_optimal_nats": 0.25, "ladders": {

@@ -8,11 +8,12 @@ import shutil
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SMOKE_BUILD
 
 pytestmark = pytest.mark.slow
 
@@ -23,12 +24,9 @@ def _tracked_files(repo: Path) -> list[str]:
     return [line for line in out.splitlines() if (repo / line).is_file()]
 
 
-@pytest.fixture(scope="module")
-def scratch(mirror, tmp_path_factory):
-    """A copy of the repository's files set to the smoke profile, with no results yet."""
-    if shutil.which("git") is None:
-        pytest.skip("git is needed to list the repository's files")
-    root = tmp_path_factory.mktemp("compendium")
+def _make_scratch(root: Path, mirror: Path) -> dict[str, str]:
+    """Fill ``root`` with a copy of the repository's files set to the smoke profile, with no results yet; return
+    the environment to run it in."""
     for rel in _tracked_files(REPO):
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -48,7 +46,50 @@ def scratch(mirror, tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("PAPERLIB_PROFILE", "PAPERLIB_ROOT")}
     env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
                PAPERLIB_DATA_MIRROR=str(mirror), DVC_NO_ANALYTICS="1")
-    return root, env
+    return env
+
+
+@dataclass
+class SmokeBuild:
+    """The smoke profile's first `dvc repro` in a scratch copy, running in the background (its own process group,
+    its output to a file)."""
+    root: Path
+    env: dict[str, str]
+    proc: subprocess.Popen
+    log: Path
+
+    def output(self, timeout: int = 1500) -> str:
+        """Wait for the build; its output, or a failed assertion with the output's end."""
+        try:
+            self.proc.wait(timeout=timeout)
+        finally:
+            _stop(self.proc)
+        out = self.log.read_text()
+        assert self.proc.returncode == 0, f"dvc repro failed:\n{out[-8000:]}"
+        return out
+
+
+def start_smoke_build(tmp_path_factory, mirror: Path) -> SmokeBuild:
+    """Start the smoke build. tests/conftest.py calls this when the session's tests are collected, so the pipeline
+    (one process at a time) builds on one core while the unit tests run on the other; this module's tests run last
+    and wait for it."""
+    root = tmp_path_factory.mktemp("compendium")
+    env = _make_scratch(root, mirror)
+    log = root.parent / f"{root.name}-repro.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "dvc", "repro"], cwd=root, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return SmokeBuild(root, env, proc, log)
+
+
+@pytest.fixture(scope="module")
+def scratch(mirror, request, tmp_path_factory) -> SmokeBuild:
+    """The smoke build, finished (started at collection when this module's tests were selected, else now)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is needed to list the repository's files")
+    build = request.config.stash.get(SMOKE_BUILD, None) or start_smoke_build(tmp_path_factory, mirror)
+    build.output()
+    return build
 
 
 def _run(cmd, root, env, timeout=1200):
@@ -64,8 +105,8 @@ def _json(cmd, root, env):
 
 
 def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch, committed_nbval):
-    root, env = scratch  # committed_nbval: started now, to run beside the pipeline
-    first = _run([sys.executable, "-m", "dvc", "repro"], root, env)
+    root, env = scratch.root, scratch.env  # committed_nbval: started now, to run beside the pipeline's end
+    first = scratch.output()
     assert "Running stage 'notebook_dataset_summary'" in first
     assert (root / "figures" / "dataset_summary.png").stat().st_size > 10_000
     assert '"ptb"' in (root / "results" / "data_summary.json").read_text()
@@ -88,20 +129,17 @@ def test_the_dry_run_stage_builds_and_steps_every_stage_of_the_paper_profile(scr
     from paperlib.experiments.dryrun import STAGES, render_tables
     from tests.test_dryrun import check_dry_run
 
-    root, env = scratch
-    if not (root / "results" / "dryrun.json").exists():
-        _run([sys.executable, "-m", "dvc", "repro"], root, env)
-    result = json.loads((root / "results" / "dryrun.json").read_text())
+    result = json.loads((scratch.root / "results" / "dryrun.json").read_text())
     check_dry_run(result, render_tables(result), STAGES)
 
 
-def _start_nbval(root: Path, env: dict, notebooks: list[Path]) -> tuple[subprocess.Popen, Path]:
+def _start_nbval(root: Path, env: dict, notebooks: list[Path], part: str = "") -> tuple[subprocess.Popen, Path]:
     """Strict nbval over executed notebooks under `root`, started in the background (its own process group, its
     output to a file); stored outputs show paths relative to the clone
     (paperlib.compendium.notebooks.strip_volatile_metadata), so the clone's own path is sanitised away."""
     sanitize = root.parent / f"{root.name}-nbval-sanitize.cfg"
     sanitize.write_text(f"[clone]\nregex: {re.escape(str(root.resolve()) + os.sep)}\nreplace: \n")
-    log = root.parent / f"{root.name}-nbval.log"
+    log = root.parent / f"{root.name}-nbval{part}.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
                                  "--nbval-current-env", "--nbval-sanitize-with", str(sanitize),
@@ -130,7 +168,13 @@ def _nbval_passed(started: tuple[subprocess.Popen, Path], timeout: int = 1200) -
 
 
 def _nbval_strict(root: Path, env: dict, notebooks: list[Path]) -> str:
-    return _nbval_passed(_start_nbval(root, env, notebooks))
+    """nbval over ``notebooks`` in two processes (one per core), alternating so both get large and small ones."""
+    started = [_start_nbval(root, env, notebooks[i::2], part=f"-{i}") for i in range(2) if notebooks[i::2]]
+    try:
+        return "".join(_nbval_passed(s) for s in started)
+    finally:
+        for proc, _ in started:
+            _stop(proc)
 
 
 def _unchanged(before: dict[str, bytes], folder: Path) -> list[str]:
@@ -142,9 +186,7 @@ def test_nbval_reruns_every_executed_notebook_to_the_same_outputs_and_figures(sc
     and every text output (tables, printed numbers, claims) comes out exactly as stored, and the figures the
     notebooks save again are byte-identical to the pipeline's. Inline images are compared through the saved
     figures, which hold the same plots."""
-    root, env = scratch
-    if not (root / "results" / "data_summary.json").exists():
-        _run([sys.executable, "-m", "dvc", "repro"], root, env)
+    root, env = scratch.root, scratch.env
     executed = sorted((root / "results" / "notebooks").glob("*.ipynb"))
     assert {p.stem for p in executed} == {p.stem for p in (root / "notebooks").glob("*.ipynb")}
     figures = {p.name: p.read_bytes() for p in (root / "figures").iterdir()}

@@ -76,9 +76,9 @@ def test_every_verdict_uses_the_vocabulary():
     for row in ri.build_index(_items(), ri.load_results(REPO)):
         assert row["status"] in ri.VERDICTS
         assert row["verdict"].startswith(row["status"])
-    assert ri._status("not reproduced: x") == "not reproduced" and ri._status("within noise: x") == "within noise"
+    assert ri.text._status("not reproduced: x") == "not reproduced" and ri.text._status("within noise: x") == "within noise"
     with pytest.raises(ValueError, match="must start with one of"):
-        ri._status("fine: looks good")
+        ri.text._status("fine: looks good")
 
 
 def _row(**overrides):
@@ -177,13 +177,13 @@ def test_committed_index_and_readme_summary_are_current():
 def test_readme_without_markers_is_a_clear_error(monkeypatch):
     with pytest.raises(ValueError, match="markers"):
         ri.readme_with_summary("# no markers here\n", [])
-    monkeypatch.setattr(ri, "render_summary", lambda table: "summary")
+    monkeypatch.setattr(ri.render, "render_summary", lambda table: "summary")
     with pytest.raises(ValueError, match="compute-budget markers"):
         ri.readme_with_summary(f"{ri.README_START}\n{ri.README_END}\n", [], {})
 
 
 def test_budget_sentence_sums_the_from_scratch_estimates_and_names_the_largest(monkeypatch):
-    monkeypatch.setattr(ri, "render_summary", lambda table: "summary")
+    monkeypatch.setattr(ri.render, "render_summary", lambda table: "summary")
     wall_times = {"a": ("cpu", 600.0, 1200.0), "b": ("cpu", 3600.0, None), "c": ("cpu", None, 300.0),
                   "d": ("cpu", None, None)}
     text = ri.render_budget(wall_times, largest=2)
@@ -198,8 +198,8 @@ def test_budget_sentence_sums_the_from_scratch_estimates_and_names_the_largest(m
 def test_the_index_quotes_the_micmco_figures_as_the_experiment_module_does():
     from paperlib.experiments.micmco_synthetic import FIGURES, HV_TIE
 
-    assert ri._MICMCO_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
-    assert f"inside the {HV_TIE} tie margin" in ri._hv_reading("5.8", "HV a / b = 0.013 / 0.005", False)
+    assert ri.rows._MICMCO_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
+    assert f"inside the {HV_TIE} tie margin" in ri.micmco_ptb._hv_reading("5.8", "HV a / b = 0.013 / 0.005", False)
 
 
 def test_compute_section_sums_the_recorded_wall_times():
@@ -238,7 +238,7 @@ def test_recorded_work_counts_trials_over_workers_or_per_run_times():
 def test_the_index_quotes_the_ptb_micmco_figures_as_the_experiment_module_does():
     from paperlib.experiments.micmco_ptb import FIGURES
 
-    assert ri._MICMCO_PTB_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
+    assert ri.micmco_ptb._MICMCO_PTB_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
 
 
 def _ptb_micmco_results(figures, claim_verdicts, table_rows):
@@ -330,15 +330,15 @@ def test_a_figure_row_takes_the_comparisons_of_its_own_figure_when_a_claim_spans
                       "5.12 vimco16_kl.shared": False},
              "evidence": {"5.8 dreg16_kl.train": "a", "5.8 dreg16_renyi.train": "b", "5.12 dreg16_kl.shared": "c",
                           "5.12 vimco16_kl.shared": "d"}}
-    own = ri._claim_for_figure(claim, "5.8")
+    own = ri.micmco_ptb._claim_for_figure(claim, "5.8")
     assert own["verdict"] == "reproduced"
     # the pooled outcome is a count beside the figure's own evidence, never a second verdict inside it
     assert own["evidence"] == {"5.8 dreg16_kl.train": "a", "5.8 dreg16_renyi.train": "b"}
     assert own["pooled"] == (2, 4) and set(own["wins"]) == {"5.8 dreg16_kl.train", "5.8 dreg16_renyi.train"}
-    assert ri._claim_for_figure(claim, "5.12")["verdict"] == "not reproduced"
-    assert ri._claim_for_figure(claim, "5.1")["verdict"] == "partly reproduced"  # no "5.1 ..." key: pooled
+    assert ri.micmco_ptb._claim_for_figure(claim, "5.12")["verdict"] == "not reproduced"
+    assert ri.micmco_ptb._claim_for_figure(claim, "5.1")["verdict"] == "partly reproduced"  # no "5.1 ..." key: pooled
     pooled = {"claim": "c", "verdict": "reproduced", "evidence": {"kl": "x"}, "wins": {"kl": True}}
-    assert ri._claim_for_figure(pooled, "5.9") == pooled
+    assert ri.micmco_ptb._claim_for_figure(pooled, "5.9") == pooled
 
 
 # -- verdict words: one rule from the parts (issue #24) --------------------------------------------------------------

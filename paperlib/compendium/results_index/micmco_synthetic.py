@@ -1,0 +1,101 @@
+"""Index rows of MICMCO on the synthetic data (Melis §5.7.1): hypervolume comparisons per figure."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from paperlib.experiments.micmco_synthetic_claims import Compared, hv_tie, tally
+
+from paperlib.compendium.results_index.text import MissingResult, Results, _claim_verdict, _f
+
+
+# -- hypervolume comparisons (Melis ch. 5) ------------------------------------------------------
+
+
+def _counts_short(compared: Compared) -> str:
+    """:func:`~paperlib.experiments.micmco_synthetic_claims.counts` for a reason: "both hold", "all 4 the thesis'
+    way, inside the tie", "1 of 2 holds, 1 the other way"."""
+    n = len(compared)
+    held, noise, other, level, failed = tally(compared)
+    every = "it" if n == 1 else "both" if n == 2 else f"all {n}"
+    if held == n:
+        return f"{every} hold" + ("s" if n == 1 else "")
+    if noise == n:
+        gaps = sorted(g for _, g in compared if g is not None)
+        by = "" if len(gaps) < n else f" by {gaps[0]:.3f}" + (f"–{gaps[-1]:.3f}" if gaps[-1] > gaps[0] else "")
+        return f"{every} the thesis' way{by}, inside the {hv_tie()} tie"
+    if other == n:
+        return f"{every} the other way"
+    if failed == n:
+        return f"{every} fail" + ("s" if n == 1 else "")
+    text = [f"{held} of {n} hold" + ("s" if held == 1 else "")]
+    text += [f"{noise} the thesis' way inside the tie"] if noise else []
+    text += [f"{other} the other way"] if other else []
+    text += [f"{level} with no lead"] if level else []
+    text += [f"{failed} fail" + ("s" if failed == 1 else "")] if failed else []
+    return ", ".join(text)
+
+
+# -- MICMCO synthetic (Melis ch. 5) ------------------------------------------------------------
+
+
+def _micmco_figure(fig: str, item: str) -> tuple[Callable[[Results], str], Callable[[Results], tuple[str, str]],
+                                      Callable[[Results], str]]:
+    def curves(results: Results) -> tuple[dict[str, Any], list[str], list[str]]:
+        r = results["micmco_synthetic"]
+        names = r["figures"][fig]["configurations"]
+        have = [n for n in names if n in r["configurations"]]
+        if not have:
+            raise MissingResult(f"curves of Fig. {fig} (not in this profile's configurations)")
+        return r, names, have
+
+    def ours(results: Results) -> str:
+        r, names, have = curves(results)
+        hv = ", ".join(f"{r['configurations'][n]['label']} {_f(r['configurations'][n]['normalised_hypervolume'], 3)}"
+                       for n in have)
+        missing = len(names) - len(have)
+        blown = []  # curves most of whose tuned trials ended far above the optimum (Halton corners included)
+        for n in have:
+            trials = r["configurations"][n]["trials"]
+            bad = sum(t.get("nll") is None or not t["nll"] < 2 * r["optimum_nll"] for t in trials)
+            if 2 * bad > len(trials):
+                blown.append(f"{r['configurations'][n]['label']} {bad}/{len(trials)}")
+        return (f"normalised hypervolume: {hv}" + (f"; {missing} curve(s) not run at this profile" if missing else "")
+                + (f"; trials that blew up (NLL > 2 ln V): {', '.join(blown)}" if blown else ""))
+
+    def ours_short(results: Results) -> str:
+        r, _, have = curves(results)
+        conf = r["configurations"]
+        return "HV " + ", ".join(f"{conf[n]['label']} {_f(conf[n]['normalised_hypervolume'], 3)}" for n in have)
+
+    def verdict(results: Results) -> tuple[str, str]:
+        """The figure's claim as :func:`paperlib.experiments.micmco_synthetic_claims.figure_claim` judges it (the
+        notebook shows the same claims), with how many of its curves were drawn."""
+        from paperlib.experiments.claims import Unjudged
+        from paperlib.experiments.micmco_synthetic_claims import figure_claim
+
+        r, names, have = curves(results)
+        try:
+            claim = figure_claim(fig, item, r, results["micmco_synthetic_ladder"] if fig in _MICMCO_LADDERS else None)
+        except Unjudged:
+            coverage = f"{len(have)}/{len(names)} curves drawn"
+            return (f"partly: {coverage}; no numeric rule for this figure's claim "
+                    f"('{r['figures'][fig]['thesis_says']}'), compare the frontiers in the figure",
+                    "no numeric rule for this figure's claim; compare the frontiers in the figure")
+        text, reason = _claim_verdict(claim)
+        return f"{text}; {len(have)}/{len(names)} curves drawn", reason
+    return ours, verdict, ours_short
+
+
+# The figures with a budget ladder (paperlib.experiments.micmco_synthetic_ladder.LADDERS, without importing torch).
+_MICMCO_LADDERS = ("5.2", "5.3", "5.6")
+
+
+def _micmco_scale(results: Results) -> str:
+    st = results["micmco_synthetic"]["settings"]
+    n_conf = len(results["micmco_synthetic"]["configurations"])
+    return (f"vocabulary {math.exp(results['micmco_synthetic']['optimum_nll']):,.0f} (thesis 10,000), {st['steps']} steps, "
+            f"{len(next(iter(results['micmco_synthetic']['configurations'].values()))['trials'])} tuned trials per "
+            f"curve, {n_conf} curves; hypervolume box: NLL from ln V to ln V + {st['hypervolume_margin']} nats, MI "
+            "from 0 to ln V")
