@@ -93,7 +93,8 @@ def test_stage_declares_every_paperlib_module_it_runs(stage):
 
 def test_the_import_reader_follows_relative_function_level_and_package_imports():
     files = closure({"paperlib.experiments.micmco_ptb"})
-    assert "paperlib/experiments/micmco_ptb.py" in files and "paperlib/models/sentence_vae.py" in files  # direct
+    assert "paperlib/experiments/micmco_ptb/__init__.py" in files and "paperlib/models/sentence_vae.py" in files
+    assert "paperlib/experiments/micmco_ptb/claims.py" in files  # a package's submodules, through its __init__
     assert "paperlib/models/__init__.py" in files and "paperlib/experiments/config.py" in files
     assert "paperlib/compendium/cli.py" not in files
     assert not covered("paperlib/models/lstm.py", ["paperlib/model"]) and covered("paperlib/models/lstm.py",

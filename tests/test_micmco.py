@@ -1,4 +1,5 @@
-"""Tests of the synthetic MICMCO experiment, Melis thesis §5.7.1 / §5.A / §5.C (paperlib/experiments/micmco_synthetic.py).
+"""Tests of the synthetic MICMCO experiment, Melis thesis §5.7.1 / §5.A / §5.C (paperlib/experiments/micmco_synthetic/,
+paperlib/symbol_vae.py, paperlib/frontiers.py).
 
 Frontier functions are checked against brute force (all pairs for dominance; an exact cell decomposition of the
 union of dominated rectangles for the hypervolume); models at tiny sizes so that the file runs in seconds.

@@ -44,9 +44,10 @@ from paperlib.experiments.config import active_profile, experiment_params, load_
 from paperlib.experiments.provenance import provenance
 from paperlib.experiments.stage import setup_stage
 from paperlib.experiments.word_generation import (NAME as MAIN, SplitData, PAPER_TABLE1, WordGenerationParams,
-                                                  _log_prob_fn, build_model, complete_spec, evaluate_model,
-                                                  make_splits, settings_fingerprint, train_model,
-                                                  train_test_cross_entropy)
+                                                  build_model, complete_spec, evaluate_model, make_splits,
+                                                  settings_fingerprint, train_model)
+from paperlib.experiments.word_generation.training import _log_prob_fn
+from paperlib.word_metrics import train_test_cross_entropy
 
 NAME = "word_generation_ladder"
 KEPT = ("H_train", "H_test", "I_bar", "in_vocab")  # what each scoring keeps of evaluate_model's metrics

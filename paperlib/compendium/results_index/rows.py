@@ -166,7 +166,7 @@ ROWS.update({
                   **_LM_PTB),
     "M-T4.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER, paper_short=_LM_CHAR_SHORT,
                   **_LM_CHAR),
-    "M-T5.2": Row(file="`paperlib/experiments/micmco_synthetic.py` (`search_space`)", paper="ranges of the tuned hyperparameters",
+    "M-T5.2": Row(file="`paperlib/experiments/micmco_synthetic/design.py` (`search_space`)", paper="ranges of the tuned hyperparameters",
                   ours="the same ranges drive the synthetic studies' Optuna trials", scale="—",
                   verdict="encoded: used by every synthetic MICMCO frontier"),
     "C-T1": Row(file="same as M-T4.1", paper="= Melis T4.1: " + _LM_PTB_PAPER, paper_short="= Melis T4.1", **_LM_PTB),

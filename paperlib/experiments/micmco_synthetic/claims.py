@@ -1,0 +1,112 @@
+"""The thesis' claims about the synthetic frontiers, judged by explicit rules on a results dictionary."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from paperlib.frontiers import nll_at_mi
+
+
+NEAR_OPTIMAL_NATS = 0.25  # "near-optimal": within this many nats of ln V
+HIGH_MI_FRACTION = 0.75  # "high MI": 75% of the maximum ln V
+HV_TIE = 0.02  # normalised hypervolumes closer than this (2% of the ideal area) are a tie
+
+
+def verdict_of(wins: int, total: int) -> str:
+    """"reproduced" if all ``total`` comparisons hold, "partly reproduced" if at least half, else "not reproduced"."""
+    if total == 0:
+        return "not run at this profile"
+    if wins == total:
+        return "reproduced"
+    return "partly reproduced" if 2 * wins >= total else "not reproduced"
+
+
+def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Decide the thesis' claims on ``results`` (the JSON of :func:`run_micmco_synthetic`) by explicit rules.
+
+    HV is the normalised hypervolume; "A beats B" means HV(A) > HV(B) + 0.02 (smaller differences are ties).
+
+    1. *VIMCO 16 reaches near-optimal NLL at high MI*: the better of VIMCO 16 KL/Renyi has, at MI = 0.75 ln V, an
+       interpolated NLL within 0.25 nats of ln V.
+    2. *Multiple samples in both terms beat 16/1 and 1/16*: for each base estimator and objective with all three
+       runs, 16 beats both asymmetric ones.
+    3. *Renyi slightly better than KL*: for every base estimator and sample count run with both objectives (not
+       ELBO, where they coincide), Renyi beats KL.
+    4. *Power objective between KL and Renyi*: for each base estimator with a power run,
+       HV(KL) - 0.02 <= HV(power) <= HV(Renyi) + 0.02.
+
+    A claim is "reproduced" if every comparison holds, "partly reproduced" if at least half do, else "not
+    reproduced"; claims whose runs are missing are "not run at this profile".
+    """
+    configs = results["configurations"]
+    ln_v = float(results["optimum_nll"])
+
+    def hv(name: str) -> float | None:
+        entry = configs.get(name)
+        return None if entry is None else float(entry["normalised_hypervolume"])
+
+    def beats(a: float, b: float) -> bool:
+        return a > b + HV_TIE
+
+    verdicts = []
+    # 1
+    level = HIGH_MI_FRACTION * ln_v
+    gaps = {}
+    for name in ("vimco16_kl", "vimco16_renyi"):
+        if name in configs:
+            front = configs[name]["frontier"]
+            value = nll_at_mi([p["mi"] for p in front], [p["nll"] for p in front], [level])[0]
+            gaps[name] = float(value - ln_v)
+    finite_gaps = [g for g in gaps.values() if math.isfinite(g)]
+    ok = bool(finite_gaps) and min(finite_gaps) <= NEAR_OPTIMAL_NATS
+    verdicts.append({
+        "claim": "VIMCO 16 reaches near-optimal NLL at high MI",
+        "rule": f"min over KL/Rényi of NLL(MI = {HIGH_MI_FRACTION:g} ln V) - ln V <= {NEAR_OPTIMAL_NATS} nats",
+        "evidence": {k: (f"{v:+.3f} nats" if math.isfinite(v) else "MI level not reached") for k, v in gaps.items()},
+        "verdict": verdict_of(int(ok), 1 if gaps else 0),
+    })
+    # 2
+    comparisons, evidence = {}, {}
+    for base in ("dreg", "vimco"):
+        for objective in ("kl", "renyi"):
+            values = [hv(f"{base}{tag}_{objective}") for tag in ("16", "16-1", "1-16")]
+            if all(v is not None for v in values):
+                key = f"{base} {objective}"
+                comparisons[key] = beats(values[0], values[1]) and beats(values[0], values[2])
+                evidence[key] = "HV 16 / 16-1 / 1-16 = " + " / ".join(f"{v:.3f}" for v in values)
+    verdicts.append({
+        "claim": "multi-sample in both terms beats 16/1 and 1/16",
+        "rule": f"HV(16) > HV(16/1) + {HV_TIE} and HV(16) > HV(1/16) + {HV_TIE}, per base estimator and objective",
+        "evidence": evidence,
+        "verdict": verdict_of(sum(comparisons.values()), len(comparisons)),
+    })
+    # 3
+    pairs, evidence = {}, {}
+    for name in configs:
+        stem = name[: -len("_kl")]
+        if name.endswith("_kl") and f"{stem}_renyi" in configs:
+            kl, renyi = hv(name), hv(f"{stem}_renyi")
+            pairs[stem] = beats(renyi, kl)
+            evidence[stem] = f"HV Rényi / KL = {renyi:.3f} / {kl:.3f}"
+    verdicts.append({
+        "claim": "Rényi slightly better than KL",
+        "rule": f"HV(Rényi) > HV(KL) + {HV_TIE} for every base estimator / sample count run with both",
+        "evidence": evidence,
+        "verdict": verdict_of(sum(pairs.values()), len(pairs)),
+    })
+    # 4
+    between, evidence = {}, {}
+    for stem in ("dreg16", "vimco16"):
+        values = [hv(f"{stem}_{o}") for o in ("kl", "power", "renyi")]
+        if all(v is not None for v in values):
+            between[stem] = values[0] - HV_TIE <= values[1] <= values[2] + HV_TIE
+            evidence[stem] = "HV KL / power / Rényi = " + " / ".join(f"{v:.3f}" for v in values)
+    verdicts.append({
+        "claim": "power objective between KL and Rényi",
+        "rule": f"HV(KL) - {HV_TIE} <= HV(power) <= HV(Rényi) + {HV_TIE}, per base estimator",
+        "evidence": evidence,
+        "verdict": verdict_of(sum(between.values()), len(between)),
+    })
+    return verdicts
