@@ -3,7 +3,6 @@
 import csv
 import json
 import re
-from pathlib import Path
 
 import pytest
 import yaml

@@ -11,13 +11,10 @@ from torch.nn import functional as F
 
 from paperlib.data import ReverseCopyData, reverse_copy
 from paperlib.experiments.reverse_copy import (
-    BETTER_MARGIN_NATS,
     RESULT_KEYS,
-    SOLVED_NATS,
     ReverseCopyParams,
     TrainSettings,
     build_model,
-    claim_verdicts,
     count_parameters,
     evaluate,
     grid_points,
@@ -27,6 +24,7 @@ from paperlib.experiments.reverse_copy import (
     select_best,
     train_model,
 )
+from paperlib.experiments.reverse_copy_claims import BETTER_MARGIN_NATS, SOLVED_NATS, claim, record
 from tests.numerics import assert_bitwise
 
 REPO = Path(__file__).resolve().parents[1]
@@ -235,22 +233,47 @@ def run_record(model, length, valid, test, emb=8):
             "embedding_size": emb}
 
 
+def _results(best, lengths, embedding_sizes):
+    """A reverse-copy results dictionary (the keys the claim reads) from selected runs."""
+    return {"lengths": sorted(lengths), "best": best,
+            "cross_entropy": {m: [best[m][str(n)]["test_cross_entropy"] for n in sorted(lengths)] for m in best},
+            "settings": {"models": {m: {"embedding_sizes": sizes} for m, sizes in embedding_sizes.items()}}}
+
+
 def test_selection_uses_validation_and_claims_follow_from_the_numbers():
     runs = [run_record("lstm", 10, 0.01, 0.02), run_record("lstm", 10, 0.005, 0.03),  # picked by valid, not test
             run_record("lstm", 20, 0.5, 0.6, emb=16), run_record("mogrifier", 10, 0.01, 0.01, emb=4),
             run_record("mogrifier", 20, 0.3, 0.3, emb=4), run_record("mogrifier", 20, math.inf, math.inf)]  # diverged
     best = select_best(runs)
     assert best["lstm"]["10"]["test_cross_entropy"] == 0.03
-    claims = claim_verdicts(best, [20, 10], {"lstm": 2, "mogrifier": 2})
-    assert claims == {"both models solve the shortest lengths": True, "Mogrifier better at the longest lengths": True,
-                      "Mogrifier picks a smaller embedding at the longest lengths": True}
-    # a gap within the margin is not "better"; a short length above the threshold is not solved
+    judged = claim(_results(best, [20, 10], {"lstm": [8, 16], "mogrifier": [4, 8]}))
+    assert judged.item == "M-F2.4" and judged.verdict == "reproduced" and not judged.not_run
+    assert [p.verdict for p in judged.parts] == ["reproduced"] * 3
+    # a gap inside the margin is within noise, a short length above the threshold is not solved, and an untuned
+    # embedding grid leaves that part unrun
     best["mogrifier"]["20"]["test_cross_entropy"] = 0.6 - BETTER_MARGIN_NATS / 2
     best["lstm"]["10"]["test_cross_entropy"] = SOLVED_NATS * 1.5
-    claims = claim_verdicts(best, [10, 20], {"lstm": 1, "mogrifier": 2})
-    assert claims["Mogrifier better at the longest lengths"] is False
-    assert claims["both models solve the shortest lengths"] is False
-    assert claims["Mogrifier picks a smaller embedding at the longest lengths"] is None  # LSTM embedding not tuned
+    judged = claim(_results(best, [10, 20], {"lstm": [8], "mogrifier": [4, 8]}))
+    assert [p.verdict for p in judged.parts] == ["not reproduced", "within noise"]
+    assert judged.verdict == "not reproduced" and judged.not_run == ("embedding sizes not tuned",)
+    # the LSTM better at the long length: not reproduced at any size
+    best["mogrifier"]["20"]["test_cross_entropy"] = 0.6 + 1e-4
+    assert claim(_results(best, [10, 20], {"lstm": [8], "mogrifier": [4]})).parts[1].verdict == "not reproduced"
+
+
+def test_the_claim_judges_each_length_and_combines_them_by_the_one_rule():
+    ce = {"lstm": [0.01, 0.30, 1.0, 2.0], "mogrifier": [0.02, 0.04, 0.5, 2.5]}
+    best = {m: {str(n): {"test_cross_entropy": x, "embedding_size": 8} for n, x in zip((10, 20, 30, 40), ce[m])}
+            for m in ce}
+    judged = claim(_results(best, [10, 20, 30, 40], {"lstm": [8], "mogrifier": [8]}))
+    solved, better = judged.parts
+    assert solved.verdict == "partly reproduced"  # 10 solved by both, 20 not by the LSTM
+    assert better.verdict == "partly reproduced"  # the Mogrifier better at 30, worse at 40
+    assert "30: LSTM 1.000 vs Mogrifier 0.500" in better.evidence and "+0.500" in better.evidence
+    assert judged.verdict == "partly"
+    stored = record(_results(best, [10, 20, 30, 40], {"lstm": [8], "mogrifier": [8]}))
+    assert stored["verdict"] == "partly" and [r["verdict"] for r in stored["parts"]] == [solved.verdict, better.verdict]
+    assert json.loads(json.dumps(stored)) == stored  # what the stage writes reads back equal (the notebook checks it)
 
 
 def test_runner_on_a_tiny_config_writes_the_documented_keys_and_resumes_from_its_cache(tmp_path):
@@ -269,9 +292,7 @@ def test_runner_on_a_tiny_config_writes_the_documented_keys_and_resumes_from_its
         assert len(results["cross_entropy"][model]) == 2 and all(0 < ce < 3 for ce in results["cross_entropy"][model])
         assert all(p <= 1500 for p in results["parameters"][model])
     assert results["chance_cross_entropy"] == pytest.approx(math.log(5))
-    assert set(results["claims"]) == {"both models solve the shortest lengths",
-                                      "Mogrifier better at the longest lengths",
-                                      "Mogrifier picks a smaller embedding at the longest lengths"}
+    assert results["claims"] == record(results)  # the stage stores the one claim path's verdicts
     provenance = json.loads(out.with_suffix(".provenance.json").read_text())
     assert provenance["profile"] == "smoke" and "wall_time_s" in provenance
     # a rerun reads the cached runs instead of training again (same records, same seconds)

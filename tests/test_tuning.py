@@ -17,10 +17,9 @@ from pathlib import Path
 
 import optuna
 import pytest
-import torch
 from optuna.trial import TrialState
 
-from paperlib.search_spaces import SPACES, Hyperparameter, get_space, sample
+from paperlib.search_spaces import Hyperparameter, get_space, sample
 from paperlib.tuning import LanguageModelObjective, lm_hyperparameters, make_sampler, make_storage, open_study, run_worker
 from paperlib.experiments.tuning_ptb import TuningParams, neighbourhood
 from tests.conftest import REPO

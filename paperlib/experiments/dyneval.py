@@ -10,7 +10,6 @@ unseen words, related words, amount and locality of the gradient statistics;
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -20,6 +19,7 @@ from torch import Tensor, nn
 from paperlib.device import load_checkpoint
 from paperlib.dyneval import Params, dynamic_evaluate, mean_squared_gradients, static_evaluate, tune_dynamic_evaluation
 from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.runs import json_safe
 from paperlib.experiments.config import register_experiment
 from paperlib.experiments.dyneval_studies import (RELATED_WORDS_DEFAULTS, STATISTICS_STUDY_DEFAULTS, _optimizer_study,
                                                   _ppl, _prefix, _related_words, _statistics_amount,
@@ -188,7 +188,7 @@ def _load_or_train(settings, corpus_name: str, corpus, root, device, progress: b
 
     run_dir = root / "runs" / "dyneval" / corpus_name
     # a folder trained with other settings or by other training code is retrained rather than reused
-    forget_stale_run(run_dir, {"model": _jsonable(spec), "train": _jsonable(settings.train),
+    forget_stale_run(run_dir, {"model": json_safe(spec), "train": json_safe(settings.train),
                                 "vocab_size": len(corpus.vocab), "seed": settings.seed,
                                 "code": code_hash("paperlib.train", "paperlib.models")})
     trainer = Trainer(model, corpus.train, corpus.valid, TrainConfig(**{**settings.train, "seed": settings.seed}),
@@ -329,24 +329,11 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
     seconds["statistics_locality"] = round(time.time() - tick, 1)
 
     path = Path(out) if out is not None else root / "results" / "dyneval.json"
-    write_json_atomic(path, _jsonable(results))
-    record = provenance(root, profile, _jsonable(vars(settings)), pinned_checksums(*settings.corpora), started,
+    write_json_atomic(path, json_safe(results))
+    record = provenance(root, profile, json_safe(vars(settings)), pinned_checksums(*settings.corpora), started,
                         code=code_hash(__name__))
     write_json_atomic(path.with_name(path.stem + ".provenance.json"), {**record, "seconds": seconds})
     return path
-
-
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON: tuples to lists, non-finite floats (diverged runs) to null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 def tune_table_row(corpus_name: str, row: str = "global_rms_rms_decay", *, profile: str | None = None,

@@ -38,6 +38,7 @@ import torch
 from torch import Tensor, nn
 
 from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.runs import json_safe
 from paperlib.experiments.config import register_experiment
 from paperlib.dyneval import (
     DynamicEvalResult,
@@ -224,7 +225,7 @@ def _train_or_load(name: str, spec: dict, settings: DynEvalCharParams, corpus, r
     model = _build(spec, len(corpus.vocab))
     run_dir = run_root / name
     # a folder trained with other settings or by other training code is retrained rather than reused
-    forget_stale_run(run_dir, _jsonable({"model": spec, "train": vars(config), "vocab_size": len(corpus.vocab),
+    forget_stale_run(run_dir, json_safe({"model": spec, "train": vars(config), "vocab_size": len(corpus.vocab),
                                          "corpus": settings.corpus,
                                          "code": code_hash("paperlib.train", "paperlib.models")}))
     done = run_dir / "done.json"
@@ -500,8 +501,8 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
     results["paper"] = {"table_4_4": DYNEVAL_CHAR_TABLE_4_4, "table_6_1": DYNEVAL_CHAR_TABLE_6_1, "table_6_4": DYNEVAL_CHAR_TABLE_6_4,
                         "fig_5_2": DYNEVAL_CHAR_FIG_5_2, "fig_3_3": DYNEVAL_CHAR_FIG_3_3, "melis_recovery": DYNEVAL_CHAR_MELIS_RECOVERY}
     path = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
-    write_json_atomic(path, _jsonable(results))
-    record = provenance(root, profile, _jsonable(vars(settings)),
+    write_json_atomic(path, json_safe(results))
+    record = provenance(root, profile, json_safe(vars(settings)),
                         pinned_checksums(*dict.fromkeys((settings.corpus, settings.ood_corpus))), started,
                         code=code_hash(__name__))
     write_json_atomic(path.with_name(path.stem + ".provenance.json"), {**record, "seconds": seconds})
@@ -528,17 +529,6 @@ def _scaling(settings: DynEvalCharParams, models: dict[str, nn.Module], infos: d
             log(f"  scaling {name} H={hidden}: {info['parameters']:,} parameters, valid {bpc:.4f} bits/char")
         out[name] = sorted(points, key=lambda p: p["parameters"])
     return out
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON: tuples to lists, non-finite floats (diverged runs) to null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 __all__ = [

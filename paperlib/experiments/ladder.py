@@ -15,9 +15,10 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
+from typing import Any, ClassVar, Mapping, Sequence, TypeVar
 
 from paperlib.experiments.claims import Part, check_ladder, ladder_part, ladder_word
+from paperlib.experiments.runs import json_safe, map_jobs
 
 Settings = TypeVar("Settings")
 
@@ -56,25 +57,6 @@ class LadderParams:
 def seed_settings(main: Settings, seed: int, steps: int) -> Settings:
     """The main stage's settings as one of its studies with seed ``seed``, trained for ``steps``, would see them."""
     return dataclasses.replace(main, seed=seed, steps=steps)
-
-
-def map_jobs(fn: Callable[..., Any], args: Sequence[tuple], workers: int) -> list[Any]:
-    """``fn(*a)`` for every ``a`` in ``args``, in order: in this process when ``workers`` is 1 (its torch thread
-    count restored afterwards, since a job sets its own), else in ``workers`` spawned processes (forking a process
-    whose OpenMP pool is running can deadlock)."""
-    import torch
-
-    if workers == 1:
-        threads = torch.get_num_threads()
-        try:
-            return [fn(*a) for a in args]
-        finally:
-            torch.set_num_threads(threads)
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-        return list(pool.map(fn, *zip(*args))) if args else []
 
 
 def difference(a: float | None, b: float | None) -> float:
@@ -163,7 +145,6 @@ def finish_stage(stage: LadderStage, results: Mapping[str, Any], records: Sequen
     """Write the ladder's results (``results/<name>.json`` unless ``out``; NaN as null) and its provenance, with
     each run's seconds (runs named by ``curve_key``, seed and trial) and the code hash ``code``."""
     from paperlib.atomic_files import write_json_atomic
-    from paperlib.experiments.micmco_synthetic import json_safe
     from paperlib.experiments.provenance import provenance
 
     path = Path(out) if out is not None else stage.root / "results" / f"{stage.name}.json"

@@ -54,15 +54,13 @@ import json
 import math
 import os
 import statistics
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 import torch
 
-from paperlib.atomic_files import write_json_atomic
-from paperlib.device import Compute, cache_key, configure, current
+from paperlib.device import Compute, cache_key, current
 from paperlib.experiments.claims import Part, convergence, scoring_steps
 from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.config import register_experiment, section_params
@@ -71,7 +69,8 @@ from paperlib.experiments.ladder import (LadderParams, claim_part, difference, f
 from paperlib.experiments.micmco_ptb import (CURVES, DIVERGED_NLL, EXPERIMENT as MAIN, LOW_KL, PPL_TOLERANCE,
                                             MicmcoPtbParams, SentenceData, build_model, compare_hypervolumes,
                                             evaluate, load_data, train)
-from paperlib.experiments.micmco_synthetic import HV_TIE, halton_design, json_safe
+from paperlib.experiments.micmco_synthetic import HV_TIE, halton_design
+from paperlib.experiments.runs import json_safe, run_once
 
 NAME = "micmco_ptb_ladder"
 
@@ -130,29 +129,23 @@ def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings
     """Train trial ``index`` of curve ``name`` at seed ``seed`` (the settings' ``steps`` long), scored at ``steps``
     as the main stage's ``run_trial`` scores a trial; read back from ``path`` once done. ``data``: the sentences
     (else loaded from ``data_root`` for this seed); ``compute``: the parent's precision settings, for a worker."""
-    if compute is not None:
-        configure(compute.precision, compute.sync_every, compute.compile)
-    torch.set_num_threads(settings.threads)
-    done = Path(path)
-    if done.is_file():
-        return json.loads(done.read_text())
-    started = time.time()
-    data = data if data is not None else load_data(settings, data_root)
-    curve, trial_seed = CURVES[name], seed + 1000 * index  # the main stage's trial seed
-    torch.manual_seed(trial_seed)
-    model = build_model(curve, params, settings, data.vocab_size).to(device)
-    scores: list[dict[str, float]] = []
+    def body() -> dict[str, Any]:
+        loaded = data if data is not None else load_data(settings, data_root)
+        curve, trial_seed = CURVES[name], seed + 1000 * index  # the main stage's trial seed
+        torch.manual_seed(trial_seed)
+        model = build_model(curve, params, settings, loaded.vocab_size).to(device)
+        scores: list[dict[str, float]] = []
 
-    def score(step: int) -> None:
-        found = evaluate(model, data.split(curve.split), data.eos_id, settings.eval_samples, trial_seed + 1)
-        scores.append({"step": step, "nll": found["nll"], "kl": found["kl"]})
+        def score(step: int) -> None:
+            found = evaluate(model, loaded.split(curve.split), loaded.eos_id, settings.eval_samples, trial_seed + 1)
+            scores.append({"step": step, "nll": found["nll"], "kl": found["kl"]})
 
-    result = train(model, curve, params, data.train, data.eos_id, settings.steps * curve.steps_factor,
-                   settings.batch_size * curve.batch_factor, trial_seed, steps, score)
-    record = {"curve": name, "seed": seed, "trial": index, "params": dict(params), "scores": scores,
-              "diverged_at": result.steps if result.diverged else None, "seconds": round(time.time() - started, 1)}
-    write_json_atomic(done, json_safe(record))
-    return record
+        result = train(model, curve, params, loaded.train, loaded.eos_id, settings.steps * curve.steps_factor,
+                       settings.batch_size * curve.batch_factor, trial_seed, steps, score)
+        return {"curve": name, "seed": seed, "trial": index, "params": dict(params), "scores": scores,
+                "diverged_at": result.steps if result.diverged else None}
+
+    return run_once(path, settings.threads, compute, body, encode=json_safe)
 
 
 def run_folder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: str | os.PathLike) -> Path:

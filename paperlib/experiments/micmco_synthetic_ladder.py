@@ -45,16 +45,14 @@ import json
 import math
 import os
 import statistics
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 import torch
 
-from paperlib.atomic_files import write_json_atomic
 from paperlib.data import uniform_symbols
-from paperlib.device import Compute, cache_key, configure, current
+from paperlib.device import Compute, cache_key, current
 from paperlib.experiments.claims import convergence, scoring_steps
 from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.ladder import (LadderParams, difference, finish_stage, map_jobs, mean_se, reading,
@@ -63,6 +61,7 @@ from paperlib.experiments.config import register_experiment
 from paperlib.experiments.micmco_synthetic import (EXPERIMENT as MAIN, CONFIGURATIONS, HIGH_MI_FRACTION, HV_TIE,
                                                   NEAR_OPTIMAL_NATS, MicmcoSyntheticParams, build_model, evaluate,
                                                   start_design, summarise_configuration, train)
+from paperlib.experiments.runs import run_once
 
 NAME = "micmco_synthetic_ladder"
 # the main stage's settings that change a run of the ladder (steps: the top rung)
@@ -100,34 +99,28 @@ def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings
          steps: Sequence[int], path: str, device: str, compute: Compute | None = None) -> dict[str, Any]:
     """Train trial ``index`` of curve ``name`` at seed ``seed`` (the settings' ``steps`` long), scored at ``steps``;
     read back from ``path`` once done. ``compute``: the parent's precision settings, for a worker process."""
-    if compute is not None:
-        configure(compute.precision, compute.sync_every, compute.compile)
-    torch.set_num_threads(settings.threads)
-    done = Path(path)
-    if done.is_file():
-        return json.loads(done.read_text())
-    started = time.time()
-    config, trial_seed = CONFIGURATIONS[name], seed + 1000 * index  # the main stage's trial seed
-    batches = uniform_symbols(settings.steps * settings.batch_size, settings.vocab_size, settings.seed)
-    batches = batches.view(settings.steps, settings.batch_size).to(device)  # [steps, B]
-    eval_set = uniform_symbols(settings.eval_symbols, settings.vocab_size, settings.seed + 1).to(device)
-    torch.manual_seed(trial_seed)
-    model = build_model(config, settings.vocab_size, settings.hidden_size, settings.latent_dim,
-                        settings.num_categorical, settings.categories, params).to(device)
-    scores: list[dict[str, float]] = []
-    cuda = [torch.device(device).index or 0] if torch.device(device).type == "cuda" else []
+    def body() -> dict[str, Any]:
+        config, trial_seed = CONFIGURATIONS[name], seed + 1000 * index  # the main stage's trial seed
+        batches = uniform_symbols(settings.steps * settings.batch_size, settings.vocab_size, settings.seed)
+        batches = batches.view(settings.steps, settings.batch_size).to(device)  # [steps, B]
+        eval_set = uniform_symbols(settings.eval_symbols, settings.vocab_size, settings.seed + 1).to(device)
+        torch.manual_seed(trial_seed)
+        model = build_model(config, settings.vocab_size, settings.hidden_size, settings.latent_dim,
+                            settings.num_categorical, settings.categories, params).to(device)
+        scores: list[dict[str, float]] = []
+        cuda = [torch.device(device).index or 0] if torch.device(device).type == "cuda" else []
 
-    def score(step: int) -> None:
-        with torch.random.fork_rng(devices=cuda):  # the training run continues with its own random state
-            torch.manual_seed(trial_seed + 1)  # as run_trial seeds its evaluation
-            nll, mi = evaluate(model, eval_set, settings.eval_samples)
-        scores.append({"step": step, "nll": nll, "mi": mi})
+        def score(step: int) -> None:
+            with torch.random.fork_rng(devices=cuda):  # the training run continues with its own random state
+                torch.manual_seed(trial_seed + 1)  # as run_trial seeds its evaluation
+                nll, mi = evaluate(model, eval_set, settings.eval_samples)
+            scores.append({"step": step, "nll": nll, "mi": mi})
 
-    result = train(model, config, params, batches, steps, score)
-    record = {"configuration": name, "seed": seed, "trial": index, "params": dict(params), "scores": scores,
-              "diverged_at": result.steps if result.diverged else None, "seconds": round(time.time() - started, 1)}
-    write_json_atomic(done, record)
-    return record
+        result = train(model, config, params, batches, steps, score)
+        return {"configuration": name, "seed": seed, "trial": index, "params": dict(params), "scores": scores,
+                "diverged_at": result.steps if result.diverged else None}
+
+    return run_once(path, settings.threads, compute, body)
 
 
 def run_folder(ladder: MicmcoSyntheticLadderParams, main: MicmcoSyntheticParams, runs_dir: str | os.PathLike) -> Path:

@@ -14,7 +14,7 @@ embedding sizes differ, as in the thesis) is in :mod:`paperlib.seq2seq`. This mo
 
 - :func:`train_model` (Adam or RAdam, L2 as weight decay, gradient clipping) and :func:`evaluate`
   (per-token cross-entropy and teacher-forced token accuracy on held-out examples).
-- :func:`run_grid_point`, :func:`select_best`, :func:`claim_verdicts` and the experiment runner
+- :func:`run_grid_point`, :func:`select_best` and the experiment runner
   :func:`run_reverse_copy`, which writes ``results/reverse_copy.json`` (keys: :data:`RESULT_KEYS`)
   and its provenance.
 
@@ -53,6 +53,8 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.reverse_copy_claims import record as claims_record
+from paperlib.experiments.runs import json_safe, map_jobs
 from paperlib.experiments.config import register_experiment
 from paperlib.data import ReverseCopyData, reverse_copy
 from paperlib.device import cache_key
@@ -64,11 +66,6 @@ EXPERIMENT = "reverse_copy"
 MODEL_NAMES = ("lstm", "mogrifier")
 VALID_OPTIMIZERS = ("adam", "radam")
 SCHEDULES = ("constant", "cosine", "linear")  # the decays of paperlib.schedules over a run's steps
-
-# Per-token cross-entropy (nats) below which a length counts as solved ("solve the task perfectly").
-SOLVED_NATS = 0.05
-# Smallest cross-entropy gap (nats) that counts as one model being better than the other.
-BETTER_MARGIN_NATS = 0.01
 
 # Melis thesis §2.3.3 and Fig. 2.4a (the thesis gives the curves only as a figure).
 PAPER: dict[str, Any] = {
@@ -97,7 +94,7 @@ RESULT_KEYS = (
     "best",  # {model: {length: the run with the lowest validation cross-entropy}}
     "cross_entropy",  # {model: [test cross-entropy of the best run, per length]}
     "parameters",  # {model: [parameter count of the best run, per length]}
-    "claims",  # the thesis' statements checked on our numbers (None: not testable at this profile)
+    "claims",  # the thesis' claims judged on our numbers (paperlib.experiments.reverse_copy_claims.record)
     "paper",  # the thesis' statements (PAPER)
 )
 
@@ -380,65 +377,19 @@ def select_best(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any
     return best
 
 
-def claim_verdicts(best: dict[str, dict[str, dict[str, Any]]], lengths: list[int],
-                   embedding_grid: dict[str, int] | None = None) -> dict[str, bool | None]:
-    """The thesis' statements of §2.3.3 checked on the selected runs' test cross-entropies.
-
-    "Shortest"/"longest" lengths are the lower/upper half of our lengths (the thesis' 50, 100 and
-    150, 200 of 50–200); with an odd count the middle length belongs to neither. Solved means a
-    cross-entropy below :data:`SOLVED_NATS`; better means lower by more than
-    :data:`BETTER_MARGIN_NATS`. A claim is None when the profile cannot test it: fewer than two
-    lengths, or (embedding claim) fewer than two embedding sizes in a model's grid
-    (``embedding_grid``: model -> number of embedding sizes tried).
-    """
-    lengths = sorted(lengths)
-    half = len(lengths) // 2
-    short, long = lengths[:half], lengths[len(lengths) - half:]
-    names = ("both models solve the shortest lengths", "Mogrifier better at the longest lengths",
-             "Mogrifier picks a smaller embedding at the longest lengths")
-    if not long:
-        return dict.fromkeys(names)
-
-    def ce(model: str, length: int) -> float:
-        return best[model][str(length)]["test_cross_entropy"]
-
-    def embedding(model: str, length: int) -> int:
-        return best[model][str(length)]["embedding_size"]
-
-    embedding_tuned = embedding_grid is not None and all(embedding_grid[m] > 1 for m in MODEL_NAMES)
-    return {
-        names[0]: all(ce(m, n) < SOLVED_NATS for m in MODEL_NAMES for n in short),
-        names[1]: all(ce("lstm", n) - ce("mogrifier", n) > BETTER_MARGIN_NATS for n in long),
-        names[2]: all(embedding("mogrifier", n) < embedding("lstm", n) for n in long) if embedding_tuned else None,
-    }
-
-
 def run_experiment(settings: ReverseCopyParams, runs_dir: str | os.PathLike, progress: bool = False) -> dict[str, Any]:
     """Every run of ``settings`` (cached in ``runs_dir``) and their summary, as written to the results JSON."""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
     runs_dir = Path(runs_dir)
     runs_dir.mkdir(parents=True, exist_ok=True)
     # longest sequences first, Mogrifier (slower) before LSTM, so parallel workers finish together
     grid = grid_points(settings)
     points = sorted(grid, key=lambda p: (-p.length, p.model != "mogrifier"))
-    if settings.workers == 1:
-        threads = torch.get_num_threads()
-        try:
-            records = [_job(p, settings, str(runs_dir), progress) for p in points]
-        finally:
-            torch.set_num_threads(threads)
-    else:  # spawn: forking a process whose OpenMP pool is running can deadlock
-        with ProcessPoolExecutor(settings.workers, mp_context=get_context("spawn")) as pool:
-            n = len(points)
-            records = list(pool.map(_job, points, [settings] * n, [str(runs_dir)] * n, [progress] * n))
+    records = map_jobs(_job, [(p, settings, str(runs_dir), progress) for p in points], settings.workers)
     order = {p: i for i, p in enumerate(grid)}
     records = [r for _, r in sorted(zip(points, records), key=lambda pr: order[pr[0]])]
-    embedding_grid = {name: len(settings.models[name]["embedding_sizes"]) for name in MODEL_NAMES}
     best = select_best(records)
     lengths = sorted(settings.lengths)
-    return {
+    results = {
         "experiment": EXPERIMENT,
         "settings": asdict(settings),
         "lengths": lengths,
@@ -448,9 +399,10 @@ def run_experiment(settings: ReverseCopyParams, runs_dir: str | os.PathLike, pro
                  for m in MODEL_NAMES},
         "cross_entropy": {m: [best[m][str(n)]["test_cross_entropy"] for n in lengths] for m in MODEL_NAMES},
         "parameters": {m: [best[m][str(n)]["parameters"] for n in lengths] for m in MODEL_NAMES},
-        "claims": claim_verdicts(best, lengths, embedding_grid),
         "paper": PAPER,
     }
+    results["claims"] = claims_record(results)  # the verdicts the index and the notebook show
+    return results
 
 
 def run_reverse_copy(profile: str | None = None, progress: bool = True,
@@ -469,7 +421,7 @@ def run_reverse_copy(profile: str | None = None, progress: bool = True,
     results = run_experiment(settings, root / "runs" / EXPERIMENT, progress)
     results = {"profile": profile, **results}
     out = root / "results" / f"{EXPERIMENT}.json"
-    write_json_atomic(out, _json_safe(results))
+    write_json_atomic(out, json_safe(results))
     seconds = {f"{r['model']}-L{r['length']}-lr{r['lr']:g}-l2{r['l2']:g}-E{r['embedding_size']}": r["seconds"]
                for r in results["runs"]}
     write_json_atomic(out.with_suffix(".provenance.json"),
@@ -478,20 +430,9 @@ def run_reverse_copy(profile: str | None = None, progress: bool = True,
     return out
 
 
-def _json_safe(value: Any) -> Any:
-    """Infinite losses (diverged runs) as None: JSON has no infinity."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 __all__ = [
     "EXPERIMENT", "PAPER", "RESULT_KEYS", "GridPoint", "ReverseCopyModel", "ReverseCopyParams", "TrainSettings",
-    "build_model", "claim_verdicts", "count_parameters", "evaluate", "grid_points", "hidden_size_for_budget",
+    "build_model", "count_parameters", "evaluate", "grid_points", "hidden_size_for_budget",
     "num_parameters", "run_experiment", "run_grid_point", "run_reverse_copy", "select_best", "split_data",
     "token_cross_entropy", "train_model",
 ]

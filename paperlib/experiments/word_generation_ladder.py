@@ -42,6 +42,7 @@ from paperlib.experiments.claims import check_ladder, convergence, ladder_word, 
 from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.config import active_profile, experiment_params, load_params, register_experiment, repo_root
 from paperlib.experiments.provenance import provenance
+from paperlib.experiments.runs import map_jobs
 from paperlib.experiments.stage import setup_stage
 from paperlib.experiments.word_generation import (NAME as MAIN, SplitData, PAPER_TABLE1, WordGenerationParams,
                                                   build_model, complete_spec, evaluate_model, make_splits,
@@ -139,9 +140,6 @@ def _run(row: str, seed: int, ladder: WordGenerationLadderParams, settings: Word
 def run_ladder(ladder: WordGenerationLadderParams, main: WordGenerationParams, runs_dir: str | os.PathLike,
                device: str = "cpu", progress: bool = False) -> list[dict[str, Any]]:
     """Every (row, seed) run of the ladder, in (row, seed) order; the DSSM runs (the slow ones) start first."""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
     settings = main_settings(ladder, main)
     data = english_word_list(settings.min_len, settings.max_len, settings.min_count, settings.total_tokens,
                              settings.top_n)
@@ -152,17 +150,10 @@ def run_ladder(ladder: WordGenerationLadderParams, main: WordGenerationParams, r
     split = make_splits(data, settings.test_fraction, settings.split_seed)["standard"]  # once, for every run
     jobs = [(row, seed) for row in (ladder.dssm, ladder.baseline) for seed in ladder.seeds]
     folders = [str(base / f"{_slug(row)}-seed{seed}") for row, seed in jobs]
-    n = len(jobs)
-    args = ([r for r, _ in jobs], [s for _, s in jobs], [ladder] * n, [settings] * n, [split] * n, folders,
-            [str(device)] * n, [progress] * n, [current()] * n)
-    if ladder.workers == 1:
-        threads = torch.get_num_threads()
-        try:
-            return [_run(*a) for a in zip(*args)]
-        finally:
-            torch.set_num_threads(threads)
-    with ProcessPoolExecutor(ladder.workers, mp_context=get_context("spawn")) as pool:  # spawn: see reverse_copy
-        return list(pool.map(_run, *args))
+    compute = current()
+    args = [(row, seed, ladder, settings, split, folder, str(device), progress, compute)
+            for (row, seed), folder in zip(jobs, folders)]
+    return map_jobs(_run, args, ladder.workers)
 
 
 def _fingerprint(text: str) -> str:

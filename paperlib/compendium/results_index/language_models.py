@@ -11,7 +11,7 @@ from paperlib import reference
 from paperlib.experiments.claims import direction_word, verdict_word
 
 from paperlib.compendium.results_index.text import (
-    MissingResult, Results, _clip, _f, _profile_note, _without_parentheses, grouped_reason, model_name, plain,
+    MissingResult, Results, _claim_verdict, _clip, _f, _profile_note, grouped_reason, model_name, plain,
 )
 
 
@@ -192,31 +192,9 @@ def _reverse_copy_ours(results: Results) -> str:
 
 
 def _reverse_copy_verdict(results: Results) -> tuple[str, str]:
-    from paperlib.experiments.reverse_copy import SOLVED_NATS  # lazily: the index does not load torch at import time
+    from paperlib.experiments.reverse_copy_claims import claim
 
-    r = results["reverse_copy"]
-    claims, ce, lengths = r["claims"], r["cross_entropy"], r["lengths"]
-    solved = {m: [n for n, x in zip(lengths, ce[m]) if x < SOLVED_NATS] for m in ("lstm", "mogrifier")}
-    both = sorted(set(solved["lstm"]) & set(solved["mogrifier"]))
-    solved_text = (f"both models solve length {', '.join(map(str, both))} (< {SOLVED_NATS} nats)" if both else
-                   "neither model solves any length" if not solved["lstm"] and not solved["mogrifier"] else
-                   f"solved: LSTM {solved['lstm'] or 'none'}, Mogrifier {solved['mogrifier'] or 'none'}")
-    half = len(lengths) // 2
-    longest = lengths[len(lengths) - half:]
-    gaps = ", ".join(f"{n}: LSTM {_f(ce['lstm'][lengths.index(n)])} vs Mogrifier {_f(ce['mogrifier'][lengths.index(n)])}"
-                     for n in longest)
-    if claims["Mogrifier better at the longest lengths"]:
-        long_text = f"the Mogrifier is better at the longest lengths ({gaps})"
-    elif all(ce["mogrifier"][lengths.index(n)] > ce["lstm"][lengths.index(n)] for n in longest):
-        long_text = f"the LSTM, not the Mogrifier, is better at the longest lengths ({gaps})"
-    else:
-        long_text = f"the Mogrifier is not better at the longest lengths ({gaps})"
-    head = verdict_word([bool(claims["both models solve the shortest lengths"]),
-                         bool(claims["Mogrifier better at the longest lengths"])])
-    head = "reproduced at our (shorter) lengths" if head == "reproduced" else head
-    lengths_text = " and ".join(map(str, longest))
-    return f"{head}: {solved_text}; {long_text}", _clip(f"{_without_parentheses(long_text)} ({lengths_text}); "
-                                                        f"{solved_text}")
+    return _claim_verdict(claim(results["reverse_copy"]))
 
 
 # -- tuning studies (Melis §2.A/2.B) -----------------------------------------------------------------

@@ -171,7 +171,7 @@ def render_definitions() -> list[str]:
     from paperlib.experiments.micmco_synthetic import HIGH_MI_FRACTION, HV_TIE, NEAR_OPTIMAL_NATS, MicmcoSyntheticParams
     from paperlib.experiments.micmco_ptb import LOW_KL, PPL_TOLERANCE, MicmcoPtbParams
     from paperlib.experiments.dyneval_claims import ON_PAR, STATISTICS_SPREAD
-    from paperlib.experiments.reverse_copy import SOLVED_NATS
+    from paperlib.experiments.reverse_copy_claims import SOLVED_NATS
 
     syn_margin = MicmcoSyntheticParams.__dataclass_fields__["hypervolume_margin"].default
     ptb_margin = MicmcoPtbParams.__dataclass_fields__["hv_margin"].default

@@ -63,6 +63,7 @@ from typing import Any
 import torch
 
 from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.runs import map_jobs
 from paperlib.experiments.stage import setup_stage
 from paperlib.experiments.micmco_synthetic import json_safe
 from paperlib.experiments.micmco_ptb.design import (
@@ -86,9 +87,6 @@ def run_experiment(settings: MicmcoPtbParams, runs_dir: str | os.PathLike, profi
     Give either ``data`` (used in this process; requires ``workers == 1``) or ``data_root`` (each worker loads the
     corpus). With ``workers > 1`` studies run in spawned processes, most expensive first.
     """
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
     if data is None and data_root is None:
         raise ValueError("give the sentences (data=...) or the corpus folder (data_root=...)")
     if data is not None and settings.workers > 1:
@@ -98,15 +96,7 @@ def run_experiment(settings: MicmcoPtbParams, runs_dir: str | os.PathLike, profi
     names = sorted(settings.selected, key=lambda n: CURVES[n].cost, reverse=True)
     root_arg = None if data_root is None else str(data_root)
     jobs = [(n, settings, str(runs_dir), profile, progress, root_arg, data) for n in names]
-    if settings.workers == 1:
-        threads = torch.get_num_threads()
-        try:
-            finished = [_study_job(*job) for job in jobs]
-        finally:
-            torch.set_num_threads(threads)
-    else:  # spawn: forking a process whose OpenMP pool is running can deadlock
-        with ProcessPoolExecutor(settings.workers, mp_context=get_context("spawn")) as pool:
-            finished = list(pool.map(_study_job, *zip(*jobs)))
+    finished = map_jobs(_study_job, jobs, settings.workers)
     curves: dict[str, Any] = {}
     seconds: dict[str, float] = {}
     for name, records, elapsed in sorted(finished, key=lambda job: settings.selected.index(job[0])):

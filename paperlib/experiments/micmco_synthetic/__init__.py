@@ -60,9 +60,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-import torch
-
 from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.runs import json_safe, map_jobs
 from paperlib.experiments.stage import setup_stage
 from paperlib.symbol_vae import CategoricalVAE, GaussianVAE, LatentVariableModel, VQVAE
 from paperlib.frontiers import hypervolume, nll_at_mi, pareto_front
@@ -75,7 +74,7 @@ from paperlib.experiments.micmco_synthetic.claims import (
     HIGH_MI_FRACTION, HV_TIE, NEAR_OPTIMAL_NATS, claim_verdicts, verdict_of,
 )
 from paperlib.experiments.micmco_synthetic.studies import (
-    MicmcoSyntheticParams, _study_cost, _study_job, fail_stale_trials, json_safe, open_study, run_study, run_trial,
+    MicmcoSyntheticParams, _study_cost, _study_job, fail_stale_trials, open_study, run_study, run_trial,
     study_name, summarise_configuration, trial_index, trial_records, tune,
 )
 
@@ -88,9 +87,6 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
     rerunning after an interruption continues every study where it stopped. With ``workers > 1`` studies run in
     parallel processes (``threads`` torch threads each), longest first.
     """
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
     from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root
     from paperlib.experiments.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
@@ -105,15 +101,7 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
     runs_dir.mkdir(parents=True, exist_ok=True)
     names = sorted(settings.selected, key=_study_cost, reverse=True)
     jobs = [(name, settings, str(runs_dir), profile, progress) for name in names]
-    if settings.workers == 1:
-        threads = torch.get_num_threads()
-        try:
-            finished = [_study_job(*job) for job in jobs]
-        finally:
-            torch.set_num_threads(threads)
-    else:  # spawn: forking a process whose OpenMP pool is running can deadlock
-        with ProcessPoolExecutor(settings.workers, mp_context=get_context("spawn")) as pool:
-            finished = list(pool.map(_study_job, *zip(*jobs)))
+    finished = map_jobs(_study_job, jobs, settings.workers)
     optimum = math.log(settings.vocab_size)
     levels = [f * optimum for f in settings.mi_fractions]
     configurations, seconds = {}, {}

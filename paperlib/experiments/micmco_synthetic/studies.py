@@ -232,17 +232,6 @@ def summarise_configuration(records: Sequence[Mapping[str, Any]], optimum: float
     }
 
 
-def json_safe(value: Any) -> Any:
-    """``value`` with non-finite floats replaced by None (JSON has no NaN), recursively."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
-
-
 def _study_cost(name: str) -> float:
     """Rough relative cost of a study's trials (decoder passes per step), to start the longest studies first."""
     config = CONFIGURATIONS[name]

@@ -1,0 +1,79 @@
+"""The thesis' claims about the reverse-copy task (Melis §2.3.3, Fig. 2.4a; index row M-F2.4), judged on the stage's
+results (``results/reverse_copy.json``) as one :class:`~paperlib.experiments.claims.Claim`; the stage, the results
+index and the notebook all take the verdict from :func:`claim`. Pure Python (no torch).
+
+Our lengths are shorter than the thesis' 50-200: the shorter half of ours stands for its 50 and 100, the longer
+half for its 150 and 200 (with an odd count the middle length belongs to neither). Each part is judged per length
+and the lengths' verdicts are combined by :func:`~paperlib.experiments.claims.part_word`:
+
+- "both models solve the shortest lengths": both test cross-entropies below :data:`SOLVED_NATS` at a length;
+- "the Mogrifier is better at the longest lengths": the LSTM's test cross-entropy minus the Mogrifier's, beyond
+  :data:`BETTER_MARGIN_NATS` (:func:`~paperlib.experiments.claims.direction_word`). The margin is fixed, not a seed
+  spread: the stage trains one seed per grid point;
+- "the Mogrifier picks a smaller embedding at the longest lengths": judged only where both models' embedding sizes
+  were tuned (more than one in the grid), else listed as not run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from paperlib.experiments.claims import Claim, Part, direction_word, part_word, strict_word
+
+ITEM = "M-F2.4"
+MODELS = ("lstm", "mogrifier")
+SOLVED_NATS = 0.05  # per-token cross-entropy (nats) below which a length counts as solved ("solve the task perfectly")
+BETTER_MARGIN_NATS = 0.01  # smallest cross-entropy gap (nats) that counts as one model being better
+
+SOLVED = "both models solve the shortest lengths"
+BETTER = "the Mogrifier is better at the longest lengths"
+EMBEDDING = "the Mogrifier picks a smaller embedding at the longest lengths"
+
+
+def halves(lengths: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The shorter and the longer half of ``lengths`` (sorted; an odd count leaves the middle one out)."""
+    ordered, half = sorted(lengths), len(lengths) // 2
+    return ordered[:half], ordered[len(ordered) - half:]
+
+
+def claim(results: Mapping[str, Any]) -> Claim:
+    """M-F2.4 judged on a reverse-copy results dictionary (``lengths``, ``cross_entropy``, ``best``, ``settings``)."""
+    short, long = halves(results["lengths"])
+    ce = {m: dict(zip(results["lengths"], results["cross_entropy"][m])) for m in MODELS}
+    parts, not_run = [], []
+    if short:
+        parts.append(Part(
+            label=SOLVED, claim="both models solve lengths 50 and 100 (our shorter half)",
+            verdict=part_word([all(ce[m][n] < SOLVED_NATS for m in MODELS) for n in short]),
+            evidence="; ".join(f"{n}: LSTM {ce['lstm'][n]:.3f}, Mogrifier {ce['mogrifier'][n]:.3f} nats" for n in short),
+            rule=f"solved: both test cross-entropies below {SOLVED_NATS} nats per token; judged per length"))
+    if long:
+        gaps = {n: ce["lstm"][n] - ce["mogrifier"][n] for n in long}
+        parts.append(Part(
+            label=BETTER, claim="the Mogrifier is considerably better at lengths 150 and 200 (our longer half)",
+            verdict=part_word([direction_word(g, BETTER_MARGIN_NATS) for g in gaps.values()]),
+            evidence="; ".join(f"{n}: LSTM {ce['lstm'][n]:.3f} vs Mogrifier {ce['mogrifier'][n]:.3f} nats "
+                               f"(LSTM − Mogrifier {g:+.3f})" for n, g in gaps.items()),
+            rule=f"per length, LSTM minus Mogrifier test cross-entropy beyond {BETTER_MARGIN_NATS} nats (a fixed "
+                 "margin: one seed per grid point, so no measured spread)"))
+        tuned = all(len(results["settings"]["models"][m]["embedding_sizes"]) > 1 for m in MODELS)
+        if tuned:
+            sizes = {n: {m: results["best"][m][str(n)]["embedding_size"] for m in MODELS} for n in long}
+            parts.append(Part(
+                label=EMBEDDING, claim="the Mogrifier's tuned embedding is much smaller (41 vs 498 at 150 steps)",
+                verdict=part_word([strict_word(s["lstm"] - s["mogrifier"]) for s in sizes.values()]),
+                evidence="; ".join(f"{n}: Mogrifier {s['mogrifier']} vs LSTM {s['lstm']}" for n, s in sizes.items()),
+                rule="per length, the validation-best Mogrifier's embedding size below the LSTM's"))
+        else:
+            not_run.append("embedding sizes not tuned")
+    return Claim(ITEM, tuple(parts), tuple(not_run))
+
+
+def record(results: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`claim` as the stage writes it into its results (``claims``): the verdict and one row per part."""
+    judged = claim(results)
+    return {"item": judged.item, "verdict": judged.verdict, "parts": judged.rows(), "not_run": list(judged.not_run)}
+
+
+__all__ = ["BETTER_MARGIN_NATS", "ITEM", "SOLVED_NATS", "claim", "halves", "record"]
