@@ -1,6 +1,7 @@
 """Recipe search: the sampled space, dropout scaling, and a study whose seconds become calibrated step budgets."""
 
 import json
+import math
 
 import optuna
 import pytest
@@ -104,3 +105,35 @@ def test_searching_a_model_the_experiment_lacks_or_without_its_timings_is_a_clea
         search("lm_ptb", "lstm", 1.0, 1, profile="smoke", tokens=1000)
     with pytest.raises(ValueError, match="the timing table lacks shapes"):
         search("lm_ptb", "lstm", 1.0, 1, profile="smoke", step_seconds={"16/16/35": 0.1}, study_name="never-made")
+
+
+def test_the_byte_experiment_is_searched_on_its_bytes_and_scored_in_bits_per_byte(data_root, tmp_path, monkeypatch):
+    """lm_wt2_bytes trains on raw UTF-8 bytes (vocabulary 256), not WikiText-2's words: a study of it must see the
+    stage's byte streams, score the stage's validation prefix, and report bits per byte."""
+    from paperlib.experiments.config import experiment_params
+    from paperlib.experiments.lm_wt2_bytes import load_bytes
+    from paperlib.experiments.recipe_search import level_of, search_data, summarise
+
+    (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "raw").symlink_to(data_root)
+    monkeypatch.setenv("PAPERLIB_ROOT", str(tmp_path))
+    settings = experiment_params("lm_wt2_bytes", "smoke")
+    data = search_data("lm_wt2_bytes", settings, tmp_path)
+    corpus = load_bytes("wikitext2", data_root)
+    assert data.level == "byte" and data.vocab_size == 256
+    assert data.train.equal(corpus.split("train")) and data.valid.equal(corpus.split("valid")[: settings.eval_tokens])
+    assert int(data.train.max()) < 256 and data.train.numel() == len(corpus.raw["train"])
+    # the word-level experiments keep their tokenised corpus and levels
+    assert level_of("lm_ptb", "ptb") == "word" and level_of("lm_ptb_char", "ptb_char") == "char"
+    words = search_data("lm_ptb", experiment_params("lm_ptb", "smoke"), tmp_path)
+    assert words.level == "word" and words.vocab_size == 10000
+
+    study = optuna.create_study()
+    study.enqueue_trial({"x": 0.0})
+    study.optimize(lambda trial: trial.suggest_float("x", 0, 1) + 2.0, n_trials=1)
+    summary = summarise(study, "lm_wt2_bytes", "mlstm", "byte")
+    assert summary["unit"] == "valid_bpb"
+    assert summary["best"]["valid_bpb"] == pytest.approx(2.0 / math.log(2))
+    with pytest.raises(ValueError, match="level must be one of word, char, byte"):
+        summarise(study, "lm_wt2_bytes", "mlstm", "bytes")

@@ -152,13 +152,12 @@ def cmd_tune(args) -> int:
 def cmd_recipes_search(args) -> int:
     """Search a cpu training recipe for one model at a budget of training seconds (`paperlib.experiments.recipe_search`)."""
     from paperlib.experiments.config import experiment_params, repo_root
-    from paperlib.data import get_corpus
     from paperlib.atomic_files import write_json_atomic
-    from paperlib.experiments.recipe_search import search, summarise
+    from paperlib.experiments.recipe_search import level_of, search, summarise
     from paperlib.tuning import FINISHED
 
     settings = experiment_params(args.experiment, args.profile or "cpu")
-    level = get_corpus(settings.corpus).level
+    level = level_of(args.experiment, settings.corpus)
     out = Path(args.out) if args.out else repo_root() / "results" / "recipes" / f"{args.experiment}-{args.model}.json"
     enqueue = [json.loads(text) for text in args.enqueue or []]
     timing = json.loads(Path(args.timing).read_text())["step_seconds"] if args.timing else None

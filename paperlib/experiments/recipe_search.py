@@ -7,7 +7,9 @@ a schedule that decays to the end of the budget, and dropout sized for a run tha
 module searches those for one model of a language-model experiment at a fixed budget of training seconds, with
 the study machinery of :mod:`paperlib.tuning`: an Optuna study in ``runs/tuning/`` that resumes where it stopped,
 sampled by TPE (the space mixes categorical and conditional choices), each trial scored by the validation NLL of
-its best weights on the whole validation set. :func:`summarise` writes what the study found to
+its best weights on the validation text the experiment's stage scores (its ``eval_tokens`` prefix; the studies of
+``lm_ptb`` and ``lm_ptb_char`` in ``results/recipes/`` predate this and scored the whole validation set). The
+byte-level experiment is searched on its byte streams and scored in bits per byte (:func:`search_data`). :func:`summarise` writes what the study found to
 ``results/recipes/<experiment>-<model>.json``; the chosen recipe goes into ``params.yaml`` as a step budget.
 
 Seconds become steps once, before the first trial: :func:`calibrate` times training steps of every (hidden size,
@@ -132,10 +134,48 @@ def calibrate(spec: dict[str, Any], train: dict[str, Any], vocab_size: int, hidd
 
 
 @dataclass
+class SearchData:
+    """What a recipe study trains and scores on: the training stream, the validation text the experiment's stage
+    scores (its ``eval_tokens`` prefix; all of it when that is null), the vocabulary size, and the level that
+    names the score (word: perplexity; char, byte: bits per symbol)."""
+
+    train: Any
+    valid: Any
+    vocab_size: int
+    level: str
+
+
+def level_of(experiment: str, corpus: str) -> str:
+    """The unit a study of ``experiment`` scores in: "byte" for the byte-level experiment, else the corpus' level."""
+    from paperlib.data import get_corpus
+    from paperlib.experiments.lm_wt2_bytes import EXPERIMENT as BYTES
+
+    return "byte" if experiment == BYTES else get_corpus(corpus).level
+
+
+def search_data(experiment: str, settings: Any, root: Path) -> SearchData:
+    """The experiment's corpus as its stage reads it: byte streams for the byte-level experiment
+    (:mod:`paperlib.experiments.lm_wt2_bytes`), the tokenised corpus otherwise."""
+    from paperlib.data import load_corpus
+    from paperlib.experiments.config import load_params, section_params
+    from paperlib.experiments.lm_wt2_bytes import load_bytes
+
+    data_root = root / section_params("data", load_params()).root
+    level = level_of(experiment, settings.corpus)
+    if level == "byte":
+        corpus = load_bytes(settings.corpus, data_root)
+        train, valid, vocab_size = corpus.split("train"), corpus.split("valid"), corpus.vocab_size
+    else:
+        corpus = load_corpus(settings.corpus, data_root)
+        train, valid, vocab_size = corpus.train, corpus.valid, len(corpus.vocab)
+    return SearchData(train, valid[: settings.eval_tokens], vocab_size, level)
+
+
+@dataclass
 class RecipeObjective:
     """Train the model of ``spec`` with a sampled recipe for the steps that take ``seconds`` on the calibrated
     machine (``step_seconds``: :func:`calibrate`), or for ``tokens`` training tokens when given (the budget of a
-    comparison at equal training tokens); minimise the validation NLL."""
+    comparison at equal training tokens); minimise the validation NLL (``corpus``: :func:`search_data`)."""
 
     spec: dict[str, Any]
     train: dict[str, Any]
@@ -168,7 +208,7 @@ class RecipeObjective:
             steps = max(1, round(self.seconds / self.step_seconds[key]))
         config = TrainConfig(**{**train, "max_steps": steps, "seed": self.seed})
         torch.manual_seed(self.seed)
-        model = build_lm(spec["cell"], len(self.corpus.vocab), spec["hidden_size"], spec["num_layers"],
+        model = build_lm(spec["cell"], self.corpus.vocab_size, spec["hidden_size"], spec["num_layers"],
                          **spec.get("options", {}))
         trainer = Trainer(model, self.corpus.train, self.corpus.valid, config, self.runs_dir / f"trial{trial.number}",
                           device=self.device, progress=self.progress)
@@ -218,8 +258,8 @@ def timing_table(experiment: str, model: str, profile: str = "cpu", hidden_sizes
 
     import torch
 
-    from paperlib.data import get_corpus, load_corpus
-    from paperlib.experiments.config import repo_root, section_params
+    from paperlib.data import get_corpus
+    from paperlib.experiments.config import repo_root
     from paperlib.experiments.stage import setup_stage
 
     params, settings, spec, train = _model_settings(experiment, model, profile)
@@ -227,7 +267,7 @@ def timing_table(experiment: str, model: str, profile: str = "cpu", hidden_sizes
     torch.set_num_threads(threads)
     device = setup_stage(profile, params)
     load = os.getloadavg()[0]
-    vocab = len(load_corpus(settings.corpus, repo_root() / section_params("data", params).root).vocab)
+    vocab = search_data(experiment, settings, repo_root()).vocab_size
     sizes = tuple(hidden_sizes) or (spec["hidden_size"],)
     table = calibrate(spec, train, vocab, sizes, batch_sizes, bptts, device=device)
     return {"experiment": experiment, "model": model, "corpus": get_corpus(settings.corpus).name,
@@ -254,8 +294,7 @@ def search(experiment: str, model: str, seconds: float | None, trials: int, prof
         raise ValueError("give the budget either in seconds or in tokens")
     import torch
 
-    from paperlib.experiments.config import repo_root, section_params
-    from paperlib.data import load_corpus
+    from paperlib.experiments.config import repo_root
     from paperlib.experiments.stage import setup_stage
 
     params, settings, spec, train = _model_settings(experiment, model, profile)
@@ -266,7 +305,7 @@ def search(experiment: str, model: str, seconds: float | None, trials: int, prof
     root = repo_root()
     torch.set_num_threads(threads or settings.threads)
     device = setup_stage(profile, params)
-    corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
+    corpus = search_data(experiment, settings, root)
     budget = f"{seconds:g}s" if tokens is None else f"{tokens}tok"
     name = study_name or f"recipes-{experiment}-{model}-{profile}-{budget}"
     study = open_study(name, default_storage(name, root), directions=("minimize",), sampler="tpe", seed=seed, startup_trials=8)
@@ -279,7 +318,7 @@ def search(experiment: str, model: str, seconds: float | None, trials: int, prof
         if step_seconds is None:
             if progress:
                 print(f"{name}: timing training steps of {len(needed)} shapes", flush=True)
-            step_seconds = calibrate(spec, train, len(corpus.vocab), sizes, batch_sizes, bptts, device=device)
+            step_seconds = calibrate(spec, train, corpus.vocab_size, sizes, batch_sizes, bptts, device=device)
         study.set_user_attr("step_seconds", {k: step_seconds[k] for k in needed})
     if known is None:
         study.set_user_attr("spec", spec_key)
@@ -300,9 +339,13 @@ def search(experiment: str, model: str, seconds: float | None, trials: int, prof
 
 
 def summarise(study: optuna.Study, experiment: str, model: str, level: str = "word") -> dict[str, Any]:
-    """Every finished trial (recipe, steps, tokens, seconds, validation score) and the best, as JSON-ready data."""
-    convert = (lambda nll: nll / math.log(2)) if level == "char" else math.exp
-    unit = "valid_bpc" if level == "char" else "valid_ppl"
+    """Every finished trial (recipe, steps, tokens, seconds, validation score) and the best, as JSON-ready data;
+    scores in perplexity (``level`` "word") or bits per character / byte ("char", "byte")."""
+    units = {"word": "valid_ppl", "char": "valid_bpc", "byte": "valid_bpb"}
+    if level not in units:
+        raise ValueError(f"level must be one of {', '.join(units)}, got {level!r}")
+    convert = math.exp if level == "word" else (lambda nll: nll / math.log(2))
+    unit = units[level]
     rows = []
     for t in study.get_trials(deepcopy=False):
         if t.state not in (*FINISHED, optuna.trial.TrialState.FAIL):
