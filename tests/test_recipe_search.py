@@ -77,6 +77,11 @@ def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_res
     again = json.loads(out.read_text())
     assert len(again["trials"]) == 3 and again["step_seconds"] == timing
     assert again["best"]["valid_ppl"] == min(t["valid_ppl"] for t in again["trials"] if t["valid_ppl"] is not None)
+    # each call of the one-trial loop reseeds its sampler by the trials so far: a fourth call samples anew instead of
+    # repeating the third trial's random recipe
+    assert main([*argv, "--trials", "4"]) == 0
+    sampled = [t["recipe"] for t in sorted(json.loads(out.read_text())["trials"], key=lambda t: t["number"])][2:]
+    assert len(sampled) == 2 and sampled[0] != sampled[1]
     # a budget in tokens: steps = tokens / (batch x BPTT), nothing timed
     tokens = tmp_path / "tokens.json"
     assert main(["recipes", "search", "lm_ptb", "lstm", "--tokens", "11200", "--profile", "smoke", "--trials", "1",

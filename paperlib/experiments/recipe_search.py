@@ -34,7 +34,7 @@ import optuna
 
 from paperlib.device import cache_key
 from paperlib.experiments.code_hash import code_hash
-from paperlib.tuning import FINISHED, default_storage, open_study, run_worker, trial_counts
+from paperlib.tuning import FINISHED, default_storage, make_sampler, open_study, run_worker, trial_counts
 
 # The searched choices; learning-rate ranges are per optimizer family (SGD's lr is in other units).
 BATCH_SIZES = (16, 20, 32, 64)
@@ -308,7 +308,11 @@ def search(experiment: str, model: str, seconds: float | None, trials: int, prof
     corpus = search_data(experiment, settings, root)
     budget = f"{seconds:g}s" if tokens is None else f"{tokens}tok"
     name = study_name or f"recipes-{experiment}-{model}-{profile}-{budget}"
-    study = open_study(name, default_storage(name, root), directions=("minimize",), sampler="tpe", seed=seed, startup_trials=8)
+    study = open_study(name, default_storage(name, root), directions=("minimize",), sampler="tpe", seed=seed,
+                       startup_trials=8)
+    if seed is not None:  # every call makes a fresh sampler: offset its seed by the trials so far, or each call of a
+        # one-trial-per-call loop would draw the same random start-up recipe again
+        study.sampler = make_sampler("tpe", 1, seed + len(study.get_trials(deepcopy=False)), startup_trials=8)
     spec_key = json.loads(json.dumps({"spec": spec, "train": train, "seconds": seconds, "tokens": tokens,
                                       "hidden_sizes": list(hidden_sizes), "batch_sizes": list(batch_sizes),
                                       "bptts": list(bptts), "corpus": settings.corpus,
