@@ -62,6 +62,10 @@ def test_wrong_type_missing_profile_and_unknown_experiment_are_clear(raw):
     bad["dta"] = bad.pop("data")
     with pytest.raises(ParamsError, match=r"unknown top-level key\(s\) \['dta'\]"):
         validate_params(bad)
+    bad = yaml.safe_load(yaml.safe_dump(raw))
+    bad["seed"] = 1  # a global seed was once validated but never read; each experiment lists its own seeds
+    with pytest.raises(ParamsError, match="top-level 'seed' is not read: each experiment lists its own seeds"):
+        validate_params(bad)
 
 
 def test_profile_resolution_order(raw, monkeypatch):

@@ -202,7 +202,11 @@ def test_the_ladder_is_one_part_of_its_rows_claim_in_the_index():
     part = ladder_claim_part({**ladder, "ladders": {"5.8": {**unread, "reading": "no trend"}}}, "5.8")
     assert "-0.020 ± 0.020 → no gap at 150 / 300 steps" in part.evidence
     assert "still improving unknown" in part.evidence
-    # a row whose ladder went unjudged is "partly" at best, as a claim with a part not run
-    assert results_index.micmco_ptb._with_ladder(["reproduced"], True) == "partly"
-    assert results_index.micmco_ptb._with_ladder(["reproduced", "reproduced"], False) == "reproduced"
+    # a row whose ladder went unjudged names it as not run (its claim is "partly" at best)
+    from paperlib.experiments.micmco_ptb_claims import LADDER_ITEMS, ladder_parts
+
+    assert LADDER_ITEMS == ITEMS
+    parts, unjudged = ladder_parts({"profile": "cpu"}, {**ladder, "profile": "cpu"}, "M-T5.1")
+    assert [p.verdict for p in parts] == ["reproduced"] and unjudged == [
+        "the budget ladder T5.1-perplexity (no gap at the top rung, or a lone judged rung inside its margin)"]
     assert set(results_index.micmco_ptb._PTB_LADDER_SUBJECTS) == set(LADDERS)

@@ -9,10 +9,10 @@ import json
 import pandas as pd
 import pytest
 
-from paperlib.experiments import lm_wt2_bytes as byte_lm
-from paperlib.experiments import reverse_copy
-from paperlib import reference_dyneval
-from paperlib.experiments.averaging_ptb import PAPER as AVERAGING_PAPER
+from paperlib.reference.reverse_copy import REVERSE_COPY
+from paperlib.reference import byte_lm as reference_byte_lm
+from paperlib.reference import dynamic_evaluation as reference_dyneval
+from paperlib.reference.averaging import AVERAGING_BEST_LOSS as AVERAGING_PAPER
 from paperlib.experiments.averaging_ptb import summarise
 from tests.conftest import REPO
 
@@ -61,10 +61,10 @@ def test_averaging_table_gives_each_method_its_own_paper_number(method_order, mo
 
 
 def test_byte_lm_table_puts_the_bits_per_byte_on_the_byte_mlstm_row(monkeypatch):
-    reordered = dict(reversed(byte_lm.THESIS_TABLE_3_3.items()))  # the byte mLSTM first instead of last
+    reordered = dict(reversed(reference_byte_lm.TABLE_3_3.items()))  # the byte mLSTM first instead of last
     tables = run_table_cell("byte_lm", '"byte_lm_table_3_3"', monkeypatch, THESIS_TABLE_3_3=reordered)
     thesis = tables["byte_lm_table_3_3"].xs("thesis", level="source")["test bits/byte"]
-    assert thesis["byte mLSTM +emb +WN +VD"] == byte_lm.THESIS_TEST_BITS_PER_BYTE
+    assert thesis["byte mLSTM +emb +WN +VD"] == reference_byte_lm.TEST_BITS_PER_BYTE
     assert (thesis.drop("byte mLSTM +emb +WN +VD") == "").all()
 
 
@@ -90,9 +90,9 @@ def test_reverse_copy_lengths_quote_the_thesis_only_at_lengths_it_found_the_mogr
     best = {m: {str(n): run for n in lengths} for m, run in zip(("lstm", "mogrifier"), some)}
     tables = run_table_cell("reverse_copy", '"reverse_copy_lengths"', monkeypatch, lengths=lengths, best=best)
     says = tables["reverse_copy_lengths"]["thesis says"]
-    better = reverse_copy.PAPER["mogrifier_better"]
+    better = REVERSE_COPY["mogrifier_better"]
     assert says[60].startswith(f"thesis ({better[-1]}): Mogrifier considerably better")
     assert says[50].startswith(f"thesis ({better[-2]}): Mogrifier considerably better")
     assert "Mogrifier considerably better" not in says[40]  # the thesis' third-longest length is solved by both
-    sizes = reverse_copy.PAPER["best_embedding_hidden"]
+    sizes = REVERSE_COPY["best_embedding_hidden"]
     assert f"LSTM {'/'.join(map(str, sizes['lstm'][str(better[-1])]))} vs Mogrifier" in says[60]

@@ -13,7 +13,8 @@ from torch import nn
 
 from paperlib.averaging import PlateauTriggeredAveragedModel, TwoTailedAveragedModel, build_averager
 from paperlib.experiments.config import ParamsError, experiment_params, validate_params
-from paperlib.experiments.lm_ptb import comparison_table, ordering_verdict, summarise
+from paperlib.experiments.lm_claims import ordering_pairs
+from paperlib.experiments.lm_ptb import comparison_table, summarise
 from paperlib.train import TrainConfig
 from tests.conftest import REPO
 
@@ -94,5 +95,5 @@ def test_chapter_4_rows_sit_beside_the_mogrifier_trained_with_chapter_4s_setup()
     assert table.loc[("mogrifier_lstm_ch4", "paper (Melis T4.1, 24M params)"), "test"] == 48.5
     assert ("mogrifier_lstm", "paper (Melis T4.1, 24M params)") not in table.index
     assert table.loc[("mogrifier_lstm", "paper (Melis T2.1, 24M params)"), "test"] == 51.0
-    pairs = [(p["than"], p["paper: better"], p["agrees"]) for p in ordering_verdict(results)["pairs"]]
+    pairs = [(p["than"], p["paper: better"], p["our gap"] > 0) for p in ordering_pairs(results)]
     assert pairs == [("lstm", "mogrifier_lstm", True), ("mogrifier_lstm_ch4", "mogrifier_rlstm", False)]

@@ -198,7 +198,9 @@ def test_the_index_quotes_the_micmco_figures_as_the_experiment_module_does():
     from paperlib.experiments.micmco_synthetic import FIGURES, HV_TIE
 
     assert ri.rows._MICMCO_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
-    assert f"inside the {HV_TIE} tie margin" in ri.micmco_ptb._hv_reading("5.8", "HV a / b = 0.013 / 0.005", False)
+    from paperlib.experiments.micmco_ptb_claims import lead
+
+    assert f"inside the {HV_TIE} tie margin" in lead("16", "1", 0.013, 0.005)[0]
 
 
 def test_compute_section_sums_the_recorded_wall_times():
@@ -240,18 +242,22 @@ def test_the_index_quotes_the_ptb_micmco_figures_as_the_experiment_module_does()
     assert ri.micmco_ptb._MICMCO_PTB_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
 
 
-def _ptb_micmco_results(figures, claim_verdicts, table_rows):
-    curve = {"label": "DReG 16 KL", "trials": [{}, {}]}
-    return {"micmco_ptb": {
-        "profile": "cpu", "settings": {"hidden_size": 64, "vocab_size": 1000, "steps": 250, "batch_size": 32},
-        "data": {"valid_sentences": 300}, "curves": {"dreg16_kl.shared": curve, "dreg16_kl.naive": curve},
-        "figures": {f: {"curves": ["dreg16_kl.shared", "dreg16_kl.naive"],
-                        "normalised_hypervolume": {"dreg16_kl.shared": 0.31, "dreg16_kl.naive": 0.12}}
-                    for f in figures},
-        "claims": [{"claim": c, "verdict": v, "evidence": {"dreg16_kl": "HV 0.31 / 0.12"}}
-                   for c, v in claim_verdicts.items()],
-        "table_5_1": table_rows},
-        "micmco_ptb_ladder": {"profile": "other", "ladders": {}}}  # read in its own tests (test_micmco_ptb_ladder)
+def _ptb_micmco_results(figures, levels, table_rows=(), trials=None):
+    """micmco_ptb results (the ladder's of another profile) whose curves are single trials at (NLL 5 - 0.1 level,
+    KL level), or ``trials``' (NLL, KL) points, with the stage's claims (``claim_verdicts``) and the figures'
+    hypervolumes; the claims themselves are tested in tests/test_micmco_ptb_claims.py."""
+    from paperlib.experiments.micmco_ptb import FIGURES, claim_verdicts, compare_hypervolumes
+    from tests.test_micmco_ptb_claims import _results
+
+    r = _results(levels, table_rows, hidden_size=64, vocab_size=1000, steps=250, batch_size=32)
+    for name, points in (trials or {}).items():
+        r["curves"][name]["trials"] = [{"number": i, "nll": nll, "kl": kl} for i, (nll, kl) in enumerate(points)]
+    r.update(data={"valid_sentences": 300}, claims=claim_verdicts(r), figures={})
+    for f in figures:
+        hv = compare_hypervolumes(r["curves"], [n for n in FIGURES[f].configurations if n in r["curves"]], 0.3, 2.0)
+        r["figures"][f] = {"curves": FIGURES[f].configurations, "reference_nll": hv["reference_nll"],
+                           "normalised_hypervolume": hv["hypervolume"]}
+    return {"micmco_ptb": r, "micmco_ptb_ladder": {"profile": "other", "ladders": {}}}  # see test_micmco_ptb_ladder
 
 
 def _render(item, results):
@@ -261,34 +267,35 @@ def _render(item, results):
 
 
 def test_ptb_micmco_rows_read_the_computed_claims_and_name_figures_outside_the_profile():
-    results = _ptb_micmco_results(["5.10", "5.12"], {
-        "shared dropout masks restore the validation frontiers": "reproduced",
-        "multiple samples improve latent usage": "not reproduced",
-        "latents barely change the best perplexity": "reproduced",
-        "Table 5.1's optima are at low latent usage": "reproduced",
-    }, [{"curve": "dreg16_kl.shared", "hidden_size": 64, "column": "DReG 16 K", "test_perplexity": 301.5,
-         "test_kl": 0.04}, {"curve": None, "hidden_size": 128, "column": "DReG 16 K"}])
+    # shared masks beat naive ones; DReG 16 trails DReG 1 with shared masks
+    table = [{"curve": "dreg16_kl.shared", "thesis_hidden": 128, "hidden_size": 64, "column": "DReG 16 K",
+              "test_perplexity": 301.5, "test_kl": 0.04},
+             {"curve": None, "thesis_hidden": 256, "hidden_size": 128, "column": "DReG 16 K"}]
+    results = _ptb_micmco_results(["5.10", "5.12"], {"dreg16_kl.shared": 1.0, "dreg16_kl.naive": 0.5,
+                                                     "dreg1.shared": 1.2}, table)
     ours, scale, verdict, status = _render("M-F5.10", results)
     # the stage's claim holds; the figure's budget ladder ran at another profile, so the row is partly reproduced
     assert status == "partly" and "not run: the budget ladder (its results are of profile other)" in verdict
-    assert "DReG 16 KL 0.310" in ours and "hidden 64" in scale and "250 steps" in scale
-    assert "DReG 16 KL: HV 0.31 / 0.12" in verdict  # the evidence key in plain words
+    assert "DReG 16 KL 0.192" in ours and "hidden 64" in scale  # on the figure's reference (DReG 1's 1.2 best) and "250 steps" in scale
+    assert "DReG 16 KL: HV shared 0.500 vs naive 0.208" in verdict  # the comparison key in plain words
     assert _render("M-F5.12", results)[3] == "partly"  # one claim held, the other did not
     _, _, verdict, status = _render("M-F5.8", results)
     assert status == "not attempted" and "the cpu profile runs Figs. 5.10, 5.12 and Table 5.1" in verdict
     ours, _, verdict, status = _render("M-T5.1", results)
     assert "hs 64 DReG 16 K 301.5 (0.040)" in ours
-    assert status == "partly" and "1 of 2 cells not run" in verdict  # both claims held, but a cell is missing
+    # the judged claim holds, but a cell is missing (and the ladder is of another profile)
+    assert status == "partly" and "not run: the budget ladder (its results are of profile other), 1 of 2 cells" in \
+        verdict
+    assert ri.ROWS["M-T5.1"].render(results)["reason"].endswith("1 of 2 cells not run at this profile")
 
 
 def test_ptb_micmco_power_and_discrete_figures_read_their_own_claims():
+    # VIMCO 16 beats VIMCO 1 but not DReG 16; DReG's power objective ties KL and Rényi exactly
     results = _ptb_micmco_results(["5.9", "5.28"], {
-        "multiple samples improve latent usage": "reproduced",
-        "discrete latents fit the training data better": "not reproduced",
-        "the power objective is better than KL but behind Rényi": "not reproduced",
-    }, [])
+        "vimco1.train": 0.1, "vimco16_kl.train": 1.0, "vimco16_renyi.train": 1.0, "dreg16_kl.train": 1.5,
+        "dreg16_renyi.train": 1.5, "dreg16_power.train": 1.5})
     _, _, verdict, status = _render("M-F5.28", results)
-    assert status == "not reproduced" and "power objective" in verdict
+    assert status == "not reproduced" and "power objective" in verdict and "no lead (equal HV)" in verdict
     _, _, verdict, status = _render("M-F5.9", results)
     assert status == "partly" and "discrete latents" in verdict and "multiple samples" in verdict
 
@@ -321,23 +328,6 @@ def test_micmco_ptb_figures_outside_the_profile_are_not_attempted_with_their_mea
     assert status == "not attempted" and (ours, scale) == ("—", "—")
     assert verdict.startswith("not attempted: the cpu profile runs Figs. 5.8 and Table 5.1") and "≈ 26 min" in verdict
     assert rendered["reason"] == "not run at the cpu profile (≈ 26 min more); the `paper` profile runs it"
-
-
-def test_a_figure_row_takes_the_comparisons_of_its_own_figure_when_a_claim_spans_several():
-    claim = {"claim": "multiple samples improve latent usage", "verdict": "partly reproduced",
-             "wins": {"5.8 dreg16_kl.train": True, "5.8 dreg16_renyi.train": True, "5.12 dreg16_kl.shared": False,
-                      "5.12 vimco16_kl.shared": False},
-             "evidence": {"5.8 dreg16_kl.train": "a", "5.8 dreg16_renyi.train": "b", "5.12 dreg16_kl.shared": "c",
-                          "5.12 vimco16_kl.shared": "d"}}
-    own = ri.micmco_ptb._claim_for_figure(claim, "5.8")
-    assert own["verdict"] == "reproduced"
-    # the pooled outcome is a count beside the figure's own evidence, never a second verdict inside it
-    assert own["evidence"] == {"5.8 dreg16_kl.train": "a", "5.8 dreg16_renyi.train": "b"}
-    assert own["pooled"] == (2, 4) and set(own["wins"]) == {"5.8 dreg16_kl.train", "5.8 dreg16_renyi.train"}
-    assert ri.micmco_ptb._claim_for_figure(claim, "5.12")["verdict"] == "not reproduced"
-    assert ri.micmco_ptb._claim_for_figure(claim, "5.1")["verdict"] == "partly reproduced"  # no "5.1 ..." key: pooled
-    pooled = {"claim": "c", "verdict": "reproduced", "evidence": {"kl": "x"}, "wins": {"kl": True}}
-    assert ri.micmco_ptb._claim_for_figure(pooled, "5.9") == pooled
 
 
 # -- verdict words: one rule from the parts (issue #24) --------------------------------------------------------------
@@ -395,73 +385,50 @@ def test_every_judged_row_takes_its_word_from_the_verdicts_of_its_parts():
     assert checked or not results, "no judged row has part verdicts to check"
 
 
-def _ptb_row(fig, claims, curves=None, reference_nll=None, hv=None):
-    results = _ptb_micmco_results([fig], {}, [])
-    r = results["micmco_ptb"]
-    r["claims"] = claims
-    if curves is not None:
-        r["curves"] = curves
-        r["figures"][fig] = {"curves": list(curves), "reference_nll": reference_nll, "normalised_hypervolume": hv}
-    return _render(f"M-F{fig}", results)
-
-
 def test_a_failed_ptb_comparison_says_whether_it_tied_or_went_the_other_way():
-    claim = {"claim": "multiple samples improve latent usage", "verdict": "partly reproduced",
-             "rule": "HV(16) > HV(1) + 0.02 per estimator and objective",
-             "wins": {"5.8 dreg16_kl.train": False, "5.8 dreg16_renyi.train": False, "5.9 vimco16_kl.train": True},
-             "evidence": {"5.8 dreg16_kl.train": "HV 16 / 1 = 0.013 / 0.005",
-                          "5.8 dreg16_renyi.train": "HV 16 / 1 = 0.005 / 0.040",
-                          "5.9 vimco16_kl.train": "HV 16 / 1 = 0.050 / 0.006"}}
-    _, _, verdict, status = _ptb_row("5.8", [claim])
+    # Fig. 5.8: DReG 16 KL leads DReG 1 inside the tie, DReG 16 Rényi trails it; Fig. 5.9: both VIMCO 16 lead
+    results = _ptb_micmco_results(["5.8"], {"dreg1.train": 0.98, "dreg16_kl.train": 1.0, "dreg16_renyi.train": 0.5,
+                                            "vimco1.train": 0.2, "vimco16_kl.train": 1.0, "vimco16_renyi.train": 1.0})
+    _, _, verdict, status = _render("M-F5.8", results)
     assert status == "not reproduced"
     assert "rule: HV(16) > HV(1) + 0.02" in verdict  # what the thesis' claim is taken to require
-    assert "16 ahead of 1 by only 0.008, inside the 0.02 tie margin: no difference detected" in verdict
-    assert "16 behind 1 by 0.035: the opposite of the thesis" in verdict
-    assert "over all the claim's figures 1 of 3 comparisons hold" in verdict
+    assert "16 ahead of 1 by only 0.013, inside the 0.02 tie margin: no difference detected" in verdict
+    assert "16 behind 1 by 0.278: the opposite of the thesis" in verdict
+    assert "over all the claim's figures 2 of 4 comparisons hold" in verdict
 
 
 def test_a_figure_row_states_each_claim_once_and_keeps_pooled_verdicts_out_of_its_evidence():
-    shared = {"claim": "shared dropout masks restore the validation frontiers", "verdict": "not reproduced",
-              "wins": {"dreg16_kl": False}, "evidence": {"dreg16_kl": "HV shared / naive = 0.017 / 0.012"}}
-    samples = {"claim": "multiple samples improve latent usage", "verdict": "partly reproduced",
-               "wins": {"5.12 dreg16_kl.shared": False, "5.12 vimco16_kl.shared": False, "5.8 dreg16_kl.train": True},
-               "evidence": {"5.12 dreg16_kl.shared": "HV 16 / 1 = 0.014 / 0.006",
-                            "5.12 vimco16_kl.shared": "HV 16 / 1 = 0.015 / 0.003",
-                            "5.8 dreg16_kl.train": "HV 16 / 1 = 0.050 / 0.005"}}
-    _, _, verdict, status = _ptb_row("5.12", [shared, samples])
-    # both of the figure's parts lead the thesis' way by less than the tie; the claim holds elsewhere (Fig. 5.8)
+    # Fig. 5.12: shared masks and 16 samples lead inside the tie; the claim on samples holds on Fig. 5.8
+    levels = {"dreg16_kl.shared": 1.0, "dreg16_kl.naive": 0.98, "dreg1.shared": 0.98, "dreg1.train": 0.2,
+              "dreg16_kl.train": 1.0}
+    _, _, verdict, status = _render("M-F5.12", _ptb_micmco_results(["5.12"], levels))
     assert status == "within noise"
     assert _PART_VERDICT.findall(verdict) == ["within noise"] * 3  # the row's word and one per part
-    samples["wins"]["5.12 vimco16_kl.shared"] = True
-    _, _, verdict, status = _ptb_row("5.12", [shared, samples])
+    _, _, verdict, status = _render("M-F5.12", _ptb_micmco_results(["5.12"], {**levels, "vimco1.shared": 0.2,
+                                                                               "vimco16_kl.shared": 1.0}))
     assert status == "partly" and _PART_VERDICT.findall(verdict.split(": ", 1)[1]) == [
         "within noise", "partly reproduced"]
-    shared["evidence"]["dreg16_kl"] = "HV shared / naive = 0.012 / 0.017"  # a tie the other way is not noise
-    _, _, verdict, status = _ptb_row("5.12", [shared])
-    assert status == "not reproduced" and "shared behind naive by 0.005, inside the 0.02 tie margin" in verdict
+    # a tie the other way is not noise
+    _, _, verdict, status = _render("M-F5.12", _ptb_micmco_results(["5.12"], {"dreg16_kl.shared": 0.98,
+                                                                               "dreg16_kl.naive": 1.0}))
+    assert status == "not reproduced" and "shared behind naive by 0.013, inside the 0.02 tie margin" in verdict
 
 
 def test_a_zero_hypervolume_says_why_the_curve_has_no_area():
-    def trials(*points):
-        return [{"nll": nll, "kl": kl} for nll, kl in points]
-
-    curves = {"vimco1.train.T16": {"label": "VIMCO 1 T×16", "trials": trials((3.26, 0.02), (3.31, 0.1))},
-              "vimco16_kl.train": {"label": "VIMCO 16 KL", "trials": trials((3.84, 0.04), (4.6, 0.2))},
-              "vimco16_renyi.train": {"label": "VIMCO 16 Rényi", "trials": [{"nll": None, "kl": None}]}}  # diverged
-    claim = {"claim": "16x compute buys one sample a better best fit but not a better tradeoff",
-             "verdict": "not reproduced", "wins": {"5.13 1 T×16": False},
-             "evidence": {"5.13": "lowest NLL 1 T×16 / best 16 = 3.2600 / 3.8400; "
-                                  "HV 1 T×16 / best 16 = 0.057 / 0.000"}}
-    hv = {"vimco1.train.T16": 0.057, "vimco16_kl.train": 0.0, "vimco16_renyi.train": None}
-    ours, _, verdict, status = _ptb_row("5.13", [claim], curves, 3.56, hv)
+    points = {"vimco1.train": [(4.0, 0.01)], "vimco1.train.T16": [(3.26, 0.02), (3.31, 0.1)],
+              "vimco1.train.bs16": [(3.9, 0.05)], "vimco16_kl.train": [(3.84, 0.04), (4.6, 0.2)],
+              "vimco16_renyi.train": [(None, None)]}  # diverged
+    results = _ptb_micmco_results(["5.13"], dict.fromkeys(points, 0.0), trials=points)
+    ours, _, verdict, status = _render("M-F5.13", results)
     assert status == "not reproduced"
-    assert "reference NLL 3.560 = the figure's lowest NLL 3.260 (VIMCO 1 T×16) + the 0.3-nat margin" in ours
+    assert "reference NLL 3.560 = the figure's lowest NLL 3.260 (VIMCO 1 K/R T×16) + the 0.3-nat margin" in ours
     assert "every trial of VIMCO 16 KL is worse than the reference (its lowest NLL 3.840)" in ours
     assert "VIMCO 16 Rényi has no trial with a finite NLL (all diverged or failed)" in ours
     assert "HV 0.000 is no area" in verdict and "VIMCO 16 KL, VIMCO 16 Rényi" in verdict
-    curves["vimco16_renyi.train"]["trials"] = [{"nll": 3.9, "kl": 0.05}]  # now every zero lies above the reference
-    _, _, verdict, _ = _ptb_row("5.13", [claim], curves, 3.56, hv)
-    assert "every trial of VIMCO 16 KL, VIMCO 16 Rényi lies above the reference NLL 3.560" in verdict
+    points["vimco16_renyi.train"] = [(3.9, 0.05)]  # now every zero lies above the reference
+    _, _, verdict, _ = _render("M-F5.13", _ptb_micmco_results(["5.13"], dict.fromkeys(points, 0.0), trials=points))
+    assert "every trial of VIMCO 1 K/R, VIMCO 1 K/R bs×16, VIMCO 16 KL, VIMCO 16 Rényi lies above the reference " \
+           "NLL 3.560" in verdict
 
 
 def _averaging_results(long_periods, actions, period=50):
@@ -481,7 +448,7 @@ def test_the_length_plot_row_is_judged_on_fig_3_4s_peaks_and_valleys():
                                                                   "switch", "keep", "keep", "keep", "switch"])
     ours, _, verdict, status = _render("M-F3.4", rising)
     assert "peaks 3 5 7; valleys 2 3 4" in ours
-    assert status == "reproduced" and "peaks and valleys increase almost monotonically" in verdict
+    assert status == "reproduced" and "peaks of L rise: reproduced" in verdict and "valleys rise: reproduced" in verdict
     assert "E/4" not in verdict  # the robustness to the evaluation period is §3.6's text, not this figure
     # peaks 4, 6 rise; valleys fall from 3 to 1 periods: half the figure's reading holds
     falling = _averaging_results([1, 2, 3, 3, 4, 5, 1, 2],
@@ -489,8 +456,8 @@ def test_the_length_plot_row_is_judged_on_fig_3_4s_peaks_and_valleys():
     ours, _, verdict, status = _render("M-F3.4", falling)
     assert "peaks 4 6; valleys 3 1" in ours
     assert status == "partly"
-    assert "valleys (after each switch) rise almost monotonically: not reproduced" in verdict
-    assert "peaks of L (before each switch) rise almost monotonically: reproduced" in verdict
+    assert "valleys rise: not reproduced (3 E first, 1 E last" in verdict
+    assert "peaks of L rise: reproduced (4 E first, 6 E last" in verdict
 
 
 def _lm_results(gap_ppl, std=1.0, seeds=3):
@@ -508,7 +475,8 @@ def test_a_gap_the_papers_way_inside_the_seed_noise_reads_within_noise():
     # 3 seeds with std 1: tie margin 2·sqrt(1/3 + 1/3) = 1.63 ppl
     row = ri.ROWS["M-T4.1"].render(_lm_results(0.5))
     assert row["status"] == "within noise", row["verdict"]
-    assert "Mogrifier better than LSTM: within noise (the paper's direction, inside the tie margin" in row["verdict"]
+    assert "Mogrifier better than LSTM: within noise (LSTM 100.0 ± 1.0 vs Mogrifier 99.5 ± 1.0 ppl over 3 seeds: gap " \
+        "+0.5, tie margin 1.6)" in row["verdict"]
     assert "by only 0.5 ppl (margin 1.6)" in row["reason"]
     assert ri.ROWS["M-T4.1"].render(_lm_results(5.0))["status"] == "reproduced"
     # the opposite direction is not noise in the paper's favour, inside the margin or beyond it

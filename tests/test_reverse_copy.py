@@ -279,7 +279,7 @@ def test_the_claim_judges_each_length_and_combines_them_by_the_one_rule():
 def test_runner_on_a_tiny_config_writes_the_documented_keys_and_resumes_from_its_cache(tmp_path):
     real = yaml.safe_load((REPO / "params.yaml").read_text())
     block = tiny_settings()
-    params = {"profile": "smoke", "seed": real.get("seed", 0), "data": real["data"],
+    params = {"profile": "smoke", "data": real["data"],
               "experiments": {"reverse_copy": {"smoke": block, "cpu": block, "paper": block}}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     (tmp_path / "dvc.yaml").write_text("stages: {}\n")

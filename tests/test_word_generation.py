@@ -260,7 +260,7 @@ def test_stage_entry_point_writes_results_and_provenance(tmp_path, monkeypatch):
             "baseline_reference": "BASELINE-8D", "steps": 2, "batch_size": 4, "lr": 0.003, "seeds": [0],
             "seeds_weighted": [0], "eval_samples": 5, "generated_words": 20, "ngram_words": 5, "mi_prefixes": 4,
             "mi_noise": 3, "fig2_trajectories": 2, "history_every": 1, "history_prefixes": 3, "threads": 1}
-    params = {"profile": "smoke", "seed": 0, "data": {"root": "data/raw", "corpora": ["ptb"]},
+    params = {"profile": "smoke", "data": {"root": "data/raw", "corpora": ["ptb"]},
               "experiments": {"word_generation": {p: tiny for p in ("smoke", "cpu", "paper")}}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     (tmp_path / "dvc.yaml").write_text("stages: {}\n")

@@ -36,7 +36,7 @@ ROOT_ENV = "PAPERLIB_ROOT"
 _SCHEMAS: dict[str, type] = {}
 _SECTIONS: dict[str, type] = {}
 _OPTIONAL_SECTIONS: set[str] = set()  # sections whose schema's defaults stand in when params.yaml omits them
-_TOP_LEVEL = ("profile", "seed", "experiments")
+_TOP_LEVEL = ("profile", "experiments")  # every experiment names its own seeds
 
 
 class ParamsError(ValueError):
@@ -112,13 +112,14 @@ def load_params(path: str | os.PathLike | None = None, validate: bool = True) ->
 def validate_params(raw: dict[str, Any], source: str = "params.yaml") -> None:
     """Check the profile name and every experiment/profile block against its schema."""
     _import_schema_modules()
+    if "seed" in raw:
+        raise ParamsError(f"{source}: top-level 'seed' is not read: each experiment lists its own seeds "
+                          "(experiments.<name>.<profile>.seeds); remove it")
     unknown = sorted(set(raw) - set(_TOP_LEVEL) - set(_SECTIONS))
     if unknown:
         valid = ", ".join([*_TOP_LEVEL, *sorted(_SECTIONS)])
         raise ParamsError(f"{source}: unknown top-level key(s) {unknown}; valid keys: {valid}")
     _check_profile_name(raw.get("profile"), f"{source}: key 'profile'")
-    if not isinstance(raw.get("seed", 0), int):
-        raise ParamsError(f"{source}: 'seed' must be an integer, got {raw['seed']!r}")
     for name, schema in _SECTIONS.items():
         if name not in raw:
             if name in _OPTIONAL_SECTIONS:

@@ -26,7 +26,7 @@ from paperlib.experiments.dyneval_studies import (RELATED_WORDS_DEFAULTS, STATIS
                                                   _statistics_locality, _timescale, related_words_settings,
                                                   statistics_study_settings)
 from paperlib.experiments.stage import setup_stage
-from paperlib.reference_dyneval import DYNEVAL_TABLES
+from paperlib.reference.dynamic_evaluation import DYNEVAL_TABLES
 
 
 # The rows of Tables 4.1/4.2 in order: (key, label, fixed settings, grid name).

@@ -51,7 +51,7 @@ from paperlib.device import load_checkpoint
 from paperlib.experiments.out_of_domain_text import CharMapping, chars_to_lines, map_words_to_chars
 from paperlib.experiments.stage import setup_stage
 from paperlib.recovery import recovery_profile
-from paperlib.reference_dyneval import (DYNEVAL_CHAR_FIG_3_3, DYNEVAL_CHAR_FIG_5_2, DYNEVAL_CHAR_MELIS_RECOVERY,
+from paperlib.reference.dynamic_evaluation import (DYNEVAL_CHAR_FIG_3_3, DYNEVAL_CHAR_FIG_5_2, DYNEVAL_CHAR_MELIS_RECOVERY,
                                         DYNEVAL_CHAR_TABLE_4_4, DYNEVAL_CHAR_TABLE_6_1, DYNEVAL_CHAR_TABLE_6_4)
 
 EXPERIMENT = "dyneval_char"
@@ -327,48 +327,6 @@ def _timescale(settings: DynEvalCharParams, model: nn.Module, call: dict[str, An
     return out
 
 
-def _claims(results: dict[str, Any], settings: DynEvalCharParams) -> list[dict[str, Any]]:
-    """The seeds' qualitative claims, each with the seeds' verdict and ours (``reproduced``: the two agree)."""
-    claims: list[dict[str, Any]] = []
-
-    def claim(text: str, source: str, thesis: bool, ours: bool) -> None:
-        claims.append({"claim": text, "source": source, "thesis": thesis, "ours": bool(ours),
-                       "reproduced": bool(ours) == thesis})
-
-    for model, table in results["tables"].items():
-        rows = {r["key"]: r["test_bpc"] for r in table["rows"]}
-        static, dyn = rows["static"], rows.get("global_rms")
-        source = "Table 6.1" if settings.models[model]["cell"] == "transformer" else "Table 4.4"
-        if dyn is not None:
-            claim(f"dynamic evaluation improves the {model} (test)", source, True, dyn < static)
-        if "sgd" in rows and dyn is not None:
-            claim(f"global RMS + RMS decay beats SGD dynamic evaluation ({model})", "Tables 4.1, 6.1", True, dyn < rows["sgd"])
-        if "sparse_recurrent" in rows and dyn is not None:
-            claim(f"sparse dynamic evaluation of the {model} lies between static and full", "Table 4.4", True,
-                  dyn < rows["sparse_recurrent"] < static)
-        ood = results["ood"]["models"].get(model, {})
-        if "global_rms" in ood and dyn is not None:
-            claim(f"dynamic evaluation helps the {model} more out of domain than in domain (bits)", "Tables 6.1/6.4, §5.1",
-                  True, ood["static"]["bpc"] - ood["global_rms"]["bpc"] > static - dyn)
-    for domain, curves in results["timescale"]["curves"].items():
-        gaps = [s - d for s, d in zip(curves["static"], curves["dynamic"])]
-        third = max(1, len(gaps) // 3)
-        claim(f"the dynamic advantage grows along the sequence ({domain.replace('_', ' ')}: last third of bins vs first)",
-              "Fig. 5.2", True, sum(gaps[-third:]) / third > sum(gaps[:third]) / third)
-    rec = results["recovery"]
-    cells = {m: settings.models[m]["cell"] for m in rec["models"]}
-    expected = {"mlstm": (True, "Krause Fig. 3.3"), "mogrifier_lstm": (False, "Melis §2.3.2")}
-    for model, found in rec.get("gap_one_step", {}).items():
-        if cells[model] not in expected:
-            continue
-        # ours holds only beyond the margin: a gap inside twice its standard error cannot order the two models
-        claim(f"the {model} recovers faster than the {found['against']} (its advantage one step after a surprise "
-              f"exceeds its overall advantage by more than 2 SE over the positions: {found['gap']:+.3f} ± "
-              f"{found['margin']:.3f} bits)", expected[cells[model]][1], expected[cells[model]][0],
-              found["gap"] > found["margin"])
-    return claims
-
-
 def _recovery_baseline(settings: DynEvalCharParams, models: Sequence[str]) -> str | None:
     """The model the recovery test compares the others with: the first plain LSTM, as Krause's Fig. 3.3."""
     return next((m for m in models if settings.models[m]["cell"] == "lstm"), None)
@@ -497,7 +455,6 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
     results["scaling"] = _scaling(settings, models, results["models"], corpus, run_root, device, progress, log)
     tick("scaling", clock)
 
-    results["claims"] = _claims(results, settings)
     results["paper"] = {"table_4_4": DYNEVAL_CHAR_TABLE_4_4, "table_6_1": DYNEVAL_CHAR_TABLE_6_1, "table_6_4": DYNEVAL_CHAR_TABLE_6_4,
                         "fig_5_2": DYNEVAL_CHAR_FIG_5_2, "fig_3_3": DYNEVAL_CHAR_FIG_3_3, "melis_recovery": DYNEVAL_CHAR_MELIS_RECOVERY}
     path = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"

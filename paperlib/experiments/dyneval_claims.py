@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from paperlib.experiments.claims import Claim, Part, strict_word
-from paperlib.reference_dyneval import (DYNEVAL_EPSILON, DYNEVAL_EPSILON_BASELINES, DYNEVAL_MOMENTUM, DYNEVAL_SEEN_UNSEEN,
+from paperlib.reference.dynamic_evaluation import (DYNEVAL_EPSILON, DYNEVAL_EPSILON_BASELINES, DYNEVAL_MOMENTUM, DYNEVAL_SEEN_UNSEEN,
                                         DYNEVAL_STATISTICS_AMOUNT, DYNEVAL_STATISTICS_LOCALITY, DYNEVAL_UNSEEN_SHARE)
 
 Results = Mapping[str, Any]
@@ -42,7 +42,7 @@ def table_claim(results: Results, corpus: str) -> Claim:
     """Tables 4.1/4.2 (test perplexity): every rule beats static; segments + decay beat traditional dynamic
     evaluation; global RMS is the best rule; RMS decay beats plain decay; the final rule beats the neural cache.
     Our tables also hold a sparse row, but the thesis shows sparse dynamic evaluation on enwik8 only (Table 4.4,
-    judged by ``dyneval_char``), so it is not part of these claims."""
+    judged by :mod:`paperlib.experiments.dyneval_char_claims`), so it is not part of these claims."""
     rows = {r["key"]: r["test_ppl"] for r in results["corpora"][corpus]["rows"]}
     static, dyn = rows["static"], [rows[k] for k in DYNAMIC_RULES]
     final, cache = rows["global_rms_rms_decay"], rows["neural_cache"]

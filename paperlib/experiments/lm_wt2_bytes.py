@@ -17,10 +17,12 @@ This module holds:
   (resumable from ``runs/lm_wt2_bytes/``), evaluates it as the PTB comparisons do
   (:func:`paperlib.experiments.lm_ptb.evaluate_run`: deterministic, validation-optimal temperature, MC dropout),
   converts bits per byte to word perplexity and writes ``results/lm_wt2_bytes.json`` with provenance.
-- :func:`claim_verdicts`: the conversion reproduces the thesis' 88.8 from its 1.2649 bits/byte on our copy of the
-  test file (a check of the data and eq. 3.15, not of a model); the mLSTM beats an LSTM of the same size at the
-  byte level (the thesis shows this on enwik8 / text8, Tables 3.1-3.2, not on WikiText-2); and whether our
-  perplexity reaches the thesis' word-level VD LSTMs (it cannot at a CPU budget; the verdict says so).
+- ``conversion_check`` in the results: eq. 3.15 applied to the thesis' 1.2649 bits/byte with our test file's byte
+  and word counts (it must give the thesis' 88.8: a check of the data and the conversion, not of a model).
+
+The claims (the mLSTM beats an LSTM of the same size at the byte level; the byte mLSTM is on par with word-level
+VD LSTMs) are judged by :func:`paperlib.experiments.lm_claims.byte_claim`; the thesis' numbers are in
+:mod:`paperlib.reference.byte_lm`.
 
 Departures: our mLSTM (Krause eqs. 3.5-3.9, :mod:`paperlib.models.mlstm`) has no weight normalisation; the
 dropouts are the library's input / state / output masks. When ``eval_tokens`` evaluates a prefix of a split, the
@@ -45,27 +47,11 @@ from paperlib.experiments.config import register_experiment
 from paperlib.data.corpora import DataError, corpus_dir, get_corpus, is_fetched, pinned_checksums
 from paperlib.experiments.stage import setup_stage
 from paperlib.experiments.schemas import LanguageModelParams
+from paperlib.reference.byte_lm import TEST_BITS_PER_BYTE
 
 EXPERIMENT = "lm_wt2_bytes"
 SPLITS = ("train", "valid", "test")
 LN2 = math.log(2.0)
-
-# Krause thesis Table 3.3: word-level perplexity on WikiText-2 (valid, test); all rows but the last are
-# word-level models.
-THESIS_TABLE_3_3: dict[str, tuple[float, float]] = {
-    "LSTM (Grave et al., 2017b)": (104.2, 99.3),
-    "LSTM + VD (untied) (Inan et al., 2017)": (98.8, 93.1),
-    "LSTM + VD (tied) (Inan et al., 2017)": (91.5, 87.0),
-    "Pointer Sentinel LSTM (Merity et al., 2017)": (84.8, 80.8),
-    "LSTM (tied) + VD + BB tuning (Melis et al., 2018)": (69.1, 65.9),
-    "AWD-LSTM (tied) (Merity et al., 2018b)": (68.6, 65.8),
-    "byte mLSTM +emb +WN +VD": (92.8, 88.8),
-}
-THESIS_TEST_BITS_PER_BYTE = 1.2649
-THESIS_TEST_BYTES, THESIS_TEST_WORDS = 1_256_449, 245_569
-# The word-level LSTMs with variational dropout (Inan et al., tied and untied) the thesis calls the byte mLSTM
-# "similar" to.
-THESIS_VD_LSTM_RANGE = (87.0, 93.1)
 
 register_experiment(EXPERIMENT)(LanguageModelParams)  # same schema as the PTB comparisons; corpus = wikitext2
 
@@ -140,43 +126,6 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
-def claim_verdicts(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The Table 3.3 claims, decided on ``results`` (the JSON of :func:`run_byte_lm`) by explicit rules.
-
-    1. *Eq. 3.15 turns 1.2649 bits/byte into perplexity 88.8* on our test file's byte and word counts (to 0.1): a
-       check of our data and of the conversion, whatever the models do.
-    2. *The mLSTM beats the LSTM* at the byte level (Krause Tables 3.1-3.2 on enwik8 / text8; Table 3.3 has no
-       byte LSTM): test bits per byte lower, by more than twice the larger seed std when there are several seeds.
-    3. *The byte mLSTM is on par with word-level LSTMs with variational dropout*: its word perplexity is at most
-       the worse of Inan et al.'s two (93.1; the better is 87.0).
-    """
-    verdicts = []
-    check = results["conversion_check"]
-    verdicts.append({"claim": "eq. 3.15 turns the thesis' 1.2649 bits/byte into perplexity 88.8",
-                     "evidence": f"{check['bytes']:,} bytes / {check['words']:,} words -> {check['perplexity']:.2f}",
-                     "verdict": "reproduced" if abs(check["perplexity"] - 88.8) < 0.05 else "not reproduced"})
-    summary = results["summary"]
-    if "mlstm" in summary and "lstm" in summary:
-        m, s = summary["mlstm"], summary["lstm"]
-        gap = s["test_bpb"] - m["test_bpb"]
-        noise = 2 * max(m["test_bpb_std"], s["test_bpb_std"])
-        resolved = min(m["seeds"], s["seeds"]) > 1 and gap > noise
-        verdict = ("reproduced" if resolved else "partly reproduced (within seed noise or one seed)") if gap > 0 \
-            else "not reproduced"
-        verdicts.append({"claim": "the mLSTM beats the LSTM at the byte level (Tables 3.1-3.2 on enwik8 / text8)",
-                         "evidence": f"test bits/byte mLSTM {m['test_bpb']:.3f} vs LSTM {s['test_bpb']:.3f} "
-                                     f"({m['parameters'] / 1e6:.2f}M vs {s['parameters'] / 1e6:.2f}M params)",
-                         "verdict": verdict})
-    if "mlstm" in summary:
-        ppl = summary["mlstm"]["test_word_ppl"]
-        verdicts.append({"claim": "the byte mLSTM is on par with word-level LSTMs with variational dropout",
-                         "evidence": f"our word perplexity {ppl:,.1f} vs the thesis' VD LSTMs "
-                                     f"{THESIS_VD_LSTM_RANGE[0]}-{THESIS_VD_LSTM_RANGE[1]}",
-                         "verdict": "reproduced" if ppl <= THESIS_VD_LSTM_RANGE[1] else
-                         f"not reproduced at the {results['profile']} scale"})
-    return verdicts
-
-
 def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os.PathLike | None = None,
                 runs_dir: str | os.PathLike | None = None) -> Path:
     """Train and evaluate every model x seed of ``lm_wt2_bytes``; write ``results/lm_wt2_bytes.json``.
@@ -216,11 +165,9 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
         "eval_bytes": eval_bytes, "eval_words": eval_words,
         "runs": [{k: v for k, v in r.items() if k not in ("train_seconds", "eval_seconds")} for r in runs],
         "summary": _summary(runs),
-        "conversion_check": {"bytes": test_bytes, "words": test_words, "bits_per_byte": THESIS_TEST_BITS_PER_BYTE,
-                             "perplexity": word_perplexity(THESIS_TEST_BITS_PER_BYTE, test_bytes, test_words)},
-        "thesis_table_3_3": {k: {"valid": v[0], "test": v[1]} for k, v in THESIS_TABLE_3_3.items()},
+        "conversion_check": {"bytes": test_bytes, "words": test_words, "bits_per_byte": TEST_BITS_PER_BYTE,
+                             "perplexity": word_perplexity(TEST_BITS_PER_BYTE, test_bytes, test_words)},
     }
-    results["claims"] = claim_verdicts(results)
     out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     if is_main_process():
         write_json_atomic(out, results)
@@ -231,5 +178,4 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
     return out
 
 
-__all__ = ["EXPERIMENT", "THESIS_TABLE_3_3", "ByteCorpus", "bits_per_word", "claim_verdicts", "count_words",
-           "load_bytes", "run_byte_lm", "word_perplexity"]
+__all__ = ["EXPERIMENT", "ByteCorpus", "bits_per_word", "count_words", "load_bytes", "run_byte_lm", "word_perplexity"]

@@ -60,28 +60,13 @@ from paperlib.data import ReverseCopyData, reverse_copy
 from paperlib.device import cache_key
 from paperlib.experiments.stage import setup_stage, stage_device
 from paperlib.seq2seq import ReverseCopyModel, build_model, count_parameters, hidden_size_for_budget, num_parameters
+from paperlib.reference.reverse_copy import REVERSE_COPY
 from paperlib.schedules import schedule_factor
 
 EXPERIMENT = "reverse_copy"
 MODEL_NAMES = ("lstm", "mogrifier")
 VALID_OPTIMIZERS = ("adam", "radam")
 SCHEDULES = ("constant", "cosine", "linear")  # the decays of paperlib.schedules over a run's steps
-
-# Melis thesis §2.3.3 and Fig. 2.4a (the thesis gives the curves only as a figure).
-PAPER: dict[str, Any] = {
-    "vocab_size": 1000,
-    "train_examples": 500_000,
-    "valid_examples": 10_000,
-    "test_examples": 10_000,
-    "lengths": [50, 100, 150, 200],
-    "parameters": 10_000_000,
-    "solved_by_both": [50, 100],
-    "mogrifier_better": [150, 200],
-    "best_embedding_hidden": {
-        "lstm": {"150": [498, 787], "200": [493, 790]},
-        "mogrifier": {"150": [41, 1054], "200": [181, 961]},
-    },
-}
 
 # Top-level keys of results/reverse_copy.json.
 RESULT_KEYS = (
@@ -95,7 +80,7 @@ RESULT_KEYS = (
     "cross_entropy",  # {model: [test cross-entropy of the best run, per length]}
     "parameters",  # {model: [parameter count of the best run, per length]}
     "claims",  # the thesis' claims judged on our numbers (paperlib.experiments.reverse_copy_claims.record)
-    "paper",  # the thesis' statements (PAPER)
+    "paper",  # the thesis' statements (paperlib.reference.reverse_copy.REVERSE_COPY)
 )
 
 
@@ -399,7 +384,7 @@ def run_experiment(settings: ReverseCopyParams, runs_dir: str | os.PathLike, pro
                  for m in MODEL_NAMES},
         "cross_entropy": {m: [best[m][str(n)]["test_cross_entropy"] for n in lengths] for m in MODEL_NAMES},
         "parameters": {m: [best[m][str(n)]["parameters"] for n in lengths] for m in MODEL_NAMES},
-        "paper": PAPER,
+        "paper": REVERSE_COPY,
     }
     results["claims"] = claims_record(results)  # the verdicts the index and the notebook show
     return results
@@ -431,7 +416,7 @@ def run_reverse_copy(profile: str | None = None, progress: bool = True,
 
 
 __all__ = [
-    "EXPERIMENT", "PAPER", "RESULT_KEYS", "GridPoint", "ReverseCopyModel", "ReverseCopyParams", "TrainSettings",
+    "EXPERIMENT", "RESULT_KEYS", "GridPoint", "ReverseCopyModel", "ReverseCopyParams", "TrainSettings",
     "build_model", "count_parameters", "evaluate", "grid_points", "hidden_size_for_budget",
     "num_parameters", "run_experiment", "run_grid_point", "run_reverse_copy", "select_best", "split_data",
     "token_cross_entropy", "train_model",

@@ -24,26 +24,12 @@ from optuna.trial import TrialState
 from paperlib.device import cache_key
 from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.config import register_experiment
-from paperlib.reference import LM_PTB
+from paperlib.reference.tuning import TUNING
 from paperlib.experiments.stage import setup_stage
 from paperlib.search_spaces import SPACES, SearchSpace, get_space
 from paperlib.tuning import (FINISHED, GRACE_PERIOD, HEARTBEAT_INTERVAL, LM_SPACES, SAMPLERS, LanguageModelObjective,
                              default_storage, gp_sampler_available, lm_hyperparameters, make_pruner, open_study,
                              trial_counts, work)
-
-# Melis thesis §2.B and Table 2.1 (PTB, 2 layers, 24M weights): what a reader of Figs. 2.5/2.6 is told. Table 2.1's
-# perplexities are read from paperlib.reference, where they are written once.
-_TABLE_2_1 = {row["model"]: row for row in LM_PTB if row["source"] == "Melis T2.1"}
-PAPER = {
-    "neighbourhood_fraction": 0.15,  # each hyperparameter restricted to ~15% of its range around the best
-    "neighbourhood_max_gap_ppl": 1.2,  # the neighbours are at most 1.2 perplexity points off the best
-    "rerun_std_ppl": 0.2,  # std of LSTM reruns with the best hyperparameters
-    "rerun_mean_gap_ppl": 0.7,  # reruns' mean vs the best tuning run
-    "best_valid_ppl": {"lstm": _TABLE_2_1["lstm"]["valid"], "mogrifier": _TABLE_2_1["mogrifier_lstm"]["valid"]},
-    "parameters": 24_000_000,
-    "tuner": "Google Vizier (batched GP bandits)",
-}
-
 
 @register_experiment("tuning_ptb")
 @dataclass(frozen=True)
@@ -179,7 +165,7 @@ def _study_spec(space: str, settings: TuningParams, metrics: Sequence[str]) -> d
 
 
 def neighbourhood(space: SearchSpace, trials: Sequence[Mapping[str, Any]], best: Mapping[str, Any],
-                  fraction: float = PAPER["neighbourhood_fraction"]) -> list[int]:
+                  fraction: float = TUNING["neighbourhood_fraction"]) -> list[int]:
     """Numbers of the trials whose every hyperparameter lies within ``fraction`` of its range around the best's.
 
     The window is ``fraction`` of the range wide, centred on the best value, on the sampling scale (log for
@@ -238,7 +224,7 @@ def run_tuning(profile: str | None = None, progress: bool = True, out: str | os.
                "vocab_size": vocab_size, "optuna": optuna.__version__,
                "sampler": settings.sampler if settings.sampler != "auto"
                else ("gp" if gp_sampler_available() else "tpe"),
-               "models": records, "paper": PAPER}
+               "models": records, "paper": TUNING}
     out = Path(out) if out is not None else root / "results" / "tuning_ptb.json"
     write_json_atomic(out, results)
     write_json_atomic(out.with_suffix(".provenance.json"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from paperlib.experiments.claims import verdict_word
+from paperlib.experiments.averaging_claims import CLAIMS, almost_rising, lengths_claim, switch_heights
 
-from paperlib.compendium.results_index.text import Results, _f, _profile_note, grouped_reason
+from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note, grouped_reason
 
 
 # -- averaging (Melis ch. 3) -------------------------------------------------------------------
@@ -27,31 +27,15 @@ def _avg_main_ours(results: Results) -> str:
     m = _avg(results)["methods"]
     return (f"best valid loss: 2TA {_f(m['2ta']['best'], 3)}, raw {_f(m['raw']['best'], 3)}, tuned TA "
             f"{_f(m['ta (tuned)']['best'], 3)}, tuned EMA {_f(m['ema (tuned)']['best'], 3)} nats; early mean 2TA "
-            f"{_f(m['2ta']['early_mean'], 2)} vs EMA {_f(m['ema (tuned)']['early_mean'], 2)}" + _profile_note(
+            f"{_f(m['2ta']['early_mean'], 3)}, TA {_f(m['ta (tuned)']['early_mean'], 3)}, EMA "
+            f"{_f(m['ema (tuned)']['early_mean'], 3)}" + _profile_note(
                 results, "averaging_ptb"))
 
 
-_AVG_LABELS = {  # averaging_experiment.summarise's claims in a few words
-    "2TA beats the raw weights": "2TA beats raw weights",
-    "2TA early losses better than tuned TA and EMA": "2TA better early",
-    "2TA on par with or better than tuned TA (best loss)": "on par with tuned TA",
-    "2TA on par with or better than tuned EMA (best loss)": "on par with tuned EMA",
-    "raw loss rises in the overfitting run": "raw loss rises when overfitting",
-    "reset heuristic fires in the overfitting run": "resets fire",
-}
-
-
-def _avg_claims(*names: str) -> Callable[[Results], tuple[str, str]]:
-    """Verdict on ``averaging_experiment.summarise``'s claims ``names``; "on par" allows its tolerance (nats)."""
+def _avg_claim(item: str) -> Callable[[Results], tuple[str, str]]:
+    """Row ``item``'s claim (:data:`paperlib.experiments.averaging_claims.CLAIMS`)."""
     def verdict(results: Results) -> tuple[str, str]:
-        summary = _avg(results)
-        claims = summary["claims"]
-        words = {n: "reproduced" if claims[n] else "not reproduced" for n in names}
-        tolerance = summary.get("tolerance")
-        note = (f" (on par: within {tolerance:g} nats)" if tolerance is not None and any("on par" in n for n in names)
-                else "")
-        text = f"{verdict_word(list(words.values()))}: " + "; ".join(f"{n}: {w}" for n, w in words.items()) + note
-        return text, grouped_reason([(_AVG_LABELS.get(n, n), w) for n, w in words.items()])
+        return _claim_verdict(CLAIMS[item](results["averaging_ptb"]))
     return verdict
 
 
@@ -63,48 +47,15 @@ def _avg_lengths_ours(results: Results) -> str:
             f"{all(s <= l for s, l in zip(curve['short_len'], curve['long_len']))}")
 
 
-def _switch_heights(results: Results) -> dict[str, list[int]]:
-    """Fig. 3.4's peaks and valleys of L in the main run, in evaluation periods E, at every switch of its 2TA (the
-    short average overtook the long one, or replaced a stagnating one): the peak is L just before the switch (the
-    previous evaluation's L plus the E steps since), the valley L just after it (0 when Alg. 2 then fell back to the
-    raw weights and reinitialised). A switch right after a reinitialisation (S = L) is not a peak. ``evaluation``:
-    the 1-based evaluation of each switch."""
-    main = results["averaging_ptb"]["main"]
-    period, curve = main["period"], main["curves"]["2ta"]
-    out: dict[str, list[int]] = {"peaks": [], "valleys": [], "evaluation": []}
-    previous = 0
-    for i, (length, action) in enumerate(zip(curve["long_len"], curve["action"]), start=1):
-        if action in ("switch", "reset_long") and previous > 0:
-            out["peaks"].append((previous + period) // period)
-            out["valleys"].append(length // period)
-            out["evaluation"].append(i)
-        previous = length
-    return out
-
-
-def _almost_rising(heights: list[int], evaluations: list[int]) -> tuple[bool, str]:
-    """Fig. 3.4's "increase almost monotonically", read as: the sequence ends higher than it starts and never falls
-    more than one evaluation period below its running maximum (a one-period dip is the smallest a length in whole
-    periods can make). Returns whether it holds and the evidence."""
-    top, dip, where = heights[0], 0, None
-    for height, evaluation in zip(heights, evaluations):
-        if top - height > dip:
-            dip, where = top - height, (top, height, evaluation)
-        top = max(top, height)
-    holds = heights[-1] > heights[0] and dip <= 1
-    fall = f"largest fall {dip} E, from {where[0]} E to {where[1]} E at evaluation {where[2]}" if where else "no fall"
-    return holds, f"{heights[0]} E first, {heights[-1]} E last, {fall}"
-
-
 def _rising_label(name: str, heights: list[int], evaluations: list[int]) -> str:
     """A few words on one sequence of Fig. 3.4 for a reason: its ends, or its fall when it fails."""
-    holds, text = _almost_rising(heights, evaluations)
+    holds, text = almost_rising(heights, evaluations)
     first_last, _, fall = text.partition(", largest fall ")
     return f"{name} rise ({first_last})" if holds or not fall else f"{name} rise (fall {fall})"
 
 
 def _avg_lengths_fig34_ours(results: Results) -> str:
-    h = _switch_heights(results)
+    h = switch_heights(results["averaging_ptb"])
     curve = results["averaging_ptb"]["main"]["curves"]["2ta"]
     raw = sum(1 for length in curve["long_len"] if length == 0)
     return (f"L in evaluation periods (E = {results['averaging_ptb']['main']['period']} steps) at the "
@@ -114,23 +65,17 @@ def _avg_lengths_fig34_ours(results: Results) -> str:
 
 
 def _avg_lengths_fig34_verdict(results: Results) -> tuple[str, str]:
-    h = _switch_heights(results)
+    """M-F3.4's claim; the reason names each sequence's ends, or its largest fall where it fails."""
+    r = results["averaging_ptb"]
+    claim = lengths_claim(r)
+    h = switch_heights(r)
     if len(h["peaks"]) < 2:
-        why = f"2TA switched {len(h['peaks'])} time(s) with a non-empty long average, too few for peaks and valleys"
-        return f"not reproduced: {why} to rise", why
-    peaks, peaks_text = _almost_rising(h["peaks"], h["evaluation"])
-    valleys, valleys_text = _almost_rising(h["valleys"], h["evaluation"])
-    word = {True: "reproduced", False: "not reproduced"}
-    parts = [f"peaks of L (before each switch) rise almost monotonically: {word[peaks]} ({peaks_text})",
-             f"valleys (after each switch) rise almost monotonically: {word[valleys]} ({valleys_text})"]
-    evaluations = len(results["averaging_ptb"]["main"]["curves"]["2ta"]["long_len"])
-    return (f"{verdict_word([peaks, valleys])}: Fig. 3.4's caption, 'the heights of both peaks and valleys increase "
-            "almost monotonically', read as: each sequence ends higher than it starts and never falls more than one "
-            f"period E below its running maximum; {'; '.join(parts)}; a coarse test: L never passes "
-            f"{max(h['peaks'])} E in our {evaluations} evaluations; the near-optimal L between peaks (§3.6, Prop. 4) "
-            "needs the optimal tail length at every evaluation, which the run does not record, so it is not judged",
-            grouped_reason([(_rising_label("peaks of L", h["peaks"], h["evaluation"]), word[peaks]),
-                            (_rising_label("valleys", h["valleys"], h["evaluation"]), word[valleys])]))
+        return _claim_verdict(claim)
+    words = {p.label: p.verdict for p in claim.parts}
+    return claim.text(), grouped_reason([(_rising_label("peaks of L", h["peaks"], h["evaluation"]),
+                                          words["peaks of L rise"]),
+                                         (_rising_label("valleys", h["valleys"], h["evaluation"]),
+                                          words["valleys rise"])])
 
 
 def _avg_overfit_ours(results: Results) -> str:

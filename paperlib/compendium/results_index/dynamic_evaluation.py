@@ -3,15 +3,12 @@ character-level analogues (recovery, scaling, out-of-domain text)."""
 
 from __future__ import annotations
 
-import re
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
-from paperlib import reference_dyneval
-from paperlib.experiments.claims import verdict_word
+from paperlib.reference import dynamic_evaluation as reference_dyneval
+from paperlib.experiments.dyneval_char_claims import CLAIMS as CHAR_CLAIMS
 
-from paperlib.compendium.results_index.text import (
-    MissingResult, Results, _claim_verdict, _f, _profile_note, grouped_reason, plain,
-)
+from paperlib.compendium.results_index.text import MissingResult, Results, _claim_verdict, _f, _profile_note
 
 
 # -- dynamic evaluation (Krause ch. 4-5) -----------------------------------------------------
@@ -115,41 +112,11 @@ def _char(results: Results) -> dict[str, Any]:
     return results["dyneval_char"]
 
 
-_CHAR_CLAIMS = (  # dyneval_char's claims in a few words (pattern on the claim, label)
-    (r"dynamic evaluation improves the (\w+) \(test\)", r"dynamic evaluation improves the \1"),
-    (r"global RMS \+ RMS decay beats SGD dynamic evaluation \((\w+)\)", r"global RMS beats SGD (\1)"),
-    (r"sparse dynamic evaluation of the (\w+) lies between static and full", r"sparse between static and full"),
-    (r"dynamic evaluation helps the (\w+) more out of domain than in domain.*", r"the \1 gains more out of domain"),
-    (r"the dynamic advantage grows along the sequence \((in|out of) domain.*", r"advantage grows (\1 domain)"),
-    (r"the (\w+) recovers faster than the (\w+) .*", r"the \1 recovers faster than the \2"),
-)
-
-
-def _char_label(claim: Mapping[str, Any]) -> str:
-    """A dyneval_char claim as the seed states it, in a few words: a claim the seed found false is negated."""
-    text = claim["claim"]
-    for pattern, label in _CHAR_CLAIMS:
-        if re.fullmatch(pattern, text):
-            text = re.sub(pattern, label, text)
-            break
-    if not claim["thesis"]:
-        text = re.sub(r" recovers faster", " does not recover faster", text) if " recovers faster" in text else (
-            f"not: {text}")
-    return plain(text)
-
-
-def _claims_verdict(name: str, *needles: str) -> Callable[[Results], tuple[str, str]]:
-    """Verdict from the experiment's computed claims whose text contains any of ``needles``; a part is reproduced
-    when our finding agrees with the seed's (which may be that the claim does not hold)."""
+def _char_claim(item: str) -> Callable[[Results], tuple[str, str]]:
+    """A character-level row's verdict: the claim :data:`paperlib.experiments.dyneval_char_claims.CLAIMS` judges on
+    ``results/dyneval_char.json`` (the notebook shows the same claims)."""
     def verdict(results: Results) -> tuple[str, str]:
-        claims = [c for c in results[name]["claims"] if any(n in c["claim"] for n in needles)]
-        if not claims:
-            raise MissingResult(f"claims matching {needles}")
-        words = {id(c): "reproduced" if c["reproduced"] else "not reproduced" for c in claims}
-        text = "; ".join(f"'{c['claim']}' {words[id(c)]} (ours: {'holds' if c['ours'] else 'does not hold'}; the "
-                         f"seed: {'holds' if c['thesis'] else 'does not hold'}, {c['source']})" for c in claims)
-        return (f"{verdict_word(list(words.values()))}: {text}",
-                grouped_reason([(_char_label(c), words[id(c)]) for c in claims]))
+        return _claim_verdict(CHAR_CLAIMS[item](_char(results)))
     return verdict
 
 

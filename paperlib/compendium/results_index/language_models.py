@@ -4,14 +4,15 @@ Mogrifier ablation), reverse copy, the tuning studies and Krause's byte-level Wi
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Callable, Mapping
 
-from paperlib import reference
-from paperlib.experiments.claims import direction_word, verdict_word
+from paperlib.experiments.lm_claims import (
+    TABLE_PAIRS, TABLE_STAGES, ablation_claim, against, byte_claim, ordering_claim, ordering_pairs,
+)
+from paperlib.reference.language_models import CHAPTER_4_MOGRIFIER, CHAPTER_4_SUFFIX
 
 from paperlib.compendium.results_index.text import (
-    MissingResult, Results, _claim_verdict, _clip, _f, _profile_note, grouped_reason, model_name, plain,
+    Results, _claim_verdict, _clip, _f, _profile_note, model_name,
 )
 
 
@@ -22,7 +23,7 @@ def _lm_summary(results: Results, name: str) -> dict[str, Any]:
     return results[name]["summary"]
 
 
-_LM_ORDER = ("lstm", "mogrifier_lstm", reference.CHAPTER_4_MOGRIFIER, "mogrifier_rlstm")
+_LM_ORDER = ("lstm", "mogrifier_lstm", CHAPTER_4_MOGRIFIER, "mogrifier_rlstm")
 
 
 def _lm_ours(name: str, short: bool = False) -> Callable[[Results], str]:
@@ -68,72 +69,36 @@ def _lm_scale(name: str) -> Callable[[Results], str]:
     return scale
 
 
-def _pair_word(pair: Mapping[str, Any]) -> tuple[str, str]:
-    """A seed-mean comparison (:func:`paperlib.experiments.lm_ptb.compare_seed_means`: gap positive in the paper's
-    direction, tie margin twice the standard error of the difference) as a part verdict (:func:`direction_word`)
-    and what its evidence says besides the numbers."""
-    gap, margin = pair["our gap"], pair["tie margin"]
-    word = direction_word(gap, margin)
-    if margin is None:
-        why = "one seed, no tie margin: "
-    elif word == "within noise":
-        why = "the paper's direction, inside the tie margin: "
-    elif word == "not reproduced":
-        why = "the opposite holds: " if gap < -margin else "the other way, inside the tie margin: "
-    else:
-        why = ""
-    return word, why
-
-
-def _pair_phrase(pair: Mapping[str, Any], unit: str, digits: int) -> str:
-    """One pair for a reason: who is ahead, by how much, and whether the gap clears the tie margin."""
+def _pair_phrase(pair: Mapping[str, Any], word: str, unit: str, digits: int) -> str:
+    """One judged pair for a reason: who is ahead, by how much, and whether the gap clears the tie margin (``word``:
+    the part's verdict)."""
     better, worse = model_name(pair["paper: better"]), model_name(pair["than"])
     gap, margin = pair["our gap"], pair["tie margin"]
-    word = direction_word(gap, margin)
     if word == "reproduced":
         return f"{better} ahead of {worse} by {gap:.{digits}f} {unit}"
     if word == "within noise":
         return f"{better} ahead of {worse} by only {gap:.{digits}f} {unit}" + (
             " (one seed)" if margin is None else f" (margin {margin:.{digits}f})")
-    inside = margin is None or -gap <= margin
-    return f"{worse} ahead of {better} by {-gap:.{digits}f} {unit}" + (" (inside the margin)" if inside else "")
+    return f"{worse} ahead of {better} by {-gap:.{digits}f} {unit}" + ("" if against(pair) else " (inside the margin)")
 
 
-def _ordering_verdict(results: Results, name: str) -> tuple[str, str]:
-    """The paper's ordering LSTM > Mogrifier > Mogrifier RLSTM, pair by pair, each gap against its tie margin
-    (twice the standard error of the difference of seed means: :func:`paperlib.experiments.lm_ptb.compare_seed_means`)."""
-    from paperlib.experiments.lm_ptb import ordering_verdict  # lazily: the index does not load torch at import time
-
-    r = results[name]
-    unit = "bpc" if r["level"] == "char" else "ppl"
-    digits = 3 if unit == "bpc" else 1
-    pairs = ordering_verdict(r)["pairs"]
-    parts = []
-    for p in pairs:
-        margin = "one seed" if p["tie margin"] is None else f"tie margin {p['tie margin']:.{digits}f}"
-        word, why = _pair_word(p)
-        parts.append(f"{model_name(p['paper: better'])} better than {model_name(p['than'])}: {word} ({why}gap "
-                     f"{p['our gap']:.{digits}f} {unit}, {margin})")
-    words = [_pair_word(p)[0] for p in pairs]
-    reason = "; ".join(_pair_phrase(p, unit, digits) for p in pairs)
-    if all(w == "reproduced" for w in words):
-        reason += ", each beyond seed noise"
-    elif all(w == "not reproduced" for w in words):
-        reason = "the opposite order: " + reason
-    return f"{verdict_word(words)}: " + "; ".join(parts), _clip(reason)
-
-
-def _lm_ptb_verdict(results: Results) -> tuple[str, str]:
-    text, reason = _ordering_verdict(results, "lm_ptb")
-    return text + "; absolute level: see the scale", reason
-
-
-def _lm_char_verdict(results: Results) -> tuple[str, str]:
-    s = _lm_summary(results, "lm_ptb_char")
-    ratio = s["mogrifier_lstm"]["parameters"] / s["lstm"]["parameters"]
-    size = "parameter-matched" if 0.95 <= ratio <= 1.05 else f"the Mogrifier has {ratio - 1:+.0%} parameters"
-    text, reason = _ordering_verdict(results, "lm_ptb_char")
-    return text + f" ({size}); enwik8 / MWC / text8 rows not attempted (GPU-scale corpora)", reason
+def _ordering_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
+    """Row ``item``'s claim (:func:`paperlib.experiments.lm_claims.ordering_claim`); the reason names who is ahead
+    of whom by how much."""
+    def verdict(results: Results) -> tuple[str, str]:
+        r = results[TABLE_STAGES[item]]
+        judged = ordering_claim(r, item)
+        unit, digits = ("bpc", 3) if r["level"] == "char" else ("ppl", 1)
+        pairs = [p for p in ordering_pairs(r)
+                 if (p["than"].removesuffix(CHAPTER_4_SUFFIX), p["paper: better"]) in TABLE_PAIRS[item]]
+        words = [p.verdict for p in judged.parts]  # the parts follow TABLE_PAIRS' order, as the pairs do
+        reason = "; ".join(_pair_phrase(p, w, unit, digits) for p, w in zip(pairs, words))
+        if all(w == "reproduced" for w in words):
+            reason += ", each beyond seed noise" if len(words) > 1 else ", beyond seed noise"
+        elif all(w == "not reproduced" for w in words):
+            reason = ("the opposite order: " if len(words) > 1 else "the opposite: ") + reason
+        return judged.text(), _clip(reason + (f"; {judged.note}" if judged.note else ""))
+    return verdict
 
 
 def _ablation_ours(results: Results) -> str:
@@ -142,42 +107,11 @@ def _ablation_ours(results: Results) -> str:
         results, "lm_ptb_ablation")
 
 
-_ABLATION_LABELS = {  # the thesis' ablation findings (paperlib.experiments.lm_ptb.ablation_findings) in a few words
-    "perplexity improves with the number of rounds r": "more rounds help",
-    "full rank is close behind low rank (within 2%)": "full rank within 2% of low rank",
-    "no-zigzag underperforms the Mogrifier with the same r": "zigzag helps",
-    "the mLSTM does not improve on the LSTM": "mLSTM no better than LSTM",
-}
-_GAP = re.compile(r"\bgap (-?\d+(?:\.\d+)?)")
-
-
-def _finding_word(finding: Mapping[str, Any]) -> tuple[str, str]:
-    """An ablation finding's verdict (:func:`paperlib.experiments.lm_ptb.ablation_findings`) as a part verdict: a gap
-    inside the tie margin (or with one seed) keeps its direction, read from the evidence's "gap <x>" (positive: the
-    thesis' way)."""
-    verdict = finding["verdict"]
-    if verdict in ("reproduced", "opposite", "not reproduced"):
-        return ("reproduced", "") if verdict == "reproduced" else (
-            "not reproduced", "the opposite holds: " if verdict == "opposite" else "")
-    gap = _GAP.search(finding["evidence"])
-    word = direction_word(float(gap[1]) if gap else None, None)
-    why = "one seed, no tie margin: " if verdict == "one seed" else "inside the tie margin, " + (
-        "the paper's direction: " if word == "within noise" else "the other way: ")
-    return word, why
-
-
-def _ablation_verdict(results: Results, only: str | None = None) -> tuple[str, str]:
-    """The ablation findings (Table 2.3), or the one finding ``only`` (Fig. 2.3: the rounds)."""
-    from paperlib.experiments.lm_ptb import ablation_findings
-
-    found = {k: v for k, v in ablation_findings(results["lm_ptb_ablation"]).items()
-             if v is not None and only in (None, k)}
-    if not found:
-        raise MissingResult(f"ablation finding {only or 'any'}")
-    words = {k: _finding_word(v) for k, v in found.items()}
-    text = f"{verdict_word([w for w, _ in words.values()])}: " + "; ".join(
-        f"{k}: {words[k][0]} ({words[k][1]}{plain(v['evidence'])})" for k, v in found.items())
-    return text, grouped_reason([(_ABLATION_LABELS.get(k, k), w) for k, (w, _) in words.items()])
+def _ablation_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
+    """The ablation findings of Table 2.3, or the rounds alone (Fig. 2.3)."""
+    def verdict(results: Results) -> tuple[str, str]:
+        return _claim_verdict(ablation_claim(results["lm_ptb_ablation"], item))
+    return verdict
 
 
 # -- reverse copy ------------------------------------------------------------------------------
@@ -254,41 +188,5 @@ def _byte_lm_scale(results: Results) -> str:
             f"{r['eval_bytes']['test']:,} test bytes, {max(s['seeds'] for s in r['summary'].values())} seed(s)")
 
 
-def _byte_word(verdict: str) -> tuple[str, str]:
-    """A ``paperlib.experiments.lm_wt2_bytes.claim_verdicts`` verdict as a part verdict and its qualifier: "partly reproduced (within
-    seed noise or one seed)" is the paper's direction without a resolved gap."""
-    for upstream, word in (("partly reproduced (within seed noise", "within noise"),
-                           ("not reproduced", "not reproduced"), ("reproduced", "reproduced")):
-        if verdict.startswith(upstream):
-            qualifier = verdict.removeprefix("partly reproduced" if word == "within noise" else upstream).strip()
-            return word, qualifier.strip("()").replace("within seed noise or one seed",
-                                                      "the gap is inside twice the larger seed std, or one seed")
-    return "not reproduced", verdict
-
-
-_BYTE_LABELS = {"the mLSTM beats the LSTM": "mLSTM beats LSTM",
-                "the byte mLSTM is on par": "byte mLSTM on par with word-level VD LSTMs",
-                "eq. 3.15": "eq. 3.15 conversion checks out"}
-
-
 def _byte_lm_verdict(results: Results) -> tuple[str, str]:
-    """The status counts the model claims only; the eq. 3.15 check (data and arithmetic) is reported beside."""
-    claims = results["lm_wt2_bytes"]["claims"]
-    models = [c for c in claims if not c["claim"].startswith("eq. 3.15")]
-    if not models:
-        raise MissingResult("the byte models' claims")
-    words = {c["claim"]: _byte_word(c["verdict"]) for c in claims}
-    head = verdict_word([words[c["claim"]][0] for c in models])
-
-    def part(c: Mapping[str, Any]) -> str:
-        word, qualifier = words[c["claim"]]
-        if c not in models:  # a check of our data and arithmetic, not a part of the verdict
-            word = "checks out" if word == "reproduced" else "does not check out"
-        return f"{c['claim']}: {word} ({c['evidence']}{'; ' + qualifier if qualifier else ''})"
-
-    text = f"{head}: " + "; ".join(part(c) for c in claims)
-
-    def label(claim: str) -> str:
-        return next((v for k, v in _BYTE_LABELS.items() if claim.startswith(k)), claim)
-
-    return text, grouped_reason([(label(c["claim"]), words[c["claim"]][0]) for c in models])
+    return _claim_verdict(byte_claim(results["lm_wt2_bytes"]))

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from paperlib import reference
+from paperlib.experiments.lm_claims import TABLE_STAGES
+from paperlib.reference.language_models import ABLATION_FINDINGS, LM_PTB, LM_PTB_CHAR
 from paperlib.compendium.figure_style import micmco_ptb_figure_file
 
 from paperlib.compendium.results_index.text import Row
 from paperlib.compendium.results_index.language_models import (
-    _ablation_ours, _ablation_verdict, _byte_lm_ours, _byte_lm_scale, _byte_lm_verdict, _lm_char_verdict, _lm_ours,
-    _lm_paper, _lm_ptb_verdict, _lm_scale, _reverse_copy_ours, _reverse_copy_verdict, _tuning_ours, _tuning_scale,
+    _ablation_ours, _ablation_verdict, _byte_lm_ours, _byte_lm_scale, _byte_lm_verdict, _lm_ours,
+    _lm_paper, _lm_scale, _ordering_verdict, _reverse_copy_ours, _reverse_copy_verdict, _tuning_ours, _tuning_scale,
     _tuning_verdict,
 )
 from paperlib.compendium.results_index.averaging import (
-    _avg_claims, _avg_lengths_fig34_ours, _avg_lengths_fig34_verdict, _avg_lengths_ours, _avg_main_ours,
+    _avg_claim, _avg_lengths_fig34_ours, _avg_lengths_fig34_verdict, _avg_lengths_ours, _avg_main_ours,
     _avg_overfit_ours, _avg_scale,
 )
 from paperlib.compendium.results_index.dynamic_evaluation import (
-    _char_ood_ours, _char_scale, _char_table_ours, _char_timescale_ours, _claims_verdict, _dyn_claim, _dyn_paper,
+    _char_claim, _char_ood_ours, _char_scale, _char_table_ours, _char_timescale_ours, _dyn_claim, _dyn_paper,
     _dyn_scale, _dyn_table_ours, _opt_ours, _recovery_ours, _related_ours, _scaling_ours, _scaling_verdict, _seen_ours,
     _stats_amount_ours, _stats_local_ours, _timescale_ours,
 )
@@ -66,7 +67,7 @@ ROWS: dict[str, Row] = {
     "M-F2.3": Row(file="`figures/mogrifier_rounds.png`, `results/lm_ptb_ablation.json`",
                   paper="(figure) perplexity falls with the number of rounds r", ours=_ablation_ours,
                   scale=_lm_scale("lm_ptb_ablation"), needs=("lm_ptb_ablation",),
-                  verdict=lambda r: _ablation_verdict(r, "perplexity improves with the number of rounds r")),
+                  verdict=_ablation_verdict("M-F2.3")),
     "M-F2.4": Row(file="`notebooks/reverse_copy.ipynb`, `figures/reverse_copy.png`",
                   paper="both solve lengths 50 and 100; Mogrifier clearly better at 150 and 200",
                   ours=_reverse_copy_ours,
@@ -88,9 +89,7 @@ ROWS: dict[str, Row] = {
     "M-F3.2": _diagram("`paperlib/averaging.py` (`TwoTailedAveraging`)"),
     "M-F3.3": Row(file=_AVG_NB, paper="2TA 3.92 nats vs raw 4.02; 2TA, TA and EMA final losses 'very close'; "
                   "2TA better early", ours=_avg_main_ours, scale=_avg_scale,
-                  verdict=_avg_claims("2TA beats the raw weights", "2TA early losses better than tuned TA and EMA",
-                                      "2TA on par with or better than tuned TA (best loss)",
-                                      "2TA on par with or better than tuned EMA (best loss)"),
+                  verdict=_avg_claim("M-F3.3"),
                   needs=("averaging_ptb",)),
     "M-F3.4": Row(file=_AVG_NB + " (panel 'length of the averages')",
                   paper="L vs evaluations of Fig. 3.3's 2TA run: 'the heights of both peaks and valleys increase "
@@ -98,7 +97,7 @@ ROWS: dict[str, Row] = {
                   scale=_avg_scale, verdict=_avg_lengths_fig34_verdict, needs=("averaging_ptb",)),
     "M-F3.5": Row(file=_AVG_NB + " (panel 'overfitting')", paper="raw loss rises when overfitting; 2TA resets follow it",
                   ours=_avg_overfit_ours, scale=_avg_scale,
-                  verdict=_avg_claims("raw loss rises in the overfitting run", "reset heuristic fires in the overfitting run"),
+                  verdict=_avg_claim("M-F3.5"),
                   needs=("averaging_ptb",)),
     "M-F3.6": Row(file=_AVG_NB, paper="a reset when optimisation enters a new basin (figure)", ours=_avg_overfit_ours,
                   scale=_avg_scale,
@@ -135,24 +134,28 @@ ROWS["M-T5.1"] = Row(file="`notebooks/micmco_ptb.ipynb`, `results/micmco_ptb.jso
                      ours=_micmco_ptb_table_ours, scale=_micmco_ptb_scale, verdict=_micmco_ptb_table_verdict,
                      needs=("micmco_ptb", "micmco_ptb_ladder"))
 
-_LM_PTB_PAPER = _lm_paper(reference.LM_PTB, "ppl")
-_LM_CHAR_PAPER = _lm_paper(reference.LM_PTB_CHAR, "bpc")
-_LM_PTB_SHORT = _lm_paper(reference.LM_PTB, "ppl", short=True) + " (24M params)"
-_LM_CHAR_SHORT = _lm_paper(reference.LM_PTB_CHAR, "bpc", short=True)
-_LM_PTB = dict(ours=_lm_ours("lm_ptb"), ours_short=_lm_ours("lm_ptb", short=True), scale=_lm_scale("lm_ptb"),
-               verdict=_lm_ptb_verdict, needs=("lm_ptb",))
-_LM_CHAR = dict(ours=_lm_ours("lm_ptb_char"), ours_short=_lm_ours("lm_ptb_char", short=True),
-                scale=_lm_scale("lm_ptb_char"), verdict=_lm_char_verdict, needs=("lm_ptb_char",))
+_LM_PTB_PAPER = _lm_paper(LM_PTB, "ppl")
+_LM_CHAR_PAPER = _lm_paper(LM_PTB_CHAR, "bpc")
+_LM_PTB_SHORT = _lm_paper(LM_PTB, "ppl", short=True) + " (24M params)"
+_LM_CHAR_SHORT = _lm_paper(LM_PTB_CHAR, "bpc", short=True)
+
+
+def _lm(item: str) -> dict:
+    """A language-model table row's texts from its stage's results, judged by ``item``'s claim."""
+    stage = TABLE_STAGES[item]
+    return dict(ours=_lm_ours(stage), ours_short=_lm_ours(stage, short=True), scale=_lm_scale(stage),
+                verdict=_ordering_verdict(item), needs=(stage,))
+
 
 ROWS.update({
     "M-T2.1": Row(file=_LM_NB + ", `results/lm_ptb.json`", paper=_LM_PTB_PAPER + " (24M params); WT2 rows, MoS and "
-                  "dyneval columns not attempted", paper_short=_LM_PTB_SHORT, **_LM_PTB),
-    "M-T2.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER, paper_short=_LM_CHAR_SHORT,
-                  **_LM_CHAR),
+                  "dyneval columns not attempted", paper_short=_LM_PTB_SHORT, **_lm("M-T2.1")),
+    "M-T2.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER + "; MWC and enwik8 rows not "
+                  "attempted (GPU-scale corpora)", paper_short=_LM_CHAR_SHORT, **_lm("M-T2.2")),
     "M-T2.3": Row(file=_LM_NB + ", `results/lm_ptb_ablation.json`",
-                  paper="findings in words (numbers lost in our copy): " + "; ".join(reference.ABLATION_FINDINGS),
+                  paper="findings in words (numbers lost in our copy): " + "; ".join(ABLATION_FINDINGS),
                   paper_short="(in words) more rounds help; full rank close behind; no zigzag worse; mLSTM no better",
-                  ours=_ablation_ours, scale=_lm_scale("lm_ptb_ablation"), verdict=_ablation_verdict,
+                  ours=_ablation_ours, scale=_lm_scale("lm_ptb_ablation"), verdict=_ablation_verdict("M-T2.3"),
                   needs=("lm_ptb_ablation",)),
     "M-T2.4": Row(file="`paperlib/search_spaces.py` (`lstm`, `mogrifier`)", paper="tuning ranges, all tasks but enwik8",
                   ours="the same ranges drive `paperlib tune` and the `tuning_ptb` studies", scale="—",
@@ -163,14 +166,16 @@ ROWS.update({
                   paper="dynamic-evaluation tuning ranges", ours="available to `paperlib tune`; the dyneval stages "
                   "use small grids inside them", scale="—", verdict="encoded: a test checks every range"),
     "M-T4.1": Row(file=_LM_NB + ", `results/lm_ptb.json`", paper=_LM_PTB_PAPER, paper_short=_LM_PTB_SHORT,
-                  **_LM_PTB),
-    "M-T4.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER, paper_short=_LM_CHAR_SHORT,
-                  **_LM_CHAR),
+                  **_lm("M-T4.1")),
+    "M-T4.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER + "; enwik8 and text8 rows not "
+                  "attempted (GPU-scale corpora)", paper_short=_LM_CHAR_SHORT, **_lm("M-T4.2")),
     "M-T5.2": Row(file="`paperlib/experiments/micmco_synthetic/design.py` (`search_space`)", paper="ranges of the tuned hyperparameters",
                   ours="the same ranges drive the synthetic studies' Optuna trials", scale="—",
                   verdict="encoded: used by every synthetic MICMCO frontier"),
-    "C-T1": Row(file="same as M-T4.1", paper="= Melis T4.1: " + _LM_PTB_PAPER, paper_short="= Melis T4.1", **_LM_PTB),
-    "C-T2": Row(file="same as M-T4.2", paper="= Melis T4.2: " + _LM_CHAR_PAPER, paper_short="= Melis T4.2", **_LM_CHAR),
+    "C-T1": Row(file="same as M-T4.1", paper="= Melis T4.1: " + _LM_PTB_PAPER, paper_short="= Melis T4.1",
+                **_lm("M-T4.1")),
+    "C-T2": Row(file="same as M-T4.2", paper="= Melis T4.2: " + _LM_CHAR_PAPER, paper_short="= Melis T4.2",
+                **_lm("M-T4.2")),
 })
 
 for _item, _impl in (("K-F2.1", "`paperlib/models/recurrent_lm.py`"), ("K-F2.2", "`paperlib/models/lstm.py`"),
@@ -192,7 +197,7 @@ ROWS.update({
                   paper="bits at k = 0..4 after a surprise: mLSTM 6.27 / 2.26 / 2.04 / 1.61 / 1.51, LSTM 6.29 / 2.48 / "
                   "2.25 / 1.79 / 1.67 (mLSTM recovers faster); Melis §2.3.2: the Mogrifier does not",
                   ours=_recovery_ours, scale=_char_scale,
-                  verdict=_claims_verdict("dyneval_char", "recovers faster"), needs=("dyneval_char",)),
+                  verdict=_char_claim("K-F3.3"), needs=("dyneval_char",)),
     "K-T3.1": _not_attempted(_ENWIK8),
     "K-T3.2": _not_attempted(_ENWIK8),
     "K-T3.3": Row(file="`notebooks/byte_lm.ipynb`, `figures/byte_lm.png`, `results/lm_wt2_bytes.json`",
@@ -208,7 +213,7 @@ ROWS.update({
     "K-T4.4": Row(file="`notebooks/dyneval_char.ipynb`, `figures/dyneval_char.png`",
                   paper="enwik8 test bpc (mLSTM, 46M): static 1.24, sparse 1.13 (250k adapted), full 1.08",
                   ours=_char_table_ours("mlstm"), scale=_char_scale,
-                  verdict=_claims_verdict("dyneval_char", "improves the mlstm", "sparse dynamic evaluation of the mlstm"),
+                  verdict=_char_claim("K-T4.4"),
                   needs=("dyneval_char",)),
     "K-T4.5": _not_attempted(_ENWIK8),
     "K-T4.6": _not_attempted("polyphonic music data are not available offline (out of the mission's scope)"),
@@ -219,7 +224,7 @@ ROWS.update({
     "K-F5.2": Row(file="`notebooks/dyneval_char.ipynb`, `figures/dyneval_char.png`",
                   paper="dynamic evaluation's advantage grows over the first 2-3k characters (enwik8; larger on Spanish)",
                   ours=_char_timescale_ours, scale=_char_scale,
-                  verdict=_claims_verdict("dyneval_char", "grows along the sequence"), needs=("dyneval_char",)),
+                  verdict=_char_claim("K-F5.2"), needs=("dyneval_char",)),
     "K-T5.1": Row(file=_DYN_NB, paper="seen / unseen nats: static 3.24 / 6.92, dynamic 2.78 / 6.99, cache 2.91 / 7.06",
                   ours=_seen_ours, scale=_dyn_scale, verdict=_dyn_claim("K-T5.1"), needs=("dyneval",)),
     "K-T5.2": Row(file=_DYN_NB, paper="'production' +2.42; its 10 nearest words +0.15 … +1.29; vocabulary median −0.66",
@@ -239,7 +244,7 @@ ROWS.update({
     "K-T6.1": Row(file="`notebooks/dyneval_char.ipynb`",
                   paper="Transformer-XL enwik8 test bpc: 42M static 1.053 → global RMS 1.012; 277M 0.993 → SGD 0.946 → "
                   "global RMS 0.940", ours=_char_table_ours("transformer"), scale=_char_scale,
-                  verdict=_claims_verdict("dyneval_char", "improves the transformer", "SGD dynamic evaluation (transformer)"),
+                  verdict=_char_claim("K-T6.1"),
                   needs=("dyneval_char",)),
     "K-T6.2": _not_attempted(_ENWIK8),
     "K-T6.3": _not_attempted("a word-level Transformer on WikiText-2 is not run; the character-level Transformer "
@@ -247,7 +252,7 @@ ROWS.update({
     "K-T6.4": Row(file="`notebooks/dyneval_char.ipynb`",
                   paper="GPT-2 out of domain, static → SGD → global RMS: enwik8 1.017 → 0.893 → 0.869 bpc; WikiText-103 "
                   "26.6 → 23.0 → 21.9 ppl", ours=_char_ood_ours, scale=_char_scale,
-                  verdict=_claims_verdict("dyneval_char", "more out of domain"), needs=("dyneval_char",)),
+                  verdict=_char_claim("K-T6.4"), needs=("dyneval_char",)),
     "S-T1": Row(file=_WG_NB + ", `figures/word_generation_ladder.png` (budget ladder)",
                 paper="H[P_test, P̂]: TRIL 11.99, 2xTRIL 11.86, 2xTRIL K=10 11.38, GRU 8D 12.97, "
                 "GRU 16D 12.60; oracle 7.02", ours=_wg_t1_ours, scale=_wg_scale, verdict=_wg_t1_verdict,

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from paperlib import reference
 from paperlib.experiments.claims import VERDICTS, Claim
+from paperlib.reference.names import MODEL_NAMES as _MODEL_NAMES, model_name  # noqa: F401 (re-exported)
 
 
 Results = Mapping[str, Any]
@@ -184,17 +184,6 @@ def shorten(text: str, limit: int = CELL_CHARS) -> str:
         if kept:
             return kept + " …"
     return _clip(text, limit)
-
-
-_MODEL_NAMES = {"lstm": "LSTM", "mogrifier_lstm": "Mogrifier", reference.CHAPTER_4_MOGRIFIER: "Mogrifier (ch. 4 setup)",
-                "mogrifier_rlstm": "Mogrifier RLSTM", "mlstm": "mLSTM", "full_rank": "full-rank Mogrifier",
-                "no_zigzag": "no-zigzag Mogrifier", "transformer": "Transformer"}
-
-
-def model_name(key: str) -> str:
-    """A model's plain name: ``mogrifier_r4`` -> "Mogrifier r=4", ``mogrifier_rlstm`` -> "Mogrifier RLSTM"."""
-    rounds = re.fullmatch(r"mogrifier_r(\d+)", key)
-    return f"Mogrifier r={rounds[1]}" if rounds else _MODEL_NAMES.get(key, key)
 
 
 # Internal keys that reach the index's text from the results files, and their plain names (backticked code and

@@ -85,8 +85,8 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
 
     Verdicts as in :func:`paperlib.experiments.micmco_synthetic.verdict_of`; claims whose curves did not run say so. For 6-11 the
     evidence also counts the comparisons within the tie, which separates "no difference detected" from "the
-    opposite holds". Claims 2 and 6-12 also list each comparison's outcome (``wins``); keys that start with a
-    figure id let the results index give each figure its own verdict.
+    opposite holds". Every claim lists each comparison's outcome (``wins``); keys that start with a figure id let
+    :mod:`paperlib.experiments.micmco_ptb_claims` read a claim that spans several figures on each figure alone.
     """
     curves = results["curves"]
     margin, cap = results["settings"]["hv_margin"], results["settings"]["kl_cap"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from paperlib.experiments.config import register_experiment
 from paperlib.experiments.micmco_synthetic import TABLE_5_2, Configuration, Figure, Range
-from paperlib.reference import MICMCO_PTB_TABLE_5_1
+from paperlib.reference.micmco import MICMCO_PTB_TABLE_5_1
 
 
 EXPERIMENT = "micmco_ptb"
@@ -18,7 +18,7 @@ EXPERIMENT = "micmco_ptb"
 # ---------------------------------------------------------------------------------------------------
 # the thesis' numbers
 
-THESIS_TABLE_5_1 = MICMCO_PTB_TABLE_5_1  # Table 5.1 of the thesis (paperlib.reference): hidden size -> column -> numbers
+THESIS_TABLE_5_1 = MICMCO_PTB_TABLE_5_1  # Table 5.1 of the thesis (paperlib.reference.micmco): hidden size -> column -> numbers
 TABLE_5_1_COLUMNS: dict[str, str] = {  # column -> estimator stem
     "DReG 1 K/R": "dreg1", "DReG 16 K": "dreg16_kl", "DReG 16 R": "dreg16_renyi",
     "VIMCO 1 K/R": "vimco1", "VIMCO 16 K": "vimco16_kl", "VIMCO 16 R": "vimco16_renyi",

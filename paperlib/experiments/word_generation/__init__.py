@@ -32,7 +32,7 @@ What differs from the paper (also stated in the results JSON and the notebook):
   entropy of ``P(w_t | w_<t)`` per symbol along its own samples, up to the end-of-word symbol.
 
 Modules: :mod:`.settings`, :mod:`.data` (splits, oracles, n-grams), :mod:`.training` (one run), :mod:`.presentation`
-(tables, claims); the paper's numbers are in :mod:`paperlib.reference_word_generation`. This module plans and runs
+(tables, claims); the paper's numbers are in :mod:`paperlib.reference.word_generation`. This module plans and runs
 the experiment and re-exports their public names.
 """
 
@@ -60,7 +60,7 @@ from paperlib.experiments.stage import setup_stage
 from paperlib.models.dssm import CharVocab
 from paperlib.experiments.provenance import provenance
 from paperlib.atomic_files import write_json_atomic
-from paperlib.reference_word_generation import (
+from paperlib.reference.word_generation import (
     PAPER_BEST_SINGLE, PAPER_NGRAM_ORDERS, PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3, PAPER_TABLE3_FLOWS,
     PAPER_TEST_ENTROPY,
 )

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from paperlib.reference_word_generation import PAPER_NGRAM_ORDERS
+from paperlib.reference.word_generation import PAPER_NGRAM_ORDERS
 
 
 def format_value(mean: float | None, std: float | None = None, digits: int = 2) -> str:

@@ -13,7 +13,7 @@ import torch
 from paperlib.experiments.config import register_experiment
 from paperlib.flows import build_flow
 from paperlib.models.dssm import DSSMConfig
-from paperlib.reference_word_generation import PAPER_NGRAM_ORDERS
+from paperlib.reference.word_generation import PAPER_NGRAM_ORDERS
 
 
 NAME = "word_generation"

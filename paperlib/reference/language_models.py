@@ -1,4 +1,5 @@
-"""The seeds' published numbers, to print beside ours (never used as results).
+"""Melis' published language-model numbers (thesis Tables 2.1-2.3, 4.1, 4.2; Circling Back Tables 1-2), to print
+beside ours (never used as results), and which paper row each of our models sits beside.
 
 Each row names its source table and the setting it was measured in. Perplexities are word
 level; bpc is bits per character. MC: Monte Carlo dropout evaluation.
@@ -7,6 +8,8 @@ level; bpc is bits per character. MC: Monte Carlo dropout evaluation.
 from __future__ import annotations
 
 from typing import Any
+
+from paperlib.reference.names import CHAPTER_4_MOGRIFIER, CHAPTER_4_SUFFIX
 
 # Melis thesis Table 2.1 (Melis et al. 2020) and Table 4.1 (Circling Back Table 1): PTB, 2 layers,
 # 24M parameters, no dynamic evaluation.
@@ -38,29 +41,6 @@ ABLATION_FINDINGS = (
 
 REFERENCE = {"lm_ptb": LM_PTB, "lm_ptb_char": LM_PTB_CHAR, "lm_ptb_ablation": []}
 
-# Melis thesis Table 5.1 (§5.7.2): best test results of the sentence VAEs on PTB, IWAE with 500 samples; keyed by
-# the hidden size, then by column. "K / R": single-sample runs, where the KL and Rényi objectives coincide. NLL and
-# KL in nats per token.
-MICMCO_PTB_TABLE_5_1: dict[int, dict[str, dict[str, float]]] = {
-    128: {
-        "DReG 1 K/R": {"perplexity": 92.5, "nll": 4.527, "kl": 0.047},
-        "DReG 16 K": {"perplexity": 91.7, "nll": 4.518, "kl": 0.131},
-        "DReG 16 R": {"perplexity": 91.6, "nll": 4.517, "kl": 0.126},
-        "VIMCO 1 K/R": {"perplexity": 94.6, "nll": 4.549, "kl": 0.000},
-        "VIMCO 16 K": {"perplexity": 92.1, "nll": 4.523, "kl": 0.164},
-        "VIMCO 16 R": {"perplexity": 92.5, "nll": 4.527, "kl": 0.120},
-    },
-    256: {
-        "DReG 1 K/R": {"perplexity": 83.9, "nll": 4.429, "kl": 0.000},
-        "DReG 16 K": {"perplexity": 82.8, "nll": 4.416, "kl": 0.140},
-        "DReG 16 R": {"perplexity": 82.2, "nll": 4.409, "kl": 0.138},
-        "VIMCO 1 K/R": {"perplexity": 84.7, "nll": 4.439, "kl": 0.001},
-        "VIMCO 16 K": {"perplexity": 83.4, "nll": 4.424, "kl": 0.167},
-        "VIMCO 16 R": {"perplexity": 83.1, "nll": 4.420, "kl": 0.094},
-    },
-}
-
-
 def paper_rows(experiment: str) -> list[dict]:
     """The published rows for an experiment's table."""
     try:
@@ -69,10 +49,6 @@ def paper_rows(experiment: str) -> list[dict]:
         raise ValueError(f"no reference numbers for {experiment!r}; known: {', '.join(REFERENCE)}") from None
 
 
-# Paper-profile name of the Mogrifier LSTM trained with Melis ch. 4's setup (Table 4.1 / 4.2), beside the one
-# trained with ch. 2's setup (Table 2.1 / 2.2) under the plain name.
-CHAPTER_4_SUFFIX = "_ch4"
-CHAPTER_4_MOGRIFIER = "mogrifier_lstm" + CHAPTER_4_SUFFIX
 
 
 def rlstm_baseline(summary: dict[str, Any]) -> str:

@@ -1,0 +1,216 @@
+"""The claims of the character-level dynamic-evaluation experiment (Krause Table 4.4, Table 6.1, Table 6.4, Fig. 5.2,
+Fig. 3.3; Melis §2.3.2) judged on ``results/dyneval_char.json``: one :class:`~paperlib.experiments.claims.Claim`
+per index row (K-T4.4, K-T6.1, K-T6.4, K-F5.2, K-F3.3), read by the results index and the notebook alike. Pure
+Python (no torch).
+
+Which model answers which claim is read from its cell (``results["models"][name]["cell"]``): the Transformer's tables
+are Table 6.1's, every recurrent model's table is Table 4.4's; the recovery expectations are per cell too (an mLSTM
+recovers faster than the stacked LSTM, Krause Fig. 3.3; a Mogrifier LSTM does not, Melis §2.3.2).
+
+Tie rules. Every bits-per-character number compared in the tables, out of domain and along the sequence comes from
+one trained model evaluated deterministically, so no seed spread is measured and a comparison is strict
+(:func:`~paperlib.experiments.claims.strict_word`). The recovery test has a margin: its gap (a model's advantage
+over the LSTM one character after a surprise minus its overall advantage) comes with twice its standard error over
+the surprising positions (``gap_one_step``'s ``margin``); "recovers faster" holds beyond it
+(:func:`~paperlib.experiments.claims.direction_word`), and "does not recover faster" holds unless the gap is beyond
+it. A part whose model or rule the results lack (not run at the profile) is listed as not run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping
+
+from paperlib.experiments.claims import Claim, Part, Unjudged, direction_word, strict_word
+from paperlib.reference.names import model_name
+from paperlib.reference.dynamic_evaluation import DYNEVAL_CHAR_MELIS_RECOVERY
+
+Results = Mapping[str, Any]
+
+_NO_SPREAD = "one trained model, deterministic evaluation, no spread to tie within"
+STRICT = f"lower bits per character wins by any amount: {_NO_SPREAD}"
+GROWS = (f"the mean advantage over the last third of the bins above that over the first third by any amount: "
+         f"{_NO_SPREAD} (the spread over the sequences is not measured)")
+MORE_OUT = f"the out-of-domain gain above the in-domain gain by any amount: {_NO_SPREAD}"
+TRANSFORMER = "transformer"  # the cell of Table 6.1's model; every other (recurrent) model's table is Table 4.4's
+DOMAINS = {"in_domain": "in domain", "out_of_domain": "out of domain"}  # Fig. 5.2's curves
+# Recovery (Fig. 3.3, Melis §2.3.2): cell -> (does it recover faster than the stacked LSTM, per the seed; source).
+RECOVERY = {"mlstm": (True, "Krause Fig. 3.3"),
+            "mogrifier_lstm": (DYNEVAL_CHAR_MELIS_RECOVERY["mogrifier_recovers_faster_than_lstm"], "Melis §2.3.2")}
+RECOVERY_GAP = ("the advantage over the LSTM one character after a surprise minus the overall advantage (Krause's "
+                "criterion); margin: twice its standard error over the surprising positions")
+
+
+def _strict(label: str, claim: str, gap: float, evidence: str, rule: str = STRICT) -> Part:
+    """A part judged by strict inequality; ``gap`` > 0 is the seed's direction."""
+    return Part(label=label, claim=claim, verdict=strict_word(gap), evidence=evidence, rule=rule)
+
+
+def _bpc(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def _signed(x: float | None, sign: str = "+") -> str:
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:{sign}.3f}"
+
+
+def _table_models(results: Results, transformer: bool) -> list[str]:
+    """The models with a table whose cell is (or is not) the Transformer."""
+    return [m for m in results["tables"] if (results["models"][m]["cell"] == TRANSFORMER) == transformer]
+
+
+def _test_bpc(results: Results, model: str) -> dict[str, float]:
+    return {r["key"]: r["test_bpc"] for r in results["tables"][model]["rows"]}
+
+
+def _improves(model: str, rows: Mapping[str, float], table: str) -> Part:
+    name = model_name(model)
+    return _strict(f"dynamic evaluation improves the {name}", f"dynamic evaluation (global RMS + RMS decay) lowers "
+                   f"the {name}'s test bits/char below static evaluation ({table})",
+                   rows["static"] - rows["global_rms"],
+                   f"static {_bpc(rows['static'])} → global RMS {_bpc(rows['global_rms'])} bpc")
+
+
+def _table_claim(item: str, results: Results, transformer: bool, table: str,
+                 extras: Callable[[str, Mapping[str, float]], tuple[list[Part], list[str]]]) -> Claim:
+    """A table's claim: per model of the table's kind, dynamic evaluation improves it, plus ``extras``' parts; with
+    no such model, the parts of the thesis' model (its cell's name) are not run."""
+    parts: list[Part] = []
+    not_run: list[str] = []
+    models = _table_models(results, transformer)
+    for model in models or [TRANSFORMER if transformer else "mlstm"]:
+        rows = _test_bpc(results, model) if models else {}
+        if "global_rms" in rows:
+            parts.append(_improves(model, rows, table))
+        else:
+            not_run.append(f"dynamic evaluation improves the {model_name(model)}")
+        more, unrun = extras(model, rows)
+        parts += more
+        not_run += unrun
+    return Claim(item, tuple(parts), tuple(not_run))
+
+
+def _sparse(model: str, rows: Mapping[str, float]) -> tuple[list[Part], list[str]]:
+    label = f"sparse between static and full ({model_name(model)})"
+    if "global_rms" not in rows or "sparse_recurrent" not in rows:
+        return [], [label]
+    static, sparse, full = rows["static"], rows["sparse_recurrent"], rows["global_rms"]
+    return [_strict(label, "sparse dynamic evaluation (M inside the recurrence, eq. 4.8) lies between static and full "
+                    "dynamic evaluation (Table 4.4)", min(static - sparse, sparse - full),
+                    f"static {_bpc(static)}, sparse {_bpc(sparse)}, full {_bpc(full)} bpc")], []
+
+
+def _beats_sgd(model: str, rows: Mapping[str, float]) -> tuple[list[Part], list[str]]:
+    label = f"global RMS beats SGD ({model_name(model)})"
+    if "global_rms" not in rows or "sgd" not in rows:
+        return [], [label]
+    return [_strict(label, "dynamic evaluation with global RMS + RMS decay beats SGD dynamic evaluation (Table 6.1)",
+                    rows["sgd"] - rows["global_rms"],
+                    f"SGD {_bpc(rows['sgd'])} → global RMS {_bpc(rows['global_rms'])} bpc")], []
+
+
+def sparse_table_claim(results: Results) -> Claim:
+    """K-T4.4 (Table 4.4): for the recurrent models' tables, dynamic evaluation improves on static evaluation, and
+    sparse dynamic evaluation (eq. 4.8) lies between static and full dynamic evaluation."""
+    return _table_claim("K-T4.4", results, False, "Table 4.4", _sparse)
+
+
+def transformer_table_claim(results: Results) -> Claim:
+    """K-T6.1 (Table 6.1): for the Transformer, dynamic evaluation improves on static evaluation, and global RMS +
+    RMS decay beats SGD."""
+    return _table_claim("K-T6.1", results, True, "Table 6.1", _beats_sgd)
+
+
+def out_of_domain_claim(results: Results) -> Claim:
+    """K-T6.4 (Tables 6.1/6.4, §5.1): for every model with a table, dynamic evaluation (global RMS) gains more bits
+    per character out of domain than in domain, with the settings tuned in domain."""
+    parts, not_run = [], []
+    for model in results["tables"]:
+        label = f"the {model_name(model)} gains more out of domain"
+        rows, ood = _test_bpc(results, model), results["ood"]["models"].get(model, {})
+        if "global_rms" not in rows or "global_rms" not in ood:
+            not_run.append(label)
+            continue
+        static, dynamic = ood["static"]["bpc"], ood["global_rms"]["bpc"]
+        inside, outside = rows["static"] - rows["global_rms"], static - dynamic
+        parts.append(_strict(label, f"dynamic evaluation helps the {model_name(model)} more out of domain than in "
+                             "domain (Tables 6.1/6.4, §5.1)", outside - inside,
+                             f"static − global RMS: {_bpc(outside)} bpc out of domain ({_bpc(static)} → "
+                             f"{_bpc(dynamic)}), {_bpc(inside)} in domain", MORE_OUT))
+    return Claim("K-T6.4", tuple(parts), tuple(not_run))
+
+
+def timescale_claim(results: Results) -> Claim:
+    """K-F5.2 (Fig. 5.2): in domain and out of domain, the dynamic advantage (static − dynamic bits per character,
+    per bin of positions) is larger over the last third of the bins than over the first."""
+    ts = results["timescale"]
+    parts, not_run = [], []
+    for domain, where in DOMAINS.items():
+        label = f"advantage grows ({where})"
+        if domain not in ts["curves"]:
+            not_run.append(label)
+            continue
+        curves = ts["curves"][domain]
+        gaps = [s - d for s, d in zip(curves["static"], curves["dynamic"])]
+        third = max(1, len(gaps) // 3)
+        early, late = sum(gaps[:third]) / third, sum(gaps[-third:]) / third
+        parts.append(_strict(label, f"the dynamic advantage grows along the sequence {where} (Fig. 5.2)",
+                             late - early, f"static − dynamic {_bpc(early)} → {_bpc(late)} bpc, first vs last "
+                             f"third of {len(gaps)} bins of {ts['bin']} characters, {model_name(ts['model'])}",
+                             GROWS))
+    return Claim("K-F5.2", tuple(parts), tuple(not_run))
+
+
+def _recovery_part(model: str, found: Mapping[str, Any], faster: bool, source: str, rec: Results) -> Part:
+    name, against = model_name(model), model_name(found["against"])
+    gap, margin = found["gap"], found["margin"]
+    label = f"the {name} {'recovers' if faster else 'does not recover'} faster than the {against}"
+    after, overall = rec["after_bits"], rec["overall_bits"]
+    evidence = (f"gap {_signed(gap)} ± {_signed(margin, '')} bits; one character after a surprise {against} "
+                f"{after[found['against']][1]:.2f} vs {name} {after[model][1]:.2f}, overall "
+                f"{overall[found['against']]:.2f} vs {overall[model]:.2f} bits")
+    claim = f"the {name} {'recovers' if faster else 'does not recover'} faster than the {against} after a surprise"
+    if faster:
+        return Part(label, f"{claim} ({source})", direction_word(gap, margin), evidence,
+                    f"{RECOVERY_GAP}; positive beyond the margin holds, positive inside it is within noise")
+    beyond = gap is None or not math.isfinite(gap) or gap > margin
+    return Part(label, f"{claim} ({source})", "not reproduced" if beyond else "reproduced", evidence,
+                f"{RECOVERY_GAP}; holds unless the gap is positive beyond the margin")
+
+
+def recovery_claim(results: Results) -> Claim:
+    """K-F3.3 (Fig. 3.3, Melis §2.3.2): per recovery model whose cell has a seed expectation (:data:`RECOVERY`), the
+    mLSTM recovers faster than the stacked LSTM, the Mogrifier LSTM does not."""
+    rec = results["recovery"]
+    gaps = rec.get("gap_one_step", {})
+    parts, not_run = [], []
+    for cell, (faster, source) in RECOVERY.items():
+        models = [m for m in rec["models"] if results["models"][m]["cell"] == cell]
+        verb = "recovers" if faster else "does not recover"
+        not_run += [f"the {model_name(m)} {verb} faster than the LSTM" for m in models if m not in gaps]
+        parts += [_recovery_part(m, gaps[m], faster, source, rec) for m in models if m in gaps]
+        if not models:
+            not_run.append(f"the {model_name(cell)} {verb} faster than the LSTM")
+    return Claim("K-F3.3", tuple(parts), tuple(not_run))
+
+
+CLAIMS: dict[str, Callable[[Results], Claim]] = {
+    "K-F3.3": recovery_claim, "K-T4.4": sparse_table_claim, "K-F5.2": timescale_claim,
+    "K-T6.1": transformer_table_claim, "K-T6.4": out_of_domain_claim,
+}
+
+
+def claims(results: Results) -> dict[str, Claim]:
+    """Every claim these results can judge, keyed by index row; one none of whose parts can be judged (or whose
+    numbers are missing) is left out, and the index shows its row as pending."""
+    out = {}
+    for item, judge in CLAIMS.items():
+        try:
+            out[item] = judge(results)
+        except (KeyError, IndexError, Unjudged):
+            continue
+    return out
+
+
+__all__ = ["CLAIMS", "GROWS", "MORE_OUT", "RECOVERY", "STRICT", "claims", "out_of_domain_claim", "recovery_claim",
+           "sparse_table_claim", "timescale_claim", "transformer_table_claim"]

@@ -1,0 +1,262 @@
+"""The claims about recurrent language models, judged on the LM stages' results: Melis chs. 2 and 4's word- and
+character-level orderings (Tables 2.1 / 4.1, 2.2 / 4.2; stages ``lm_ptb``, ``lm_ptb_char``) and PTB ablation
+(Table 2.3, Fig. 2.3; ``lm_ptb_ablation``), and Krause's byte-level WikiText-2 table (Table 3.3; ``lm_wt2_bytes``).
+One :class:`~paperlib.experiments.claims.Claim` per seed item, read by the results index and the notebooks alike.
+Pure Python (no torch).
+
+Tie rule. Every model is trained with several seeds; a comparison of two models is the gap of their seed means,
+signed positive in the thesis' direction, against twice the standard error of that difference,
+2 sqrt(s_a^2 / n_a + s_b^2 / n_b), from the seed standard deviations we measured (:func:`compare_seed_means`). With
+one seed of a model there is no margin, and a gap in the thesis' direction is only "within noise".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from paperlib.experiments.claims import Claim, Part, direction_word, strict_word
+from paperlib.reference.language_models import CHAPTER_4_SUFFIX, LM_PTB, LM_PTB_CHAR, rlstm_baseline
+from paperlib.reference.names import model_name
+from paperlib.reference.byte_lm import BYTE_MLSTM, TABLE_3_3, VD_LSTM_RANGE
+
+Results = Mapping[str, Any]
+
+TIE_RULE = ("lower mean {metric} over seeds wins beyond twice the standard error of the difference of the seed "
+            "means, 2 sqrt(s1²/n1 + s2²/n2); one seed: no margin")
+
+# The orderings: which pairs each table claims, worse model first.
+TABLE_PAIRS = {
+    "M-T2.1": (("lstm", "mogrifier_lstm"),),
+    "M-T4.1": (("lstm", "mogrifier_lstm"), ("mogrifier_lstm", "mogrifier_rlstm")),
+    "M-T2.2": (("lstm", "mogrifier_lstm"),),
+    "M-T4.2": (("lstm", "mogrifier_lstm"), ("mogrifier_lstm", "mogrifier_rlstm")),
+}
+TABLE_STAGES = {"M-T2.1": "lm_ptb", "M-T4.1": "lm_ptb", "M-T2.2": "lm_ptb_char", "M-T4.2": "lm_ptb_char"}
+
+ROUNDS = "more rounds help"
+FULL_RANK_TOLERANCE = 0.02  # "close behind": the full-rank Mogrifier within 2% of the best low-rank one
+FULL_RANK = f"full rank within {FULL_RANK_TOLERANCE:.0%} of low rank"
+ZIGZAG = "zigzag helps"
+MLSTM = "mLSTM no better than LSTM"
+
+
+def compare_seed_means(summary: Mapping[str, Any], worse: str, better: str, key: str) -> dict[str, Any]:
+    """The paper has ``better`` below ``worse`` on ``key`` (lower is better): our gap of seed means and its margin.
+
+    The gap is mean(worse) - mean(better), positive in the paper's direction. The tie margin is twice the standard
+    error of the difference of the two seed means, 2 sqrt(s_w^2 / n_w + s_b^2 / n_b), from the seed standard
+    deviations we measured; None without two seeds of each model (no spread measured). A part reads the pair with
+    :func:`~paperlib.experiments.claims.direction_word`.
+    """
+    a, b = summary[worse], summary[better]
+    margin = None
+    if a["seeds"] >= 2 and b["seeds"] >= 2:
+        margin = 2 * math.sqrt(a[key + "_std"] ** 2 / a["seeds"] + b[key + "_std"] ** 2 / b["seeds"])
+    return {"paper: better": better, "than": worse, "our gap": a[key] - b[key], "tie margin": margin}
+
+
+def against(pair: Mapping[str, Any]) -> bool:
+    """The pair goes the other way beyond its tie margin (never without a margin)."""
+    return pair["tie margin"] is not None and pair["our gap"] < -pair["tie margin"]
+
+
+def _unit(results: Results) -> tuple[str, int]:
+    return ("bpc", 3) if results["level"] == "char" else ("ppl", 1)
+
+
+def _spread(summary: Mapping[str, Any], model: str, key: str, digits: int) -> str:
+    row = summary[model]
+    return f"{row[key]:.{digits}f}" + (f" ± {row[key + '_std']:.{digits}f}" if row["seeds"] > 1 else "")
+
+
+def _pair_evidence(pair: Mapping[str, Any], summary: Mapping[str, Any], key: str, unit: str, digits: int) -> str:
+    """Both means (± seed s.d.), the gap (positive: the thesis' way) and the margin; never a verdict word."""
+    worse, better, margin = pair["than"], pair["paper: better"], pair["tie margin"]
+    seeds = sorted({summary[worse]["seeds"], summary[better]["seeds"]})
+    return (f"{model_name(worse)} {_spread(summary, worse, key, digits)} vs {model_name(better)} "
+            f"{_spread(summary, better, key, digits)} {unit} over {'/'.join(map(str, seeds))} seeds: gap "
+            f"{pair['our gap']:+.{digits}f}, " + ("one seed, no margin" if margin is None else
+                                                     f"tie margin {margin:.{digits}f}"))
+
+
+def ordering_pairs(results: Results, metric: str = "test") -> list[dict[str, Any]]:
+    """Each neighbouring pair of the thesis' ranking LSTM > Mogrifier LSTM > Mogrifier RLSTM (worst to best) that
+    ``results`` holds, judged by :func:`compare_seed_means` on ``metric`` ("test" or "valid"). When a Mogrifier LSTM
+    was also trained with ch. 4's setup (:data:`paperlib.reference.language_models.CHAPTER_4_MOGRIFIER`), the RLSTM
+    is compared with that one, as in Tables 4.1 / 4.2."""
+    unit, _ = _unit(results)
+    summary = results["summary"]
+    ours = [m for m in ("lstm", "mogrifier_lstm", "mogrifier_rlstm") if m in summary]
+    compared = [(rlstm_baseline(summary) if better == "mogrifier_rlstm" else worse, better)
+                for worse, better in zip(ours, ours[1:])]
+    return [compare_seed_means(summary, worse, better, f"{metric}_{unit}") for worse, better in compared]
+
+
+def _paper_tests(item: str, worse: str, better: str) -> tuple[float, float, str] | None:
+    """The thesis' test numbers of a pair for ``item`` and the table they come from: the item's own table (Melis
+    T2.1, T4.1, T2.2 or T4.2) when it has both models, else the chapter-2 table of the same corpus (Tables 4.1 / 4.2
+    have no LSTM row); None when neither has both."""
+    rows = LM_PTB if TABLE_STAGES[item] == "lm_ptb" else LM_PTB_CHAR
+    for table in (item[3:], f"2.{item[5:]}"):
+        found = {r["model"]: r["test"] for r in rows if r["source"] == f"Melis T{table}"}
+        if worse in found and better in found:
+            return found[worse], found[better], f"Table {table}"
+    return None
+
+
+def ordering_claim(results: Results, item: str) -> Claim:
+    """Tables 2.1 / 2.2 (the Mogrifier beats the LSTM) and 4.1 / 4.2 (and the Mogrifier RLSTM beats the Mogrifier)
+    on test perplexity (words) or bits per character (characters), one part per pair of :data:`TABLE_PAIRS`; a pair
+    whose models were not both trained is named as not run."""
+    if item not in TABLE_PAIRS:
+        raise ValueError(f"no ordering claim for {item!r}; known: {', '.join(TABLE_PAIRS)}")
+    unit, digits = _unit(results)
+    key, summary = f"test_{unit}", results["summary"]
+    pairs = {(p["than"].removesuffix(CHAPTER_4_SUFFIX), p["paper: better"]): p for p in ordering_pairs(results)}
+    parts, not_run = [], []
+    for worse, better in TABLE_PAIRS[item]:
+        if (worse, better) not in pairs:
+            not_run.append(f"{model_name(better)} vs {model_name(worse)} (not both trained)")
+            continue
+        pair = pairs[(worse, better)]
+        paper = _paper_tests(item, worse, better)
+        said = "" if paper is None else f" (thesis: {paper[0]} vs {paper[1]} {unit}, {paper[2]})"
+        parts.append(Part(
+            label=f"{model_name(better)} better than {model_name(pair['than'])}",
+            claim=f"the {model_name(better)} has lower test {unit} than the {model_name(pair['than'])}{said}",
+            verdict=direction_word(pair["our gap"], pair["tie margin"]),
+            evidence=_pair_evidence(pair, summary, key, unit, digits),
+            rule=TIE_RULE.format(metric=f"test {unit}")))
+    return Claim(item, tuple(parts), tuple(not_run))
+
+
+def rounds_of(spec: Mapping[str, Any]) -> int:
+    """Mogrifier rounds r of a model spec (0 for cells without a Mogrifier)."""
+    if not spec["cell"].startswith("mogrifier_"):
+        return 0
+    return spec.get("options", {}).get("mogrifier_rounds", 5)
+
+
+def _low_rank(results: Results) -> list[str]:
+    summary, models = results["summary"], results["models"]
+    return [n for n in summary if n.startswith("mogrifier_r") and models[n]["cell"] == "mogrifier_lstm"]
+
+
+def _rounds_part(results: Results, metric: str) -> Part | None:
+    """More rounds help: the sweep r = 0 (the LSTM), 2, 4, ... judged at its ends, unless a step of it goes the
+    other way beyond its tie margin."""
+    summary, models = results["summary"], results["models"]
+    sweep = sorted((rounds_of(models[n]), n) for n in summary if n == "lstm" or n in _low_rank(results))
+    if len(sweep) < 2:
+        return None
+    steps = [compare_seed_means(summary, a, b, metric) for (_, a), (_, b) in zip(sweep, sweep[1:])]
+    ends = compare_seed_means(summary, sweep[0][1], sweep[-1][1], metric)
+    reversed_steps = [p for p in steps if against(p)]
+    verdict = "not reproduced" if reversed_steps else direction_word(ends["our gap"], ends["tie margin"])
+    margin = ends["tie margin"]
+    evidence = (", ".join(f"r={r} {summary[n][metric]:.1f}" for r, n in sweep)
+                + f"; r={sweep[0][0]} -> {sweep[-1][0]} gap {ends['our gap']:+.1f} ("
+                + ("one seed, no margin" if margin is None else f"tie margin {margin:.1f}") + ")"
+                + "".join(f"; {model_name(p['than'])} -> {model_name(p['paper: better'])} rises by {-p['our gap']:.1f}"
+                          for p in reversed_steps))
+    return Part(label=ROUNDS, claim="validation perplexity falls as the number of Mogrifier rounds r grows "
+                                    "(Fig. 2.3; r = 0 is the LSTM)",
+                verdict=verdict, evidence=evidence,
+                rule="the sweep's ends compared by the seed-mean tie rule; no step of it may go the other way "
+                     "beyond its own margin")
+
+
+def _full_rank_part(results: Results, metric: str) -> Part | None:
+    summary = results["summary"]
+    low_rank = _low_rank(results)
+    if "full_rank" not in summary or not low_rank:
+        return None
+    best = min(low_rank, key=lambda n: summary[n][metric])
+    ratio = summary["full_rank"][metric] / summary[best][metric]
+    return Part(label=FULL_RANK, claim="the full-rank Mogrifier is close behind the low-rank one",
+                verdict=strict_word(FULL_RANK_TOLERANCE - abs(ratio - 1)),
+                evidence=f"full rank {summary['full_rank'][metric]:.1f} vs {model_name(best)} "
+                         f"{summary[best][metric]:.1f} ({ratio - 1:+.1%})",
+                rule=f"close: within {FULL_RANK_TOLERANCE:.0%} of the best low-rank Mogrifier's validation perplexity "
+                     "(the thesis gives no number; a fixed threshold, not a seed margin)")
+
+
+def _zigzag_part(results: Results, metric: str) -> Part | None:
+    summary, models = results["summary"], results["models"]
+    if "no_zigzag" not in summary:
+        return None
+    same_r = [n for n in _low_rank(results) if rounds_of(models[n]) == rounds_of(models["no_zigzag"])]
+    if not same_r:
+        return None
+    pair = compare_seed_means(summary, "no_zigzag", same_r[0], metric)
+    return Part(label=ZIGZAG, claim="the no-zigzag Mogrifier underperforms the Mogrifier with the same r (on par "
+                                    "with r = 2)",
+                verdict=direction_word(pair["our gap"], pair["tie margin"]),
+                evidence=_pair_evidence(pair, summary, metric, "ppl", 1),
+                rule=TIE_RULE.format(metric="validation ppl"))
+
+
+def _mlstm_part(results: Results, metric: str) -> Part | None:
+    """"No better": the thesis' way holds unless the mLSTM is better beyond the margin; with one seed, a gap the
+    thesis' way is only within noise."""
+    summary = results["summary"]
+    if "mlstm" not in summary or "lstm" not in summary:
+        return None
+    pair = compare_seed_means(summary, "mlstm", "lstm", metric)  # positive gap: the mLSTM is the worse one
+    margin = pair["tie margin"]
+    verdict = direction_word(pair["our gap"], None) if margin is None else "not reproduced" if against(pair) else \
+        "reproduced"
+    return Part(label=MLSTM, claim="the mLSTM does not improve on the LSTM",
+                verdict=verdict, evidence=_pair_evidence(pair, summary, metric, "ppl", 1),
+                rule="holds unless the mLSTM's mean validation ppl is below the LSTM's beyond the seed-mean tie margin")
+
+
+ABLATION_ITEMS = {"M-T2.3": (ROUNDS, FULL_RANK, ZIGZAG, MLSTM), "M-F2.3": (ROUNDS,)}
+
+
+def ablation_claim(results: Results, item: str = "M-T2.3", metric: str = "valid_ppl") -> Claim:
+    """The thesis' ablation findings (§2.3.1, Table 2.3; Fig. 2.3 is the rounds alone) on our validation
+    perplexities; a finding whose models were not trained is named as not run."""
+    if item not in ABLATION_ITEMS:
+        raise ValueError(f"no ablation claim for {item!r}; known: {', '.join(ABLATION_ITEMS)}")
+    judge = {ROUNDS: _rounds_part, FULL_RANK: _full_rank_part, ZIGZAG: _zigzag_part, MLSTM: _mlstm_part}
+    parts = {label: judge[label](results, metric) for label in ABLATION_ITEMS[item]}
+    return Claim(item, tuple(p for p in parts.values() if p is not None),
+                 tuple(f"{label} (its models not trained)" for label, p in parts.items() if p is None))
+
+
+def byte_claim(results: Results) -> Claim:
+    """Krause Table 3.3 on byte-level WikiText-2: the mLSTM beats an LSTM of the same size at the byte level (the
+    thesis shows it on enwik8 and text8, Tables 3.1-3.2; Table 3.3 has no byte LSTM), by the seed-mean tie rule on
+    test bits per byte; and the byte mLSTM's eq. 3.15 word perplexity is on par with the word-level LSTMs with
+    variational dropout: at most the worse of Inan et al.'s two (the better is 87.0). A part whose models were not
+    trained is named as not run."""
+    summary, parts, not_run = results["summary"], [], []
+    low, high = VD_LSTM_RANGE
+    if "mlstm" in summary and "lstm" in summary:
+        pair = compare_seed_means(summary, "lstm", "mlstm", "test_bpb")
+        parts.append(Part(label="mLSTM beats LSTM", claim="the mLSTM has lower test bits per byte than an LSTM of the "
+                          "same size (Tables 3.1-3.2 on enwik8 and text8)",
+                          verdict=direction_word(pair["our gap"], pair["tie margin"]),
+                          evidence=_pair_evidence(pair, summary, "test_bpb", "bits/byte", 3)
+                          + f" ({summary['mlstm']['parameters'] / 1e6:.2f}M vs "
+                            f"{summary['lstm']['parameters'] / 1e6:.2f}M params)",
+                          rule=TIE_RULE.format(metric="test bits per byte")))
+    else:
+        not_run.append("mLSTM vs LSTM (not both trained)")
+    if "mlstm" in summary:
+        ppl = summary["mlstm"]["test_word_ppl"]
+        parts.append(Part(label="byte mLSTM on par with word-level VD LSTMs",
+                          claim=f"the byte mLSTM's word perplexity ({TABLE_3_3[BYTE_MLSTM][1]}) is on par with "
+                                f"word-level LSTMs with variational dropout ({low:.1f}-{high:.1f})",
+                          verdict="reproduced" if ppl <= high else "not reproduced",
+                          evidence=f"our word perplexity {ppl:,.1f} vs {low:.1f}-{high:.1f}",
+                          rule=f"eq. 3.15 word perplexity at most {high:.1f}, the worse of the two"))
+    else:
+        not_run.append("byte mLSTM on par (no mLSTM trained)")
+    return Claim("K-T3.3", tuple(parts), tuple(not_run))
+
+
+__all__ = ["ABLATION_ITEMS", "TABLE_PAIRS", "ablation_claim", "against", "byte_claim",
+           "compare_seed_means", "ordering_claim", "ordering_pairs", "rounds_of"]

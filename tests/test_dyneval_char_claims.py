@@ -1,0 +1,211 @@
+"""The character-level dynamic-evaluation claims (paperlib.experiments.dyneval_char_claims) judged on constructed
+results: each rule flips when its numbers do, a model or rule the results lack is listed as not run, the models'
+cells decide which claim they answer, the index rows show exactly these claims, and the module loads without torch."""
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+
+from paperlib.compendium.results_index.rows import ROWS
+from paperlib.compendium.results_index.text import _claim_verdict
+from paperlib.experiments.claims import Unjudged
+from paperlib.experiments.dyneval_char_claims import (
+    CLAIMS, claims, out_of_domain_claim, recovery_claim, sparse_table_claim, timescale_claim, transformer_table_claim,
+)
+from tests.conftest import REPO
+
+ITEMS = ("K-F3.3", "K-T4.4", "K-F5.2", "K-T6.1", "K-T6.4")
+IMPROVES_MLSTM, SPARSE = "dynamic evaluation improves the mLSTM", "sparse between static and full (mLSTM)"
+IMPROVES_TXL, BEATS_SGD = "dynamic evaluation improves the Transformer", "global RMS beats SGD (Transformer)"
+MLSTM_FASTER = "the mLSTM recovers faster than the LSTM"
+MOGRIFIER_NOT = "the Mogrifier does not recover faster than the LSTM"
+
+
+def _rows(**bpc):
+    return {"rows": [{"key": key, "test_bpc": value} for key, value in bpc.items()]}
+
+
+def _gap(gap, margin=0.04):
+    return {"against": "lstm", "gap": gap, "se": margin / 2, "margin": margin}
+
+
+def constructed():
+    """Results shaped like ``results/dyneval_char.json`` in which every claim holds."""
+    return {
+        "models": {m: {"cell": m} for m in ("lstm", "mlstm", "mogrifier_lstm", "transformer")},
+        "tables": {"mlstm": _rows(static=2.2, sgd=2.05, global_rms=2.0, sparse_recurrent=2.1, sparse_output=2.1),
+                   "transformer": _rows(static=2.0, sgd=1.9, global_rms=1.85)},
+        "ood": {"models": {"mlstm": {"static": {"bpc": 2.6}, "sgd": {"bpc": 2.3}, "global_rms": {"bpc": 2.2}},
+                           "transformer": {"static": {"bpc": 2.5}, "global_rms": {"bpc": 2.1}}}},
+        "timescale": {"model": "mlstm", "bin": 100, "curves": {
+            "in_domain": {"static": [2.0] * 6, "dynamic": [1.99, 1.98, 1.9, 1.9, 1.8, 1.8]},
+            "out_of_domain": {"static": [2.5] * 6, "dynamic": [2.4, 2.4, 2.2, 2.2, 2.0, 2.0]}}},
+        "recovery": {"models": ["lstm", "mlstm", "mogrifier_lstm"],
+                     "after_bits": {"lstm": [6.0, 2.5, 2.2], "mlstm": [6.0, 2.2, 2.0],
+                                    "mogrifier_lstm": [6.0, 2.4, 2.1]},
+                     "overall_bits": {"lstm": 1.9, "mlstm": 1.8, "mogrifier_lstm": 1.85},
+                     "gap_one_step": {"mlstm": _gap(0.1), "mogrifier_lstm": _gap(-0.03)}},
+    }
+
+
+def _parts(claim):
+    return {p.label: p.verdict for p in claim.parts}
+
+
+def test_every_claim_holds_where_the_numbers_have_the_seeds_shape():
+    judged = claims(constructed())
+    assert list(judged) == list(CLAIMS) and set(CLAIMS) == set(ITEMS)
+    for item, claim in judged.items():
+        assert claim.item == item and claim.verdict == "reproduced" and not claim.not_run, claim.text()
+        assert all(p.claim and p.evidence and p.rule for p in claim.parts)
+    assert set(_parts(judged["K-T4.4"])) == {IMPROVES_MLSTM, SPARSE}
+    assert set(_parts(judged["K-T6.1"])) == {IMPROVES_TXL, BEATS_SGD}
+    assert set(_parts(judged["K-F3.3"])) == {MLSTM_FASTER, MOGRIFIER_NOT}
+
+
+@pytest.mark.parametrize("bpc, improves, sparse", [
+    ({"global_rms": 2.3}, "not reproduced", "not reproduced"),  # full dynamic evaluation worse than static
+    ({"sparse_recurrent": 2.25}, "reproduced", "not reproduced"),  # sparse worse than static
+    ({"sparse_recurrent": 1.95}, "reproduced", "not reproduced"),  # sparse better than full
+    ({"sparse_recurrent": 2.2}, "reproduced", "not reproduced"),  # a tie with static is not "between" (strict)
+])
+def test_table_4_4_parts_flip_with_their_numbers(bpc, improves, sparse):
+    r = constructed()
+    for row in r["tables"]["mlstm"]["rows"]:
+        row["test_bpc"] = bpc.get(row["key"], row["test_bpc"])
+    assert _parts(sparse_table_claim(r)) == {IMPROVES_MLSTM: improves, SPARSE: sparse}
+
+
+def test_a_rule_not_run_is_listed_and_the_transformer_answers_table_6_1_only():
+    r = constructed()
+    r["tables"]["mlstm"] = _rows(static=2.2, global_rms=2.0)  # no sparse row at this profile
+    claim = sparse_table_claim(r)
+    assert _parts(claim) == {IMPROVES_MLSTM: "reproduced"} and claim.not_run == (SPARSE,)
+    assert claim.verdict == "partly" and "not run: " + SPARSE in claim.text()
+    r["tables"]["mlstm"] = _rows(static=2.2)  # static only: nothing of Table 4.4 to judge
+    with pytest.raises(Unjudged):
+        sparse_table_claim(r)
+    assert "K-T4.4" not in claims(r) and "K-T6.1" in claims(r)
+
+
+def test_table_6_1_parts_flip_and_a_missing_sgd_row_is_not_run():
+    r = constructed()
+    r["tables"]["transformer"] = _rows(static=2.0, sgd=1.8, global_rms=1.85)
+    assert _parts(transformer_table_claim(r)) == {IMPROVES_TXL: "reproduced", BEATS_SGD: "not reproduced"}
+    assert transformer_table_claim(r).verdict == "partly"
+    r["tables"]["transformer"] = _rows(static=1.8, global_rms=1.85)
+    claim = transformer_table_claim(r)
+    assert _parts(claim) == {IMPROVES_TXL: "not reproduced"} and claim.not_run == (BEATS_SGD,)
+    del r["tables"]["transformer"]  # no Transformer trained: its parts are not run, the row cannot be judged
+    with pytest.raises(Unjudged, match="not run: dynamic evaluation improves the Transformer"):
+        transformer_table_claim(r)
+
+
+def test_the_models_cells_not_their_names_decide_which_table_they_answer():
+    r = constructed()
+    r["models"]["txl"], r["models"]["big"] = {"cell": "transformer"}, {"cell": "mlstm"}
+    r["tables"] = {"txl": r["tables"]["transformer"], "big": r["tables"]["mlstm"],
+                   "lstm": _rows(static=2.1, global_rms=2.0)}  # a recurrent model without a sparse row
+    r["ood"]["models"] = {"txl": r["ood"]["models"]["transformer"], "big": r["ood"]["models"]["mlstm"]}
+    assert set(_parts(transformer_table_claim(r))) == {"dynamic evaluation improves the txl",
+                                                       "global RMS beats SGD (txl)"}
+    table_4_4 = sparse_table_claim(r)
+    assert set(_parts(table_4_4)) == {"dynamic evaluation improves the big", "sparse between static and full (big)",
+                                      "dynamic evaluation improves the LSTM"}
+    assert table_4_4.not_run == ("sparse between static and full (LSTM)",)
+    assert out_of_domain_claim(r).not_run == ("the LSTM gains more out of domain",)
+
+
+def test_out_of_domain_parts_flip_and_a_model_not_evaluated_out_of_domain_is_not_run():
+    r = constructed()
+    r["ood"]["models"]["mlstm"]["global_rms"]["bpc"] = 2.45  # out-of-domain gain 0.15 < in-domain gain 0.2
+    assert _parts(out_of_domain_claim(r)) == {"the mLSTM gains more out of domain": "not reproduced",
+                                              "the Transformer gains more out of domain": "reproduced"}
+    r["ood"]["models"]["mlstm"]["global_rms"]["bpc"] = 2.4  # equal gains: strict, so not more
+    assert _parts(out_of_domain_claim(r))["the mLSTM gains more out of domain"] == "not reproduced"
+    del r["ood"]["models"]["transformer"]
+    claim = out_of_domain_claim(r)
+    assert claim.not_run == ("the Transformer gains more out of domain",) and claim.verdict == "not reproduced"
+
+
+def test_timescale_parts_flip_with_the_curves_and_a_missing_domain_is_not_run():
+    r = constructed()
+    curves = r["timescale"]["curves"]["out_of_domain"]
+    curves["dynamic"] = curves["dynamic"][::-1]  # the advantage shrinks along the sequence
+    assert _parts(timescale_claim(r)) == {"advantage grows (in domain)": "reproduced",
+                                          "advantage grows (out of domain)": "not reproduced"}
+    del r["timescale"]["curves"]["out_of_domain"]
+    claim = timescale_claim(r)
+    assert claim.not_run == ("advantage grows (out of domain)",) and claim.verdict == "partly"
+
+
+@pytest.mark.parametrize("gap, verdict", [(0.1, "reproduced"), (0.03, "within noise"), (-0.01, "not reproduced")])
+def test_the_mlstm_recovers_faster_only_beyond_twice_its_standard_error(gap, verdict):
+    r = constructed()
+    r["recovery"]["gap_one_step"]["mlstm"] = _gap(gap)
+    assert _parts(recovery_claim(r))[MLSTM_FASTER] == verdict
+
+
+@pytest.mark.parametrize("gap, verdict", [(-0.03, "reproduced"), (0.03, "reproduced"), (0.04, "reproduced"),
+                                          (0.05, "not reproduced")])
+def test_the_mogrifier_does_not_recover_faster_unless_its_gap_is_beyond_the_margin(gap, verdict):
+    r = constructed()
+    r["recovery"]["gap_one_step"]["mogrifier_lstm"] = _gap(gap)
+    assert _parts(recovery_claim(r))[MOGRIFIER_NOT] == verdict
+
+
+def test_recovery_reads_expectations_from_cells_and_lists_models_not_run():
+    r = constructed()
+    # the cell decides the expectation: a model named "mogrifier_lstm" whose cell is an mLSTM is expected to recover
+    # faster (its gap -0.03 says it does not), and the Mogrifier's claim has no model
+    r["models"]["mogrifier_lstm"]["cell"] = "mlstm"
+    claim = recovery_claim(r)
+    assert _parts(claim) == {MLSTM_FASTER: "reproduced",
+                             "the Mogrifier recovers faster than the LSTM": "not reproduced"}
+    assert claim.not_run == (MOGRIFIER_NOT,)
+    r = constructed()
+    r["recovery"]["models"].remove("mogrifier_lstm")
+    del r["recovery"]["gap_one_step"]["mogrifier_lstm"]
+    claim = recovery_claim(r)
+    assert claim.not_run == (MOGRIFIER_NOT,) and claim.verdict == "partly"
+    del r["recovery"]["gap_one_step"]  # no LSTM baseline: no gap to judge
+    with pytest.raises(Unjudged, match=MLSTM_FASTER):
+        recovery_claim(r)
+    assert "K-F3.3" not in claims(r)
+
+
+def test_the_recovery_evidence_shows_the_gap_and_margin_without_a_verdict_word():
+    (faster, _) = recovery_claim(constructed()).parts
+    assert faster.evidence.startswith("gap +0.100 ± 0.040 bits") and "LSTM 2.50 vs mLSTM 2.20" in faster.evidence
+    assert "twice its standard error" in faster.rule
+
+
+def test_the_index_rows_show_exactly_these_claims():
+    r = constructed()
+    for item in ITEMS:
+        assert ROWS[item].verdict({"dyneval_char": r}) == _claim_verdict(CLAIMS[item](r))
+    del r["tables"]["transformer"]
+    with pytest.raises(KeyError):  # the row renders as pending
+        ROWS["K-T6.1"].verdict({"dyneval_char": r})
+
+
+def test_judging_leaves_the_results_alone():
+    r = constructed()
+    before = copy.deepcopy(r)
+    claims(r)
+    assert r == before  # judging reads, never writes
+
+
+def test_the_committed_results_can_be_judged_on_every_row():
+    path = REPO / "results" / "dyneval_char.json"
+    if not path.exists():
+        pytest.skip("no committed dyneval_char results")
+    assert set(claims(json.loads(path.read_text()))) == set(ITEMS)
+
+
+def test_the_module_loads_without_torch():
+    code = "import sys, paperlib.experiments.dyneval_char_claims; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

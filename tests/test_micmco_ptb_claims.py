@@ -1,0 +1,245 @@
+"""The PTB MICMCO figures' and Table 5.1's claims (paperlib.experiments.micmco_ptb_claims): each rule flips when
+its numbers flip on constructed results (the stage's claim records made from them by ``claim_verdicts``), a claim
+spanning several figures is read on each figure's own comparisons, the budget ladder joins its row as parts (or as
+"not run"), and on the committed results every comparison the module recomputes agrees with the stage's outcome."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from paperlib.experiments.claims import Unjudged
+from paperlib.experiments.micmco_ptb import CURVES, LOW_KL, PPL_TOLERANCE, claim_verdicts
+from paperlib.experiments.micmco_ptb_claims import (
+    COMPUTE, DIRECTIONAL, FIGURE_CLAIMS, LADDER_ITEMS, SAMPLES, figure_claim, lead, ladder_parts, reading, readings,
+    table_claim,
+)
+from paperlib.experiments.micmco_synthetic import HV_TIE
+from tests.conftest import REPO
+
+
+def _results(levels, table=(), **settings):
+    """Results whose curves are single trials at (NLL = 5 - 0.1 * level, KL = level), with the stage's claims.
+
+    On one reference, a level L beside a best level M has normalised HV (0.3 - 0.1 (M - L)) L / 0.6: levels 1.0
+    and 0.98 tie (0.500 vs 0.487), 1.0 and 0.5 do not (0.500 vs 0.208)."""
+    curves = {name: {"label": CURVES[name].label, "regime": CURVES[name].regime,
+                     "trials": [{"number": 0, "nll": 5.0 - 0.1 * level, "kl": level}]}
+              for name, level in levels.items()}
+    results = {"profile": "cpu", "settings": {"hv_margin": 0.3, "kl_cap": 2.0, **settings}, "curves": curves,
+               "table_5_1": list(table)}
+    results["claims"] = claim_verdicts(results)
+    return results
+
+
+def _parts(claim):
+    return {p.label: p for p in claim.parts}
+
+
+def test_a_hypervolume_comparison_reads_its_gap_against_the_tie():
+    assert lead("16", "1", 0.05, 0.01)[0].endswith("16 ahead of 1 by 0.040, more than the 0.02 tie margin")
+    shown, gap = lead("16", "1", 0.013, 0.005)
+    assert shown == ("HV 16 0.013 vs 1 0.005, 16 ahead of 1 by only 0.008, inside the 0.02 tie margin: no difference "
+                     "detected") and gap == pytest.approx(0.008)
+    assert lead("16", "1", 0.005, 0.040)[0].endswith("16 behind 1 by 0.035: the opposite of the thesis")
+    assert lead("16", "1", 0.0, 0.0)[0].endswith("no lead (equal HV)")
+
+
+@pytest.mark.parametrize("one,sixteen,word", [(0.2, 1.0, "reproduced"), (0.98, 1.0, "within noise"),
+                                              (1.0, 0.5, "not reproduced")])
+def test_multiple_samples_flip_with_the_gap_between_16_and_1(one, sixteen, word):
+    results = _results({"dreg1.train": one, "dreg16_kl.train": sixteen, "dreg16_renyi.train": sixteen})
+    part = _parts(figure_claim(results, None, "5.8"))[SAMPLES]
+    assert part.verdict == word
+    assert "rule: HV(16) > HV(1) + 0.02" in part.evidence and "Fig. 5.8 DReG 16 KL (training fit): HV 16" in part.evidence
+
+
+def test_a_claim_spanning_figures_is_read_on_each_figures_own_comparisons():
+    # Fig. 5.8: 16 samples beat 1; Fig. 5.12 (shared masks): they do not
+    results = _results({"dreg1.train": 0.2, "dreg16_kl.train": 1.0, "dreg16_renyi.train": 1.0,
+                        "dreg1.shared": 1.0, "dreg16_kl.shared": 0.5, "dreg16_renyi.shared": 0.5})
+    record = {c["claim"]: c for c in results["claims"]}[SAMPLES]
+    own = reading(results, record, "5.8")
+    assert own.verdict == "reproduced" and own.pooled == (2, 4)
+    assert {c.key for c in own.comparisons} == {"5.8 dreg16_kl.train", "5.8 dreg16_renyi.train"}
+    assert "over all the claim's figures 2 of 4 comparisons hold" in own.part().evidence
+    assert reading(results, record, "5.12").verdict == "not reproduced"
+    assert reading(results, record, "5.11") is None  # no comparison of its own (its curves did not run)
+    masks = {c["claim"]: c for c in results["claims"]}["shared dropout masks restore the validation frontiers"]
+    assert reading(results, masks, "5.12") is None  # compared nothing: no naive-mask curve ran
+    both = _results({"dreg16_kl.shared": 1.0, "dreg16_kl.naive": 0.5})
+    assert readings(both, "5.12")[0].pooled is None  # not keyed by figure: all its comparisons on 5.10 and 5.12
+    with pytest.raises(Unjudged):  # no curve of any claim of Fig. 5.9
+        figure_claim(results, None, "5.9")
+
+
+def test_shared_masks_flip_with_the_shared_minus_naive_gap():
+    good = _results({"dreg16_kl.shared": 1.0, "dreg16_kl.naive": 0.5})
+    assert figure_claim(good, None, "5.10").parts[0].verdict == "reproduced"
+    tie = _results({"dreg16_kl.shared": 1.0, "dreg16_kl.naive": 0.98})
+    assert figure_claim(tie, None, "5.10").parts[0].verdict == "within noise"
+    bad = _results({"dreg16_kl.shared": 0.98, "dreg16_kl.naive": 1.0})  # the other way, inside the tie: no noise
+    part = figure_claim(bad, None, "5.10").parts[0]
+    assert part.verdict == "not reproduced" and "shared behind naive by 0.013, inside the 0.02 tie" in part.evidence
+
+
+def test_discrete_and_power_parts_flip_with_their_hypervolumes():
+    levels = {"vimco16_kl.train": 1.5, "dreg16_kl.train": 0.5, "vimco16_renyi.train": 1.5, "dreg16_renyi.train": 0.5,
+              "vimco1.train": 0.1}
+    parts = _parts(figure_claim(_results(levels), None, "5.9"))
+    assert parts["discrete latents fit the training data better"].verdict == "reproduced"
+    parts = _parts(figure_claim(_results({**levels, "dreg16_renyi.train": 1.6}), None, "5.9"))
+    assert parts["discrete latents fit the training data better"].verdict == "partly reproduced"
+    # DReG: KL < power < Rényi, each beyond the tie; then power above Rényi
+    power = {"dreg16_kl.train": 0.3, "dreg16_power.train": 0.6, "dreg16_renyi.train": 1.0}
+    assert figure_claim(_results(power), None, "5.28").verdict == "reproduced"
+    claim = figure_claim(_results({**power, "dreg16_power.train": 1.2}), None, "5.28")
+    assert claim.verdict == "partly" and "HV Rényi" in claim.parts[0].evidence and "Rényi behind power" in claim.text()
+
+
+def test_both_terms_part_flips_with_the_asymmetric_runs():
+    levels = {"dreg1.train": 0.1, "dreg16-1.train": 0.4, "dreg1-16_kl.train": 0.5, "dreg1-16_renyi.train": 0.6,
+              "dreg16_kl.train": 1.0, "dreg16_renyi.train": 1.2}
+    assert figure_claim(_results(levels), None, "5.22").verdict == "reproduced"
+    claim = figure_claim(_results({**levels, "dreg16-1.train": 1.3}), None, "5.22")  # 16/1 beats both 16/16
+    assert claim.parts[0].verdict == "partly reproduced" and "16/16 behind 16/1" in claim.parts[0].evidence
+
+
+def _equal_compute(t16_nll):
+    levels = {"vimco1.train": 0.2, "vimco1.train.T16": 0.5, "vimco1.train.bs16": 0.5, "vimco16_kl.train": 1.0,
+              "vimco16_renyi.train": 0.8}
+    results = _results(levels)
+    for name in ("vimco1.train.T16", "vimco1.train.bs16"):  # a best fit at no KL
+        results["curves"][name]["trials"].append({"number": 1, "nll": t16_nll, "kl": 0.0})
+    results["claims"] = claim_verdicts(results)
+    return results
+
+
+def test_equal_compute_needs_the_better_best_fit_before_the_tradeoff_counts():
+    # the x16 runs reach NLL 4.85 < VIMCO 16's 4.9 and have less HV: the thesis' reading
+    part = figure_claim(_equal_compute(4.85), None, "5.13").parts[0]
+    assert part.label == COMPUTE and part.verdict == "reproduced" and "lower (the thesis' better best fit)" in \
+        part.evidence
+    # not a lower NLL: no HV gap is read, the comparison fails whatever the HVs say
+    results = _equal_compute(4.95)
+    part = figure_claim(results, None, "5.13").parts[0]
+    assert part.verdict == "not reproduced" and "not lower (the thesis: lower)" in part.evidence
+    assert all(c.gap is None for c in readings(results, "5.13")[0].comparisons)
+    assert "Fig. 5.13: HV VIMCO 1 K/R / VIMCO 1 K/R T×16" in part.evidence  # the base run's HV beside
+
+
+def _robustness():
+    levels = {"dreg1.shared": 0.1, "dreg16_kl.shared": 0.6, "dreg16_renyi.shared": 1.2,
+              "dreg1.shared.T2": 0.3, "dreg16_kl.shared.T2": 0.9, "dreg16_renyi.shared.T2": 1.6}
+    results = _results(levels)
+    for name in [n for n in levels if n.endswith(".T2")]:
+        results["curves"][name]["trials"][0]["nll"] -= 0.2
+    results["claims"] = claim_verdicts(results)
+    return results
+
+
+def test_orders_kept_flip_with_a_reversal_and_a_tie_at_both_settings():
+    results = _robustness()
+    claim = figure_claim(results, None, "5.17")
+    assert claim.verdict == "reproduced" and "pairs tied at both settings (not counted): 0" in claim.text()
+    results["curves"]["dreg1.shared.T2"]["trials"][0].update(kl=1.0, nll=5.0 - 0.1 - 0.2)  # DReG 1 beats 16 K at T×2
+    results["claims"] = claim_verdicts(results)
+    reversed_ = readings(results, "5.17")[0]
+    assert reversed_.verdict == "partly reproduced" and sum(c.numbers["reversed"] for c in reversed_.comparisons) == 1
+    assert ": reversed" in reversed_.part().evidence
+    for name in ("dreg1.shared", "dreg16_kl.shared", "dreg16_renyi.shared"):  # tie at both settings
+        results["curves"][name]["trials"][0].update(kl=0.8, nll=5.0 - 0.08)
+    for name in ("dreg1.shared.T2", "dreg16_kl.shared.T2", "dreg16_renyi.shared.T2"):
+        results["curves"][name]["trials"][0].update(kl=0.8, nll=5.0 - 0.08 - 0.2)
+    results["claims"] = claim_verdicts(results)
+    part = figure_claim(results, None, "5.17").parts[0]
+    assert part.verdict == "not reproduced" and "no order to keep" in part.evidence
+
+
+def test_the_256_unit_spread_flips_with_the_estimators_distance():
+    levels = {"dreg1.shared.hs2": 0.50, "dreg16_kl.shared.hs2": 0.52, "dreg16_renyi.shared.hs2": 0.53,
+              "dreg1.shared.hs2.T2": 0.58, "dreg16_kl.shared.hs2.T2": 0.6, "dreg16_renyi.shared.hs2.T2": 0.6}
+    claim = figure_claim(_results(levels), None, "5.18")
+    assert claim.verdict == "reproduced" and "spread 0.018 (tie 0.02)" in claim.text()
+    claim = figure_claim(_results({**levels, "dreg1.shared.hs2.T2": 0.2}), None, "5.18")
+    assert claim.parts[0].verdict == "partly reproduced"
+
+
+def test_dropout_against_l2_flips_with_the_best_nlls():
+    levels = {"dreg16_kl.shared": 1.0, "dreg16_kl.l2": 0.5, "dreg1.l2": 0.1}
+    parts = _parts(figure_claim(_results(levels), None, "5.11"))
+    assert parts["dropout reaches a better best NLL than L2"].verdict == "reproduced"
+    assert "DReG: best validation NLL dropout (shared masks) 4.9000 vs L2 4.9500" in \
+        parts["dropout reaches a better best NLL than L2"].evidence
+    parts = _parts(figure_claim(_results({**levels, "dreg16_kl.l2": 1.5}), None, "5.11"))
+    assert parts["dropout reaches a better best NLL than L2"].verdict == "not reproduced"
+
+
+def _row(column, perplexity, kl, hidden=64, thesis=128, curve="x"):
+    return {"curve": curve, "thesis_hidden": thesis, "hidden_size": hidden, "column": column,
+            "test_perplexity": perplexity, "test_kl": kl}
+
+
+def _ladder(profile="cpu", perplexity_reading="reproduced"):
+    rungs = [{"steps": 150, "gap": 0.02, "se": 0.002, "margin": 0.004, "converged": True},
+             {"steps": 300, "gap": 0.02, "se": 0.002, "margin": 0.004, "converged": True}]
+    entry = {"kind": "perplexity", "labels": [], "rungs": rungs}
+    return {"profile": profile, "hv_tie": HV_TIE, "ppl_tolerance": PPL_TOLERANCE, "low_kl": LOW_KL, "ladders": {
+        "T5.1-perplexity": {**entry, "claim": "best perplexity barely changes", "reading": perplexity_reading},
+        "T5.1-latents": {**entry, "kind": "latents", "claim": "optima at low KL", "reading": "reproduced"}}}
+
+
+def test_table_5_1_flips_with_the_perplexity_change_and_names_cells_not_run():
+    rows = [_row("DReG 1 K/R", 100.0, 0.0), _row("DReG 16 K", 98.0, 0.1), _row("VIMCO 1 K/R", 100.0, 0.0),
+            _row("VIMCO 16 R", 90.0, 0.3)]
+    parts = _parts(table_claim(_results({}, rows), _ladder()))
+    assert parts["latents barely change the best perplexity"].verdict == "partly reproduced"  # VIMCO changes 10%
+    assert "VIMCO hs 64: test perplexity 1 / best 16 = 100.0 / 90.0 (-10.0%)" in \
+        parts["latents barely change the best perplexity"].evidence
+    assert parts["Table 5.1's optima are at low latent usage"].verdict == "partly reproduced"  # KL 0.3 > 0.2
+    rows[3] = _row("VIMCO 16 R", 98.0, 0.15)
+    claim = table_claim(_results({}, rows), _ladder())
+    assert claim.verdict == "reproduced" and len(claim.parts) == 4  # two claims, two ladders
+    # a cell the profile did not run keeps the table from "reproduced"
+    claim = table_claim(_results({}, [*rows, _row("DReG 16 K", None, None, 128, 256, None)]), _ladder())
+    assert claim.verdict == "partly" and "not run: 1 of 5 cells (hidden size 128" in claim.text()
+    with pytest.raises(Unjudged):
+        table_claim(_results({}), _ladder())
+
+
+def test_the_ladder_joins_its_row_or_is_named_as_not_run():
+    results = _results({}, [_row("DReG 1 K/R", 100.0, 0.0), _row("DReG 16 K", 99.0, 0.1)])
+    parts, unjudged = ladder_parts(results, _ladder(), "M-T5.1")
+    assert [p.verdict for p in parts] == ["reproduced", "reproduced"] and not unjudged
+    parts, unjudged = ladder_parts(results, _ladder(perplexity_reading=None), "M-T5.1")
+    assert len(parts) == 1 and unjudged == ["the budget ladder T5.1-perplexity (no gap at the top rung, or a lone "
+                                            "judged rung inside its margin)"]
+    assert table_claim(results, _ladder(perplexity_reading=None)).verdict == "partly"  # all judged parts hold
+    assert ladder_parts(results, _ladder("paper"), "M-T5.1") == (
+        [], ["the budget ladder (its results are of profile paper)"])
+    assert ladder_parts(results, None, "M-F5.13") == ([], [])  # a row without a ladder
+
+
+def test_the_module_names_every_ladder_row_and_loads_without_torch():
+    from paperlib.experiments.micmco_ptb import FIGURES
+    from paperlib.experiments.micmco_ptb_ladder import ITEMS
+
+    assert LADDER_ITEMS == ITEMS and set(FIGURE_CLAIMS) == set(FIGURES)
+    code = "import sys, paperlib.experiments.micmco_ptb_claims; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_on_the_committed_results_each_recomputed_comparison_agrees_with_the_stage():
+    path = REPO / "results" / "micmco_ptb.json"
+    if not path.exists():
+        pytest.skip("no committed micmco_ptb results")
+    results = json.loads(path.read_text())
+    for fig in results["figures"]:
+        for judged in readings(results, fig):
+            for c in judged.comparisons:
+                if judged.name in DIRECTIONAL and c.gap is not None and judged.name != COMPUTE:
+                    assert c.held == (c.gap > HV_TIE), (fig, judged.name, c.key, c.gap)
+                assert not any(w in c.shown for w in ("dreg1", "vimco1", "_kl", "_renyi")), c.shown
+    assert [r.name for r in readings(results, "Table 5.1")] == [
+        "latents barely change the best perplexity", "Table 5.1's optima are at low latent usage"]
