@@ -9,18 +9,23 @@ is not counted, for any recipe), on PTB through paperlib's own data pipeline and
   epoch and lr / 4 after an epoch without a new best;
 - ``lstm``, ``mogrifier_lstm``, ...: the models of ``params.yaml``'s ``lm_ptb`` experiment in the
   chosen profile (default ``cpu``) with that profile's training recipe, their step budget replaced by
-  the seconds (a schedule that decays over the budget then follows the clock).
+  the seconds (a schedule that decays over the budget then follows the clock);
+- ``--recipe MODEL=SUMMARY``: one of those models with the best recipe of a recipe study instead
+  (``paperlib recipes search``'s summary JSON, e.g. a study at a budget of seconds rather than of the
+  ``lm_ptb`` comparison's training tokens), named ``MODEL (study)``.
 
 Each model's best weights on validation (the averaged weights where the recipe averages) are
 scored on the whole test set with batch 10 and the recipe's BPTT, as the tutorial does; the last
 column is each test perplexity as a ratio to the baseline's.
 
     python benchmarks/lm_wallclock.py [--seconds 300] [--models baseline lstm mogrifier_lstm] [--threads 2]
+                                      [--recipe mogrifier_lstm=results/recipes/lm_ptb-mogrifier_lstm-240s.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import tempfile
 import time
@@ -30,6 +35,7 @@ import torch
 
 from paperlib.experiments.config import experiment_params, load_params, repo_root, section_params
 from paperlib.data import batchify, bptt_windows, load_corpus, num_windows
+from paperlib.experiments.recipe_search import apply_recipe
 from paperlib.models import build_lm, evaluate_nll
 from paperlib.train import Trainer, TrainConfig
 
@@ -57,6 +63,25 @@ def recipes(profile: str, names: list[str]) -> dict[str, tuple[dict, dict]]:
     return chosen
 
 
+def study_recipes(profile: str, pairs: list[str]) -> dict[str, tuple[dict, dict]]:
+    """``MODEL=SUMMARY`` pairs -> {"MODEL (study)": (model spec, train settings)}: the ``lm_ptb`` model of ``profile``
+    with the best recipe of the recipe study summarised in SUMMARY applied to it."""
+    settings = experiment_params("lm_ptb", profile, load_params())
+    chosen = {}
+    for pair in pairs:
+        model, sep, path = pair.partition("=")
+        if not sep or model not in settings.models:
+            raise SystemExit(f"--recipe wants MODEL=SUMMARY_JSON with MODEL one of {', '.join(settings.models)}; "
+                             f"got {pair!r}")
+        summary = json.loads(Path(path).read_text())
+        if summary.get("experiment") != "lm_ptb" or summary.get("model") != model or not summary.get("best"):
+            raise SystemExit(f"{path} is not a finished recipe study of lm_ptb's {model}")
+        spec = settings.models[model]
+        chosen[f"{model} (study)"] = apply_recipe(spec, {**settings.train, **spec.get("train", {})},
+                                                  summary["best"]["recipe"])
+    return chosen
+
+
 def run(name: str, spec: dict, train: dict, corpus, seconds: float, seed: int, out_dir: Path) -> dict:
     torch.manual_seed(seed)
     model = build_lm(spec["cell"], len(corpus.vocab), spec["hidden_size"], spec["num_layers"],
@@ -81,6 +106,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=300.0, help="training seconds per model (default 300)")
     parser.add_argument("--models", nargs="+", default=["baseline", "lstm", "mogrifier_lstm"])
+    parser.add_argument("--recipe", action="append", default=[], metavar="MODEL=SUMMARY",
+                        help="also run lm_ptb's MODEL with the best recipe of a recipe study's summary JSON")
     parser.add_argument("--profile", default="cpu", help="the lm_ptb profile whose recipes run (default cpu)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
@@ -91,16 +118,17 @@ def main() -> None:
     corpus = load_corpus("ptb", root)
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
-        for name, (spec, train) in recipes(args.profile, args.models).items():
+        chosen = {**recipes(args.profile, args.models), **study_recipes(args.profile, args.recipe)}
+        for name, (spec, train) in chosen.items():
             rows.append(run(name, spec, train, corpus, args.seconds, args.seed, Path(scratch)))
             print(f"  {name}: test ppl {rows[-1]['test_ppl']:.1f} after {rows[-1]['steps']} steps", flush=True)
     reference = next((r["test_ppl"] for r in rows if r["model"] == "baseline"), None)
     print(f"\nPTB, {args.seconds:g} s of training each, {args.threads} thread(s), seed {args.seed}")
-    print(f"{'model':16s} {'params':>9s} {'steps':>6s} {'epochs':>6s} {'train s':>8s} {'wall s':>7s} "
+    print(f"{'model':22s} {'params':>9s} {'steps':>6s} {'epochs':>6s} {'train s':>8s} {'wall s':>7s} "
           f"{'valid ppl':>9s} {'test ppl':>8s} {'/ baseline':>10s}")
     for r in rows:
         ratio = f"{r['test_ppl'] / reference:.2f}x" if reference else "-"
-        print(f"{r['model']:16s} {r['parameters']:9,d} {r['steps']:6d} {r['epochs']:6.2f} {r['train_seconds']:8.1f} "
+        print(f"{r['model']:22s} {r['parameters']:9,d} {r['steps']:6d} {r['epochs']:6.2f} {r['train_seconds']:8.1f} "
               f"{r['wall_seconds']:7.1f} {r['valid_ppl']:9.1f} {r['test_ppl']:8.1f} {ratio:>10s}")
 
 

@@ -45,3 +45,28 @@ def test_wallclock_benchmark_prints_each_test_perplexity_and_its_ratio_to_the_tu
                "--profile", "smoke", "--data", str(data_root))
     assert re.search(r"^baseline\s.*\s\d+\.\d\s+1\.00x\s*$", out, re.M), out
     assert re.search(rf"^lstm\s.*\s\d+\.\d\s+{RATIO}\s*$", out, re.M), out
+
+
+def test_wallclock_benchmark_runs_a_model_with_a_recipe_studys_best_recipe(data_root, tmp_path):
+    import json
+
+    summary = tmp_path / "study.json"
+    best = {"batch_size": 4, "bptt": 10, "optimizer": "adam", "lr": 1e-3, "beta1": 0.9, "schedule": "constant",
+            "warmup": 0.0, "dropout_scale": 0.5, "embedding_init": "uniform", "hidden_size": 12}
+    summary.write_text(json.dumps({"experiment": "lm_ptb", "model": "lstm", "best": {"recipe": best}}))
+    out = _run("lm_wallclock.py", "--seconds", "0.5", "--models", "baseline", "--recipe", f"lstm={summary}",
+               "--threads", "1", "--profile", "smoke", "--data", str(data_root))
+    row = re.search(rf"^lstm \(study\)\s+([\d,]+)\s.*\s\d+\.\d\s+{RATIO}\s*$", out, re.M)
+    assert row, out
+    # the study's hidden size replaced the profile's (smoke lstm: H=16), so the model is smaller than the profile's
+    from paperlib.experiments.config import experiment_params
+    from paperlib.models import build_lm
+
+    spec = experiment_params("lm_ptb", "smoke").models["lstm"]
+    profile_size = sum(p.numel() for p in {id(p): p for p in build_lm(
+        "lstm", 10000, spec["hidden_size"], spec["num_layers"], **spec["options"]).parameters()}.values())
+    assert int(row[1].replace(",", "")) < profile_size
+    wrong = subprocess.run([sys.executable, str(REPO / "benchmarks" / "lm_wallclock.py"), "--models", "baseline",
+                            "--recipe", f"gru={summary}", "--profile", "smoke", "--data", str(data_root)],
+                           capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert wrong.returncode != 0 and "--recipe wants MODEL=SUMMARY_JSON" in wrong.stderr
