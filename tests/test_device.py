@@ -136,6 +136,30 @@ def test_no_stage_picks_its_device_by_itself():
     assert not offenders, offenders
 
 
+def test_a_stage_begins_with_its_profiles_settings_threads_precision_and_device(tmp_path, monkeypatch):
+    import yaml
+
+    from paperlib.experiments.stage import begin_stage
+
+    params = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
+    params["data"]["root"] = "corpora"
+    params["compute"]["precision"]["smoke"] = "bf16"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    monkeypatch.delenv("PAPERLIB_DEVICE", raising=False)
+    threads = torch.get_num_threads()
+    try:
+        stage = begin_stage("averaging_ptb", "smoke", tmp_path, progress=False)
+        assert stage.profile == "smoke" and stage.root == tmp_path and stage.data_root == tmp_path / "corpora"
+        assert stage.settings.train == params["experiments"]["averaging_ptb"]["smoke"]["train"]
+        assert torch.get_num_threads() == stage.settings.threads and stage.device == torch.device("cpu")
+        assert current().precision == "bf16"  # the profile's compute settings, not another profile's
+    finally:
+        torch.set_num_threads(threads)
+        configure("fp32")
+    with pytest.raises(Exception, match="params.yaml has no experiment 'averaging'; it defines: averaging_ptb"):
+        begin_stage("averaging", "smoke", tmp_path)
+
+
 def _pinning_worker(rank: int, port: int, out: str) -> None:
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")

@@ -16,7 +16,6 @@ the reset heuristic of Algorithm 2 (Fig. 3.5).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,8 @@ import torch
 
 from paperlib.averaging import build_averager
 from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import active_profile, experiment_params, load_params, register_experiment, repo_root, section_params
-from paperlib.experiments.stage import setup_stage
+from paperlib.experiments.config import register_experiment
+from paperlib.experiments.stage import begin_stage
 from paperlib.data import load_corpus, pinned_checksums
 from paperlib.experiments.lm_ptb import seed_everything
 from paperlib.train import forget_stale_run
@@ -153,14 +152,9 @@ def summarise(main: dict[str, Any], overfit: dict[str, Any], early_fraction: flo
 
 def run_averaging_experiment(profile: str | None = None, progress: bool = True) -> Path:
     """Run both trainings of experiment `averaging_ptb` and write results/averaging_ptb.json."""
-    started = time.time()
-    root = repo_root()
-    params = load_params()
-    profile = active_profile(profile, params)
-    settings = experiment_params("averaging_ptb", profile, params)
-    torch.set_num_threads(settings.threads)
-    device = setup_stage(profile, params)
-    corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
+    stage = begin_stage("averaging_ptb", profile)
+    started, root, profile, settings, device = stage.started, stage.root, stage.profile, stage.settings, stage.device
+    corpus = load_corpus(settings.corpus, stage.data_root)
     runs = root / "runs" / "averaging_ptb"
     spec = {k: getattr(settings, k) for k in settings.__dataclass_fields__}
     shared = ("corpus", "model", "valid_tokens", "seed")

@@ -25,7 +25,7 @@ from paperlib.experiments.dyneval_studies import (RELATED_WORDS_DEFAULTS, STATIS
                                                   _ppl, _prefix, _related_words, _statistics_amount,
                                                   _statistics_locality, _timescale, related_words_settings,
                                                   statistics_study_settings)
-from paperlib.experiments.stage import setup_stage
+from paperlib.experiments.stage import begin_stage, setup_stage
 from paperlib.reference.dynamic_evaluation import DYNEVAL_TABLES
 
 
@@ -252,24 +252,14 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
     import time
     from pathlib import Path
 
-    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
     from paperlib.data import load_corpus, pinned_checksums
     from paperlib.experiments.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
 
-    started = time.time()
-    root = repo_root()
-    params = load_params()
-    profile = active_profile(profile, params)
-    settings = experiment_params("dyneval", profile, params)
-    torch.set_num_threads(settings.threads)
-    device = setup_stage(profile, params)
-    data_root = root / section_params("data", params).root
+    stage = begin_stage("dyneval", profile, progress=progress)
+    started, root, profile, settings, device = stage.started, stage.root, stage.profile, stage.settings, stage.device
+    data_root, log = stage.data_root, stage.log
     seconds: dict[str, float] = {}
-
-    def log(message: str) -> None:
-        if progress:
-            print(message, flush=True)
 
     results: dict[str, Any] = {"profile": profile, "model": settings.model, "segment_len": settings.segment_len,
                                "search": settings.search, "corpora": {}}

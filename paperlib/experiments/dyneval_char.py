@@ -49,7 +49,7 @@ from paperlib.dyneval import (
 )
 from paperlib.device import load_checkpoint
 from paperlib.experiments.out_of_domain_text import CharMapping, chars_to_lines, map_words_to_chars
-from paperlib.experiments.stage import setup_stage
+from paperlib.experiments.stage import begin_stage
 from paperlib.recovery import recovery_profile
 from paperlib.reference.dynamic_evaluation import (DYNEVAL_CHAR_FIG_3_3, DYNEVAL_CHAR_FIG_5_2, DYNEVAL_CHAR_MELIS_RECOVERY,
                                         DYNEVAL_CHAR_TABLE_4_4, DYNEVAL_CHAR_TABLE_6_1, DYNEVAL_CHAR_TABLE_6_4)
@@ -339,25 +339,16 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
     Writes ``results/dyneval_char.json`` (or ``out``) and the provenance file beside it; trained models go to
     ``runs/dyneval_char/<model>/`` and are reused when their settings are unchanged.
     """
-    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
     from paperlib.data import DataError, get_corpus, is_fetched, load_corpus, pinned_checksums
     from paperlib.data.text import read_split_lines
     from paperlib.experiments.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
 
-    started = time.time()
-    root = Path(root) if root is not None else repo_root()
-    params = load_params(root / "params.yaml")
-    profile = active_profile(profile, params)
-    settings: DynEvalCharParams = experiment_params(EXPERIMENT, profile, params)
-    torch.set_num_threads(settings.threads)
-    device = setup_stage(profile, params)
-    data_root = root / section_params("data", params).root
+    stage = begin_stage(EXPERIMENT, profile, root, progress)
+    started, root, profile, device = stage.started, stage.root, stage.profile, stage.device
+    settings: DynEvalCharParams = stage.settings
+    data_root, log = stage.data_root, stage.log
     seconds: dict[str, float] = {}
-
-    def log(message: str) -> None:
-        if progress:
-            print(message, flush=True)
 
     def tick(name: str, since: float) -> float:
         now = time.time()

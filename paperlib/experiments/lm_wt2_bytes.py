@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,7 @@ import torch
 from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.config import register_experiment
 from paperlib.data.corpora import DataError, corpus_dir, get_corpus, is_fetched, pinned_checksums
-from paperlib.experiments.stage import setup_stage
+from paperlib.experiments.stage import begin_stage
 from paperlib.experiments.schemas import LanguageModelParams
 from paperlib.reference.byte_lm import TEST_BITS_PER_BYTE
 
@@ -133,21 +132,14 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
     Training and evaluation are those of the PTB comparisons (:func:`paperlib.experiments.lm_ptb.train_and_evaluate`),
     on byte streams instead of a tokenised corpus.
     """
-    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
     from paperlib.distributed import is_main_process
     from paperlib.experiments.lm_ptb import train_and_evaluate
     from paperlib.experiments.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
 
-    started = time.time()
-    root = repo_root()
-    params = load_params()
-    profile = active_profile(profile, params)
-    settings = experiment_params(EXPERIMENT, profile, params)
-    torch.set_num_threads(settings.threads)
-    device = setup_stage(profile, params)  # joins torchrun first: the corpus goes to the rank's own GPU
-    data_root = root / section_params("data", params).root
-    corpus = load_bytes(settings.corpus, data_root)
+    stage = begin_stage(EXPERIMENT, profile)  # joins torchrun first: the corpus goes to the rank's own GPU
+    started, root, profile, settings, device = stage.started, stage.root, stage.profile, stage.settings, stage.device
+    corpus = load_bytes(settings.corpus, stage.data_root)
     limit = settings.eval_tokens
     valid, test = (corpus.split(s)[:limit] for s in ("valid", "test"))
     eval_bytes = {"valid": int(valid.numel()), "test": int(test.numel())}

@@ -1,5 +1,8 @@
 """What every stage (and every worker process of one) does first: settle precision and device from ``params.yaml``.
 
+:func:`begin_stage` is a stage's first line: it reads ``params.yaml`` and the experiment's settings, sets the torch
+thread count and the device (:func:`setup_stage`), and returns them as a :class:`Stage`.
+
 ``params.yaml``'s ``compute`` section (:class:`ComputeParams`) names the device request and, per profile, the
 precision and host-sync period; :func:`setup_stage` applies them with :func:`paperlib.device.configure` and
 returns the device :func:`paperlib.device.resolve_device` picks, after joining torchrun's process group
@@ -8,7 +11,9 @@ returns the device :func:`paperlib.device.resolve_device` picks, after joining t
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -83,3 +88,45 @@ def setup_stage(profile: str | None = None, params: dict[str, Any] | None = None
     settings = _compute_params(params) if params is not None else ComputeParams()
     configure(settings.precision[profile], settings.sync_every[profile], settings.compile[profile])
     return stage_device(requested, params)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A started stage: when it started (for provenance's wall time), the repository root, ``params.yaml``, the
+    profile, the experiment's validated settings and the device; :meth:`log` prints when ``progress``."""
+
+    started: float
+    root: Path
+    params: dict[str, Any]
+    profile: str
+    settings: Any
+    device: torch.device
+    progress: bool = True
+
+    @property
+    def data_root(self) -> Path:
+        """Where the stage's corpora are (``params.yaml``'s ``data.root`` under the repository)."""
+        from paperlib.experiments.config import section_params
+
+        return self.root / section_params("data", self.params).root
+
+    def log(self, message: str) -> None:
+        if self.progress:
+            print(message, flush=True)
+
+
+def begin_stage(experiment: str, profile: str | None = None, root: str | Path | None = None,
+                progress: bool = True) -> Stage:
+    """Start stage ``experiment``: load ``params.yaml`` (from ``root``, default the repository), resolve ``profile``
+    (default the active one), validate the experiment's settings, set torch's thread count to their ``threads``
+    and set up precision and device (:func:`setup_stage`, which joins torchrun first, so data moved to the device
+    afterwards lands on the rank's own GPU)."""
+    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root
+
+    started = time.time()
+    root = Path(root) if root is not None else repo_root()
+    params = load_params(root / "params.yaml")
+    profile = active_profile(profile, params)
+    settings = experiment_params(experiment, profile, params)
+    torch.set_num_threads(settings.threads)
+    return Stage(started, root, params, profile, settings, setup_stage(profile, params), progress)

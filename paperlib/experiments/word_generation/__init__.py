@@ -53,10 +53,9 @@ import numpy as np
 import torch
 
 from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root
 from paperlib.data.wordlist import WordList, english_word_list
 from paperlib.device import cache_key, load_checkpoint
-from paperlib.experiments.stage import setup_stage
+from paperlib.experiments.stage import begin_stage
 from paperlib.models.dssm import CharVocab
 from paperlib.experiments.provenance import provenance
 from paperlib.atomic_files import write_json_atomic
@@ -308,13 +307,8 @@ def figure2_data(settings: WordGenerationParams, vocab: CharVocab, figure_runs: 
 def run_word_generation(profile: str | None = None, progress: bool = True, runs_dir: str | os.PathLike | None = None,
                         out: str | os.PathLike | None = None) -> Path:
     """The DVC stage: settings from params.yaml, results to ``results/word_generation.json``."""
-    started = time.time()
-    root = repo_root()
-    params = load_params()
-    profile = active_profile(profile, params)
-    settings = experiment_params(NAME, profile, params)
-    torch.set_num_threads(settings.threads)
-    device = setup_stage(profile, params)
+    stage = begin_stage(NAME, profile)
+    started, root, profile, settings, device = stage.started, stage.root, stage.profile, stage.settings, stage.device
     data = english_word_list(settings.min_len, settings.max_len, settings.min_count, settings.total_tokens,
                              settings.top_n)
     runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / NAME
