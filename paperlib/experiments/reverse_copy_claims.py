@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from paperlib.experiments.claims import Claim, Part, direction_word, part_word, strict_word
+from paperlib.reference.reverse_copy import REVERSE_COPY
 
 ITEM = "M-F2.4"
 MODELS = ("lstm", "mogrifier")
@@ -29,6 +30,18 @@ BETTER_MARGIN_NATS = 0.01  # smallest cross-entropy gap (nats) that counts as on
 SOLVED = "both models solve the shortest lengths"
 BETTER = "the Mogrifier is better at the longest lengths"
 EMBEDDING = "the Mogrifier picks a smaller embedding at the longest lengths"
+
+
+def _lengths(key: str) -> str:
+    """The thesis' lengths under ``key`` of :data:`~paperlib.reference.reverse_copy.REVERSE_COPY`, "a and b"."""
+    return " and ".join(map(str, REVERSE_COPY[key]))
+
+
+def _embeddings() -> str:
+    """The thesis' tuned embedding sizes of the Mogrifier and the LSTM at the shorter of its long lengths."""
+    length = str(REVERSE_COPY["mogrifier_better"][0])
+    best = REVERSE_COPY["best_embedding_hidden"]
+    return f"{best['mogrifier'][length][0]} vs {best['lstm'][length][0]} at {length} steps"
 
 
 def halves(lengths: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -44,14 +57,15 @@ def claim(results: Mapping[str, Any]) -> Claim:
     parts, not_run = [], []
     if short:
         parts.append(Part(
-            label=SOLVED, claim="both models solve lengths 50 and 100 (our shorter half)",
+            label=SOLVED, claim=f"both models solve lengths {_lengths('solved_by_both')} (our shorter half)",
             verdict=part_word([all(ce[m][n] < SOLVED_NATS for m in MODELS) for n in short]),
             evidence="; ".join(f"{n}: LSTM {ce['lstm'][n]:.3f}, Mogrifier {ce['mogrifier'][n]:.3f} nats" for n in short),
             rule=f"solved: both test cross-entropies below {SOLVED_NATS} nats per token; judged per length"))
     if long:
         gaps = {n: ce["lstm"][n] - ce["mogrifier"][n] for n in long}
         parts.append(Part(
-            label=BETTER, claim="the Mogrifier is considerably better at lengths 150 and 200 (our longer half)",
+            label=BETTER, claim=f"the Mogrifier is considerably better at lengths {_lengths('mogrifier_better')} (our "
+                               "longer half)",
             verdict=part_word([direction_word(g, BETTER_MARGIN_NATS) for g in gaps.values()]),
             evidence="; ".join(f"{n}: LSTM {ce['lstm'][n]:.3f} vs Mogrifier {ce['mogrifier'][n]:.3f} nats "
                                f"(LSTM − Mogrifier {g:+.3f})" for n, g in gaps.items()),
@@ -61,7 +75,7 @@ def claim(results: Mapping[str, Any]) -> Claim:
         if tuned:
             sizes = {n: {m: results["best"][m][str(n)]["embedding_size"] for m in MODELS} for n in long}
             parts.append(Part(
-                label=EMBEDDING, claim="the Mogrifier's tuned embedding is much smaller (41 vs 498 at 150 steps)",
+                label=EMBEDDING, claim=f"the Mogrifier's tuned embedding is much smaller ({_embeddings()})",
                 verdict=part_word([strict_word(s["lstm"] - s["mogrifier"]) for s in sizes.values()]),
                 evidence="; ".join(f"{n}: Mogrifier {s['mogrifier']} vs LSTM {s['lstm']}" for n, s in sizes.items()),
                 rule="per length, the validation-best Mogrifier's embedding size below the LSTM's"))

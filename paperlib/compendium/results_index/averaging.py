@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from paperlib.experiments.averaging_claims import CLAIMS, almost_rising, lengths_claim, switch_heights
+from paperlib.reference.averaging import AVERAGING_BEST_LOSS
 
 from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note, grouped_reason
 
@@ -21,6 +22,12 @@ def _avg_scale(results: Results) -> str:
     m, t = st["model"], st["train"]
     return (f"{m['num_layers']}-layer {m['cell'].upper()} H={m['hidden_size']}, {t['max_steps']} {t['optimizer']} steps "
             f"× {t['batch_size']}×{t['bptt']} tokens, one trajectory")
+
+
+def _avg_main_paper() -> str:
+    """M-F3.3: Fig. 3.3's best validation losses and what the thesis says of the others."""
+    return (f"2TA {AVERAGING_BEST_LOSS['2ta']:.2f} nats vs raw {AVERAGING_BEST_LOSS['raw']:.2f}; 2TA, TA and EMA final "
+            "losses 'very close'; 2TA better early")
 
 
 def _avg_main_ours(results: Results) -> str:

@@ -8,7 +8,9 @@ from typing import Any, Callable
 from paperlib.reference import dynamic_evaluation as reference_dyneval
 from paperlib.experiments.dyneval_char_claims import CLAIMS as CHAR_CLAIMS
 
-from paperlib.compendium.results_index.text import MissingResult, Results, _claim_verdict, _f, _profile_note
+from paperlib.compendium.results_index.text import (
+    MissingResult, Results, _claim_verdict, _f, _profile_note, model_name,
+)
 
 
 # -- dynamic evaluation (Krause ch. 4-5) -----------------------------------------------------
@@ -35,6 +37,79 @@ def _dyn_paper(corpus: str) -> str:
     rows = reference_dyneval.DYNEVAL_TABLES[corpus]
     chain = " → ".join(_f(rows[k][1], 1) for k in _DYN_ORDER[:-1] if rows.get(k))
     return f"test ppl {chain}; cache {_f(rows['neural_cache'][1], 1)} (AWD-LSTM)"
+
+
+# -- the thesis' numbers as the rows' paper texts (read from paperlib.reference.dynamic_evaluation) ---------------
+
+
+def _signed(x: float) -> str:
+    """``x`` with its sign, two decimals and a typographic minus: +1.25, −0.50."""
+    return f"{x:+.2f}".replace("-", "−")
+
+
+def _eps(x: float) -> str:
+    """An RMSprop ε as the thesis writes it: 1e-5 rather than 1e-05, 10 rather than 10.0."""
+    return f"{x:g}" if x >= 1 else f"{x:.0e}".replace("e-0", "e-")
+
+
+def _seen_paper() -> str:
+    """K-T5.1: Table 5.1's seen / unseen losses."""
+    names = {"static": "static", "dynamic": "dynamic", "neural_cache": "cache"}
+    return "seen / unseen nats: " + ", ".join(
+        f"{names[k]} {_f(seen)} / {_f(unseen)}" for k, (seen, unseen) in reference_dyneval.DYNEVAL_SEEN_UNSEEN.items())
+
+
+def _related_paper() -> str:
+    """K-T5.2: Table 5.2's Δ log p of the updated word (its first row), the range over its nearest words and the
+    vocabulary median."""
+    (word, (_, target)), *near = reference_dyneval.DYNEVAL_RELATED_WORDS.items()
+    deltas = [delta for _, (_, delta) in near]
+    return (f"'{word}' {_signed(target)}; its {len(near)} nearest words {_signed(min(deltas))} … "
+            f"{_signed(max(deltas))}; vocabulary median {_signed(reference_dyneval.DYNEVAL_RELATED_WORDS_MEDIAN[1])}")
+
+
+_MOMENTA_SHOWN = 4  # Table 5.3's four smallest μ, the ones the cpu profile's sweep runs
+
+
+def _momentum_paper() -> str:
+    """K-T5.3: Table 5.3's validation perplexity per momentum μ."""
+    shown = list(reference_dyneval.DYNEVAL_MOMENTUM.items())[:_MOMENTA_SHOWN]
+    return (f"PTB valid ppl with momentum {' / '.join(f'{mu:g}' for mu, _ in shown)}: "
+            + " / ".join(_f(ppl, 1) for _, ppl in shown))
+
+
+def _adaptive_paper() -> str:
+    """K-T5.4: Table 5.4's ranges for RMSprop and Adam, and plain SGD."""
+    table = reference_dyneval.DYNEVAL_ADAPTIVE
+    spans = []
+    for rule, name in (("rmsprop", "RMSprop"), ("adam", "Adam")):
+        ppl = [v for k, v in table.items() if k.startswith(f"{rule}_")]
+        spans.append(f"{name} {_f(min(ppl), 1)}–{_f(max(ppl), 1)}")
+    return f"PTB valid ppl: {', '.join(spans)}, SGD {_f(table['sgd'], 1)}"
+
+
+def _epsilon_paper() -> str:
+    """K-T5.5: Table 5.5's RMSprop perplexity at the smallest ε, at the best ε and at the largest."""
+    table = reference_dyneval.DYNEVAL_EPSILON
+    first, last, best = min(table), max(table), min(table, key=table.get)
+    return (f"RMSprop ε {_eps(first)} … {_eps(last)}: {_f(table[first], 1)} → best {_f(table[best], 1)} at "
+            f"{_eps(best)} → {_f(table[last], 1)}")
+
+
+def _stats_amount_paper() -> str:
+    """K-T5.6: Table 5.6's perplexity per fraction of the data for global RMS's statistics."""
+    table = reference_dyneval.DYNEVAL_STATISTICS_AMOUNT
+    fractions = [k for k in table if not isinstance(k, str)]
+    return (f"PTB valid ppl: static {_f(table['static'], 1)}, RMSprop {_f(table['rmsprop'], 1)}, global RMS with "
+            f"{' / '.join(f'{100 * k:g}%' for k in fractions)} of the statistics "
+            + " / ".join(_f(table[k], 1) for k in fractions))
+
+
+def _stats_local_paper() -> str:
+    """K-T5.7: Table 5.7's perplexities."""
+    table = reference_dyneval.DYNEVAL_STATISTICS_LOCALITY
+    return (f"PTB valid ppl: RMSprop {_f(table['rmsprop'], 1)}, global RMS {_f(table['global_rms'], 1)}, non-local "
+            f"RMSprop {_f(table['nonlocal_rmsprop'], 1)}")
 
 
 def _dyn_scale(results: Results) -> str:
@@ -152,6 +227,52 @@ def _char_timescale_ours(results: Results) -> str:
         gaps = [a - b for a, b in zip(curves["static"], curves["dynamic"])]
         out.append(f"{domain.replace('_', ' ')}: static − dynamic from {_f(gaps[0], 3)} to {_f(gaps[-1], 3)}")
     return "per-bin advantage (bpc) " + "; ".join(out) + _profile_note(results, "dyneval_char")
+
+
+# -- the thesis' character-level numbers as the rows' paper texts --------------------------------------------------
+
+_DYN_CHAIN = {"static": "static", "sgd": "SGD", "global_rms": "global RMS"}  # a table's columns, in order
+
+
+def _recovery_paper() -> str:
+    """K-F3.3: Fig. 3.3's bits right after a surprise, mLSTM and LSTM."""
+    after = reference_dyneval.DYNEVAL_CHAR_FIG_3_3["after_bits"]
+    curves = ", ".join(f"{model_name(m)} {' / '.join(_f(x) for x in after[m])}" for m in ("mlstm", "lstm"))
+    return (f"bits at k = 0..{len(after['mlstm']) - 1} after a surprise: {curves} (mLSTM recovers faster); Melis "
+            "§2.3.2: the Mogrifier does not")
+
+
+def _sparse_table_paper() -> str:
+    """K-T4.4: Table 4.4's enwik8 test bpc."""
+    t = reference_dyneval.DYNEVAL_CHAR_TABLE_4_4
+    return (f"enwik8 test bpc (mLSTM, {t['parameters'] / 1e6:.0f}M): static {_f(t['static'])}, sparse "
+            f"{_f(t['sparse_recurrent'])} ({t['sparse_parameters'] / 1e3:.0f}k adapted), full {_f(t['global_rms'])}")
+
+
+def _chain(row: dict[str, float | None], digits: int) -> str:
+    return " → ".join(f"{name} {_f(row[k], digits)}" for k, name in _DYN_CHAIN.items() if row.get(k) is not None)
+
+
+def _transformer_table_paper() -> str:
+    """K-T6.1: Table 6.1's Transformer-XL rows, per size."""
+    return "Transformer-XL enwik8 test bpc: " + "; ".join(
+        f"{size} {_chain(row, 3)}" for size, row in reference_dyneval.DYNEVAL_CHAR_TABLE_6_1.items())
+
+
+def _ood_paper() -> str:
+    """K-T6.4: Table 6.4's GPT-2 rows on enwik8 (bpc) and WikiText-103 (perplexity)."""
+    t = reference_dyneval.DYNEVAL_CHAR_TABLE_6_4
+    chains = "; ".join(f"{name} " + " → ".join(_f(t[key][k], digits) for k in _DYN_CHAIN) + f" {unit}"
+                       for key, name, unit, digits in (("enwik8", "enwik8", "bpc", 3),
+                                                       ("wikitext103_ppl", "WikiText-103", "ppl", 1)))
+    return f"GPT-2 out of domain, {' → '.join(_DYN_CHAIN.values())}: {chains}"
+
+
+def _char_timescale_paper() -> str:
+    """K-F5.2: where Fig. 5.2's in-domain advantage stops growing."""
+    low, high = reference_dyneval.DYNEVAL_CHAR_FIG_5_2["in_domain_peak_chars"]
+    return (f"dynamic evaluation's advantage grows over the first {low // 1000}-{high // 1000}k characters (enwik8; "
+            "larger on Spanish)")
 
 
 def _recovery_ours(results: Results) -> str:

@@ -9,7 +9,10 @@ from typing import Any, Callable, Mapping
 from paperlib.experiments.lm_claims import (
     TABLE_PAIRS, TABLE_STAGES, ablation_claim, against, byte_claim, ordering_claim, ordering_pairs,
 )
+from paperlib.reference.byte_lm import BYTE_MLSTM, TABLE_3_3, TEST_BITS_PER_BYTE
 from paperlib.reference.language_models import CHAPTER_4_MOGRIFIER, CHAPTER_4_SUFFIX
+from paperlib.reference.reverse_copy import REVERSE_COPY
+from paperlib.reference.tuning import TUNING
 
 from paperlib.compendium.results_index.text import (
     Results, _claim_verdict, _clip, _f, _profile_note, model_name,
@@ -117,6 +120,12 @@ def _ablation_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
 # -- reverse copy ------------------------------------------------------------------------------
 
 
+def _reverse_copy_paper() -> str:
+    """M-F2.4: the lengths both models solve and those the Mogrifier is better at (Fig. 2.4a)."""
+    solved, better = (" and ".join(map(str, REVERSE_COPY[k])) for k in ("solved_by_both", "mogrifier_better"))
+    return f"both solve lengths {solved}; Mogrifier clearly better at {better}"
+
+
 def _reverse_copy_ours(results: Results) -> str:
     r = results["reverse_copy"]
     ce = r["cross_entropy"]
@@ -133,6 +142,8 @@ def _reverse_copy_verdict(results: Results) -> tuple[str, str]:
 
 # -- tuning studies (Melis §2.A/2.B) -----------------------------------------------------------------
 
+_NEIGHBOURHOOD = f"{TUNING['neighbourhood_fraction']:.0%}"  # §2.B: the share of each range around the best trial
+
 
 def _tuning_ours(model: str) -> Callable[[Results], str]:
     def ours(results: Results) -> str:
@@ -148,22 +159,38 @@ def _tuning_scale(results: Results) -> str:
     st = results["tuning_ptb"]["settings"]
     m = next(iter(st["models"].values()))
     return (f"2-layer H={m['hidden_size']} models, {st['train']['max_steps']} steps per trial, {st['trials']} trials "
-            "per model (thesis: 24M params, full runs, hundreds of trials)")
+            f"per model (thesis: {TUNING['parameters'] / 1e6:.0f}M params, full runs, hundreds of trials)")
 
 
 def _tuning_verdict(results: Results) -> tuple[str, str]:
     near = [len(r["neighbourhood"]["trials"]) for r in results["tuning_ptb"]["models"].values()]
     if max(near) > 1:
-        return ("partly: sensitivity plots drawn; the best trial has neighbours within 15% of each range",
-                "plots drawn; the best trial has neighbours within 15% of each range, not judged further")
-    return ("partly: parallel coordinates and loss-vs-hyperparameter panels drawn; the thesis' '15% neighbourhood' "
-            "finding is not testable with this few trials (no other trial falls in it)",
-            "plots drawn; too few trials to test the thesis' '15% neighbourhood' finding")
+        return (f"partly: sensitivity plots drawn; the best trial has neighbours within {_NEIGHBOURHOOD} of each range",
+                f"plots drawn; the best trial has neighbours within {_NEIGHBOURHOOD} of each range, not judged further")
+    return ("partly: parallel coordinates and loss-vs-hyperparameter panels drawn; the thesis' "
+            f"'{_NEIGHBOURHOOD} neighbourhood' finding is not testable with this few trials (no other trial falls in "
+            "it)",
+            f"plots drawn; too few trials to test the thesis' '{_NEIGHBOURHOOD} neighbourhood' finding")
 
 # -- the rows --------------------------------------------------------------------------------
 
 
 # -- byte-level WikiText-2 (Krause Table 3.3) -------------------------------------------------------
+
+
+# Table 3.3's rows that K-T3.3's paper text names, by what it calls them.
+_TABLE_3_3_ROWS = {"VD tied": "LSTM + VD (tied) (Inan et al., 2017)",
+                   "VD untied": "LSTM + VD (untied) (Inan et al., 2017)", "no VD": "LSTM (Grave et al., 2017b)",
+                   "tuned": "LSTM (tied) + VD + BB tuning (Melis et al., 2018)",
+                   "AWD": "AWD-LSTM (tied) (Merity et al., 2018b)"}
+
+
+def _byte_lm_paper() -> str:
+    """K-T3.3: Table 3.3's test perplexities, the byte mLSTM's against the word-level LSTMs."""
+    test = {name: TABLE_3_3[row][1] for name, row in _TABLE_3_3_ROWS.items()}
+    return (f"word-level test ppl: {BYTE_MLSTM} {TABLE_3_3[BYTE_MLSTM][1]:.1f} ({TEST_BITS_PER_BYTE:.4f} bits/byte, "
+            f"46M params); word-level LSTMs with VD {test['VD tied']:.1f} / {test['VD untied']:.1f} (Inan et al. tied "
+            f"/ untied), without {test['no VD']:.1f}; tuned LSTM / AWD-LSTM {test['tuned']:.1f} / {test['AWD']:.1f}")
 
 
 def _byte_lm_ours(results: Results) -> str:
@@ -172,8 +199,8 @@ def _byte_lm_ours(results: Results) -> str:
     parts = [f"{label.get(m, m)} test ppl {_f(s['test_word_ppl'], 0)} ({_f(s['test_bpb'], 3)} bits/byte)"
              for m, s in r["summary"].items()]
     check = r["conversion_check"]
-    return "; ".join(parts) + (f"; eq. 3.15 on our test file maps the thesis' 1.2649 bits/byte to "
-                               f"{_f(check['perplexity'], 1)}" + _profile_note(results, "lm_wt2_bytes"))
+    return "; ".join(parts) + (f"; eq. 3.15 on our test file maps the thesis' {check['bits_per_byte']:.4f} bits/byte "
+                               f"to {_f(check['perplexity'], 1)}" + _profile_note(results, "lm_wt2_bytes"))
 
 
 def _byte_lm_scale(results: Results) -> str:

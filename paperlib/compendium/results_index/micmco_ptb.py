@@ -235,7 +235,8 @@ def _micmco_ptb_scale(results: Results) -> str:
     from paperlib.experiments.micmco_ptb import hidden_sizes
 
     hidden = " / ".join(str(h) for h in hidden_sizes(r))
-    return (f"hidden {hidden} (thesis 128 / 256), {vocab}, {st['steps']} steps × {st['batch_size']} "
+    thesis = " / ".join(map(str, MICMCO_PTB_TABLE_5_1))  # Table 5.1's hidden sizes
+    return (f"hidden {hidden} (thesis {thesis}), {vocab}, {st['steps']} steps × {st['batch_size']} "
             f"sentences, {trials} tuned trials per curve, {len(r['curves'])} curves"
             + (f", {data['valid_sentences']:,} validation sentences" if data.get("valid_sentences") else "")
             + (f"; hypervolume box per figure: NLL up to the lowest NLL of its curves + {st['hv_margin']} nats, KL "

@@ -4,27 +4,30 @@ from __future__ import annotations
 
 from paperlib.experiments.lm_claims import TABLE_STAGES
 from paperlib.reference.language_models import ABLATION_FINDINGS, LM_PTB, LM_PTB_CHAR
+from paperlib.reference.tuning import TUNING
 from paperlib.compendium.figure_style import micmco_ptb_figure_file
 
 from paperlib.compendium.results_index.text import Row
 from paperlib.compendium.results_index.language_models import (
-    _ablation_ours, _ablation_verdict, _byte_lm_ours, _byte_lm_scale, _byte_lm_verdict, _lm_ours,
-    _lm_paper, _lm_scale, _ordering_verdict, _reverse_copy_ours, _reverse_copy_verdict, _tuning_ours, _tuning_scale,
-    _tuning_verdict,
+    _ablation_ours, _ablation_verdict, _byte_lm_ours, _byte_lm_paper, _byte_lm_scale, _byte_lm_verdict, _lm_ours,
+    _lm_paper, _lm_scale, _ordering_verdict, _reverse_copy_ours, _reverse_copy_paper, _reverse_copy_verdict,
+    _tuning_ours, _tuning_scale, _tuning_verdict,
 )
 from paperlib.compendium.results_index.averaging import (
     _avg_claim, _avg_lengths_fig34_ours, _avg_lengths_fig34_verdict, _avg_lengths_ours, _avg_main_ours,
-    _avg_overfit_ours, _avg_scale,
+    _avg_main_paper, _avg_overfit_ours, _avg_scale,
 )
 from paperlib.compendium.results_index.dynamic_evaluation import (
-    _char_claim, _char_ood_ours, _char_scale, _char_table_ours, _char_timescale_ours, _dyn_claim, _dyn_paper,
-    _dyn_scale, _dyn_table_ours, _opt_ours, _recovery_ours, _related_ours, _scaling_ours, _scaling_verdict, _seen_ours,
-    _stats_amount_ours, _stats_local_ours, _timescale_ours,
+    _adaptive_paper, _char_claim, _char_ood_ours, _char_scale, _char_table_ours, _char_timescale_ours,
+    _char_timescale_paper, _dyn_claim, _dyn_paper, _dyn_scale, _dyn_table_ours, _epsilon_paper, _momentum_paper,
+    _ood_paper, _opt_ours, _recovery_ours, _recovery_paper, _related_ours, _related_paper, _scaling_ours,
+    _scaling_verdict, _seen_ours, _seen_paper, _sparse_table_paper, _stats_amount_ours, _stats_amount_paper,
+    _stats_local_ours, _stats_local_paper, _timescale_ours, _transformer_table_paper,
 )
 from paperlib.compendium.results_index.micmco_synthetic import _MICMCO_LADDERS, _micmco_figure, _micmco_scale
 from paperlib.compendium.results_index.word_generation import (
-    _wg_entropy_ours, _wg_fig2_ours, _wg_fig2_verdict, _wg_fig3_verdict, _wg_mi_ours, _wg_mi_verdict, _wg_scale,
-    _wg_t1_ours, _wg_t1_verdict, _wg_t2_ours, _wg_t3_ours,
+    _wg_entropy_ours, _wg_fig2_ours, _wg_fig2_verdict, _wg_fig3_verdict, _wg_mi_ours, _wg_mi_paper, _wg_mi_verdict,
+    _wg_scale, _wg_t1_ours, _wg_t1_paper, _wg_t1_verdict, _wg_t2_ours, _wg_t2_paper, _wg_t3_ours, _wg_t3_paper,
 )
 from paperlib.compendium.results_index.micmco_ptb import (
     _MICMCO_PTB_LADDER_ITEMS, _MICMCO_PTB_SAYS, _THESIS_TABLE_5_1, _micmco_ptb_figure_ours,
@@ -69,7 +72,7 @@ ROWS: dict[str, Row] = {
                   scale=_lm_scale("lm_ptb_ablation"), needs=("lm_ptb_ablation",),
                   verdict=_ablation_verdict("M-F2.3")),
     "M-F2.4": Row(file="`notebooks/reverse_copy.ipynb`, `figures/reverse_copy.png`",
-                  paper="both solve lengths 50 and 100; Mogrifier clearly better at 150 and 200",
+                  paper=_reverse_copy_paper(),
                   ours=_reverse_copy_ours,
                   scale=lambda r: (f"vocabulary {r['reverse_copy']['settings'].get('vocab_size', 100)}, lengths "
                                    f"{r['reverse_copy']['lengths'][0]}–{r['reverse_copy']['lengths'][-1]}, "
@@ -87,8 +90,7 @@ ROWS: dict[str, Row] = {
                   verdict="reproduced as a real trace: S and L of 2TA over a PTB run", needs=("averaging_ptb",),
                   reason="a schematic in the thesis; we trace S and L of 2TA over a real PTB run"),
     "M-F3.2": _diagram("`paperlib/averaging.py` (`TwoTailedAveraging`)"),
-    "M-F3.3": Row(file=_AVG_NB, paper="2TA 3.92 nats vs raw 4.02; 2TA, TA and EMA final losses 'very close'; "
-                  "2TA better early", ours=_avg_main_ours, scale=_avg_scale,
+    "M-F3.3": Row(file=_AVG_NB, paper=_avg_main_paper(), ours=_avg_main_ours, scale=_avg_scale,
                   verdict=_avg_claim("M-F3.3"),
                   needs=("averaging_ptb",)),
     "M-F3.4": Row(file=_AVG_NB + " (panel 'length of the averages')",
@@ -136,7 +138,8 @@ ROWS["M-T5.1"] = Row(file="`notebooks/micmco_ptb.ipynb`, `results/micmco_ptb.jso
 
 _LM_PTB_PAPER = _lm_paper(LM_PTB, "ppl")
 _LM_CHAR_PAPER = _lm_paper(LM_PTB_CHAR, "bpc")
-_LM_PTB_SHORT = _lm_paper(LM_PTB, "ppl", short=True) + " (24M params)"
+_LM_PTB_PARAMS = f" ({TUNING['parameters'] / 1e6:.0f}M params)"  # Tables 2.1 / 4.1's model size
+_LM_PTB_SHORT = _lm_paper(LM_PTB, "ppl", short=True) + _LM_PTB_PARAMS
 _LM_CHAR_SHORT = _lm_paper(LM_PTB_CHAR, "bpc", short=True)
 
 
@@ -148,8 +151,8 @@ def _lm(item: str) -> dict:
 
 
 ROWS.update({
-    "M-T2.1": Row(file=_LM_NB + ", `results/lm_ptb.json`", paper=_LM_PTB_PAPER + " (24M params); WT2 rows, MoS and "
-                  "dyneval columns not attempted", paper_short=_LM_PTB_SHORT, **_lm("M-T2.1")),
+    "M-T2.1": Row(file=_LM_NB + ", `results/lm_ptb.json`", paper=_LM_PTB_PAPER + _LM_PTB_PARAMS + "; WT2 rows, MoS "
+                  "and dyneval columns not attempted", paper_short=_LM_PTB_SHORT, **_lm("M-T2.1")),
     "M-T2.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER + "; MWC and enwik8 rows not "
                   "attempted (GPU-scale corpora)", paper_short=_LM_CHAR_SHORT, **_lm("M-T2.2")),
     "M-T2.3": Row(file=_LM_NB + ", `results/lm_ptb_ablation.json`",
@@ -194,27 +197,21 @@ ROWS.update({
     "K-F3.2": Row(file="`notebooks/dyneval_char.ipynb`", paper="mLSTM below the LSTM at every size on enwik8 (figure)",
                   ours=_scaling_ours, scale=_char_scale, verdict=_scaling_verdict, needs=("dyneval_char",)),
     "K-F3.3": Row(file="`notebooks/dyneval_char.ipynb`, `figures/dyneval_char_recovery.png`",
-                  paper="bits at k = 0..4 after a surprise: mLSTM 6.27 / 2.26 / 2.04 / 1.61 / 1.51, LSTM 6.29 / 2.48 / "
-                  "2.25 / 1.79 / 1.67 (mLSTM recovers faster); Melis §2.3.2: the Mogrifier does not",
-                  ours=_recovery_ours, scale=_char_scale,
+                  paper=_recovery_paper(), ours=_recovery_ours, scale=_char_scale,
                   verdict=_char_claim("K-F3.3"), needs=("dyneval_char",)),
     "K-T3.1": _not_attempted(_ENWIK8),
     "K-T3.2": _not_attempted(_ENWIK8),
     "K-T3.3": Row(file="`notebooks/byte_lm.ipynb`, `figures/byte_lm.png`, `results/lm_wt2_bytes.json`",
-                  paper="word-level test ppl: byte mLSTM +emb +WN +VD 88.8 (1.2649 bits/byte, 46M params); word-level "
-                        "LSTMs with VD 87.0 / 93.1 (Inan et al. tied / untied), without 99.3; tuned LSTM / AWD-LSTM "
-                        "65.9 / 65.8",
-                  ours=_byte_lm_ours, scale=_byte_lm_scale, verdict=_byte_lm_verdict, needs=("lm_wt2_bytes",)),
+                  paper=_byte_lm_paper(), ours=_byte_lm_ours, scale=_byte_lm_scale,
+                  verdict=_byte_lm_verdict, needs=("lm_wt2_bytes",)),
     "K-T4.1": Row(file=_DYN_NB, paper=_dyn_paper("ptb"), ours=_dyn_table_ours("ptb"), scale=_dyn_scale,
                   verdict=_dyn_claim("K-T4.1"), needs=("dyneval",)),
     "K-T4.2": Row(file=_DYN_NB, paper=_dyn_paper("wikitext2"), ours=_dyn_table_ours("wikitext2"), scale=_dyn_scale,
                   verdict=_dyn_claim("K-T4.2"), needs=("dyneval",)),
     "K-T4.3": _not_attempted("text8 word-level needs the text8 corpus (no pinned checksum offline)"),
     "K-T4.4": Row(file="`notebooks/dyneval_char.ipynb`, `figures/dyneval_char.png`",
-                  paper="enwik8 test bpc (mLSTM, 46M): static 1.24, sparse 1.13 (250k adapted), full 1.08",
-                  ours=_char_table_ours("mlstm"), scale=_char_scale,
-                  verdict=_char_claim("K-T4.4"),
-                  needs=("dyneval_char",)),
+                  paper=_sparse_table_paper(), ours=_char_table_ours("mlstm"), scale=_char_scale,
+                  verdict=_char_claim("K-T4.4"), needs=("dyneval_char",)),
     "K-T4.5": _not_attempted(_ENWIK8),
     "K-T4.6": _not_attempted("polyphonic music data are not available offline (out of the mission's scope)"),
     "K-F5.1": Row(file=_DYN_NB + " (panel 'time scales')",
@@ -222,51 +219,42 @@ ROWS.update({
                   ours=_timescale_ours, scale=_dyn_scale,
                   verdict=_dyn_claim("K-F5.1"), needs=("dyneval",)),
     "K-F5.2": Row(file="`notebooks/dyneval_char.ipynb`, `figures/dyneval_char.png`",
-                  paper="dynamic evaluation's advantage grows over the first 2-3k characters (enwik8; larger on Spanish)",
-                  ours=_char_timescale_ours, scale=_char_scale,
+                  paper=_char_timescale_paper(), ours=_char_timescale_ours, scale=_char_scale,
                   verdict=_char_claim("K-F5.2"), needs=("dyneval_char",)),
-    "K-T5.1": Row(file=_DYN_NB, paper="seen / unseen nats: static 3.24 / 6.92, dynamic 2.78 / 6.99, cache 2.91 / 7.06",
-                  ours=_seen_ours, scale=_dyn_scale, verdict=_dyn_claim("K-T5.1"), needs=("dyneval",)),
-    "K-T5.2": Row(file=_DYN_NB, paper="'production' +2.42; its 10 nearest words +0.15 … +1.29; vocabulary median −0.66",
-                  ours=_related_ours, scale=_dyn_scale, verdict=_dyn_claim("K-T5.2"), needs=("dyneval",)),
-    "K-T5.3": Row(file=_DYN_NB, paper="PTB valid ppl with momentum 0 / 0.5 / 0.75 / 0.875: 54.7 / 54.8 / 55.0 / 55.3",
-                  ours=_opt_ours("momentum"), scale=_dyn_scale, verdict=_dyn_claim("K-T5.3"), needs=("dyneval",)),
-    "K-T5.4": Row(file=_DYN_NB, paper="PTB valid ppl: RMSprop 58.1–59.1, Adam 58.0–58.1, SGD 54.7",
-                  ours=_opt_ours("adaptive"), scale=_dyn_scale, verdict=_dyn_claim("K-T5.4"), needs=("dyneval",)),
-    "K-T5.5": Row(file=_DYN_NB, paper="RMSprop ε 1e-6 … 10: 57.5 → best 54.4 at 1e-2 → 54.7",
-                  ours=_opt_ours("epsilon"), scale=_dyn_scale, verdict=_dyn_claim("K-T5.5"), needs=("dyneval",)),
-    "K-T5.6": Row(file=_DYN_NB, paper="PTB valid ppl: static 59.7, RMSprop 54.4, global RMS with 1% / 10% / 100% of "
-                  "the statistics 52.5 / 52.5 / 52.7", ours=_stats_amount_ours, scale=_dyn_scale,
+    "K-T5.1": Row(file=_DYN_NB, paper=_seen_paper(), ours=_seen_ours, scale=_dyn_scale,
+                  verdict=_dyn_claim("K-T5.1"), needs=("dyneval",)),
+    "K-T5.2": Row(file=_DYN_NB, paper=_related_paper(), ours=_related_ours, scale=_dyn_scale,
+                  verdict=_dyn_claim("K-T5.2"), needs=("dyneval",)),
+    "K-T5.3": Row(file=_DYN_NB, paper=_momentum_paper(), ours=_opt_ours("momentum"), scale=_dyn_scale,
+                  verdict=_dyn_claim("K-T5.3"), needs=("dyneval",)),
+    "K-T5.4": Row(file=_DYN_NB, paper=_adaptive_paper(), ours=_opt_ours("adaptive"), scale=_dyn_scale,
+                  verdict=_dyn_claim("K-T5.4"), needs=("dyneval",)),
+    "K-T5.5": Row(file=_DYN_NB, paper=_epsilon_paper(), ours=_opt_ours("epsilon"), scale=_dyn_scale,
+                  verdict=_dyn_claim("K-T5.5"), needs=("dyneval",)),
+    "K-T5.6": Row(file=_DYN_NB, paper=_stats_amount_paper(), ours=_stats_amount_ours, scale=_dyn_scale,
                   verdict=_dyn_claim("K-T5.6"), needs=("dyneval",)),
-    "K-T5.7": Row(file=_DYN_NB, paper="PTB valid ppl: RMSprop 54.4, global RMS 52.7, non-local RMSprop 52.6",
-                  ours=_stats_local_ours, scale=_dyn_scale, verdict=_dyn_claim("K-T5.7"), needs=("dyneval",)),
+    "K-T5.7": Row(file=_DYN_NB, paper=_stats_local_paper(), ours=_stats_local_ours, scale=_dyn_scale,
+                  verdict=_dyn_claim("K-T5.7"), needs=("dyneval",)),
     "K-T5.8": _not_attempted("a human study; not reproducible by code"),
     "K-T6.1": Row(file="`notebooks/dyneval_char.ipynb`",
-                  paper="Transformer-XL enwik8 test bpc: 42M static 1.053 → global RMS 1.012; 277M 0.993 → SGD 0.946 → "
-                  "global RMS 0.940", ours=_char_table_ours("transformer"), scale=_char_scale,
-                  verdict=_char_claim("K-T6.1"),
-                  needs=("dyneval_char",)),
+                  paper=_transformer_table_paper(), ours=_char_table_ours("transformer"), scale=_char_scale,
+                  verdict=_char_claim("K-T6.1"), needs=("dyneval_char",)),
     "K-T6.2": _not_attempted(_ENWIK8),
     "K-T6.3": _not_attempted("a word-level Transformer on WikiText-2 is not run; the character-level Transformer "
                              "+ dynamic evaluation is K-T6.1"),
     "K-T6.4": Row(file="`notebooks/dyneval_char.ipynb`",
-                  paper="GPT-2 out of domain, static → SGD → global RMS: enwik8 1.017 → 0.893 → 0.869 bpc; WikiText-103 "
-                  "26.6 → 23.0 → 21.9 ppl", ours=_char_ood_ours, scale=_char_scale,
+                  paper=_ood_paper(), ours=_char_ood_ours, scale=_char_scale,
                   verdict=_char_claim("K-T6.4"), needs=("dyneval_char",)),
     "S-T1": Row(file=_WG_NB + ", `figures/word_generation_ladder.png` (budget ladder)",
-                paper="H[P_test, P̂]: TRIL 11.99, 2xTRIL 11.86, 2xTRIL K=10 11.38, GRU 8D 12.97, "
-                "GRU 16D 12.60; oracle 7.02", ours=_wg_t1_ours, scale=_wg_scale, verdict=_wg_t1_verdict,
+                paper=_wg_t1_paper(), ours=_wg_t1_ours, scale=_wg_scale, verdict=_wg_t1_verdict,
                 needs=("word_generation", "word_generation_ladder")),
-    "S-T2": Row(file=_WG_NB, paper="2xTRIL K=10: H_test 12.27; GRU 8D 13.67; n-gram perplexities per order",
-                ours=_wg_t2_ours, scale=_wg_scale,
+    "S-T2": Row(file=_WG_NB, paper=_wg_t2_paper(), ours=_wg_t2_ours, scale=_wg_scale,
                 verdict="partly: rows computed as in the paper; absolute levels far apart at our budget",
                 needs=("word_generation",)),
-    "S-T3": Row(file=_WG_NB, paper="H_test: DIAG×DIAG 12.35, TRIL×DIAG 11.99, 2xTRIL×DIAG 11.86; combinations "
-                "with TRIL inference unstable", ours=_wg_t3_ours, scale=_wg_scale,
+    "S-T3": Row(file=_WG_NB, paper=_wg_t3_paper(), ours=_wg_t3_ours, scale=_wg_scale,
                 verdict="partly: grid computed; see the notebook for which combinations train stably",
                 needs=("word_generation",)),
-    "S-F1": Row(file=_WG_NB, paper="Ī between 0.85 and 1.43 for the trained DSSMs", ours=_wg_mi_ours,
-                scale=_wg_scale, verdict=_wg_mi_verdict,
+    "S-F1": Row(file=_WG_NB, paper=_wg_mi_paper(), ours=_wg_mi_ours, scale=_wg_scale, verdict=_wg_mi_verdict,
                 needs=("word_generation",)),
     "S-F2": Row(file=_WG_NB, paper="I(t) is highest at the first positions and decays (figure)",
                 ours=_wg_fig2_ours, scale=_wg_scale, verdict=_wg_fig2_verdict, needs=("word_generation",)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from paperlib.experiments.claims import verdict_word
+from paperlib.reference.word_generation import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3, PAPER_TABLE3_FLOWS
 
 from paperlib.compendium.results_index.text import MissingResult, Results, _claim_verdict, _f
 
@@ -14,6 +15,57 @@ from paperlib.compendium.results_index.text import MissingResult, Results, _clai
 
 def _wg(results: Results) -> dict[str, Any]:
     return results["word_generation"]
+
+
+# -- the paper's numbers as the rows' paper texts (read from paperlib.reference.word_generation) ------------------
+
+# What the rows call the paper's models.
+_WG_NAMES = {"2xTRIL, K=10": "2xTRIL K=10", "BASELINE-8D": "GRU 8D", "BASELINE-16D": "GRU 16D",
+             "ORACLE-TRAIN": "oracle"}
+
+
+def _wg_name(model: str) -> str:
+    return _WG_NAMES.get(model, model)
+
+
+def _wg_t1_paper() -> str:
+    """S-T1: Table 1's test cross-entropy of the rows we run, then the training-set oracle."""
+    models = ("TRIL", "2xTRIL", "2xTRIL, K=10", "BASELINE-8D", "BASELINE-16D")
+    return ("H[P_test, P̂]: " + ", ".join(f"{_wg_name(m)} {_f(PAPER_TABLE1[m]['H_test'][0])}" for m in models)
+            + f"; {_wg_name('ORACLE-TRAIN')} {_f(PAPER_TABLE1['ORACLE-TRAIN']['H_test'][0])}")
+
+
+def _wg_t2_paper() -> str:
+    """S-T2: Table 2's test cross-entropy of the DSSM and the GRU."""
+    dssm, gru = "2xTRIL, K=10", "BASELINE-8D"
+    return (f"{_wg_name(dssm)}: H_test {_f(PAPER_TABLE2[dssm]['H_test'])}; {_wg_name(gru)} "
+            f"{_f(PAPER_TABLE2[gru]['H_test'])}; n-gram perplexities per order")
+
+
+def _wg_t3_paper() -> str:
+    """S-T3: Table 3a's legible, stable cells with a learned generative flow (the paper calls ID unsuited for F_g)."""
+    table = PAPER_TABLE3["H_test"]
+    cells = [f"{g}×{q} {_f(table[g][q][0])}" for g in PAPER_TABLE3_FLOWS[1:] for q in PAPER_TABLE3_FLOWS
+             if isinstance(table[g][q], list)]
+    return f"H_test: {', '.join(cells)}; combinations with TRIL inference unstable"
+
+
+def _wg_i_bar_range() -> tuple[float, float]:
+    """S-F1's range of Ī over "all trained models" (§5.4): the mean Ī of every DSSM of Tables 1 and 3b with no
+    identity (ID) flow in either role (as F_g it gives Ī = 0 and the paper calls it unsuited; as F_q it "degrades
+    performance")."""
+    values = [row["I_bar"][0] for row in PAPER_TABLE1.values() if row["I_bar"] is not None]
+    values += [cell[0] for g, row in PAPER_TABLE3["I_bar"].items() for q, cell in row.items()
+               if "ID" not in (g, q) and isinstance(cell, list)]
+    return min(values), max(values)
+
+
+WG_I_BAR_RANGE = _wg_i_bar_range()
+
+
+def _wg_mi_paper() -> str:
+    """S-F1: the paper's range of Ī (:data:`WG_I_BAR_RANGE`)."""
+    return "Ī between {} and {} for the trained DSSMs".format(*map(_f, WG_I_BAR_RANGE))
 
 
 def _wg_scale(results: Results) -> str:
@@ -69,8 +121,9 @@ def _wg_mi_verdict(results: Results) -> str:
     rows = [r for r in _wg(results)["table1"] if r.get("I_bar") is not None]
     if not rows:
         raise MissingResult("Ī of the trained DSSMs")
+    low, high = WG_I_BAR_RANGE
     words = {f"every DSSM uses its noise (Ī > {WG_NOISE_USED})": all(r["I_bar"] > WG_NOISE_USED for r in rows),
-             "Ī in the paper's range 0.85–1.43": all(0.85 <= r["I_bar"] <= 1.43 for r in rows)}
+             f"Ī in the paper's range {_f(low)}–{_f(high)}": all(low <= r["I_bar"] <= high for r in rows)}
     return f"{verdict_word(list(words.values()))}: " + "; ".join(
         f"{k}: {'reproduced' if v else 'not reproduced'}" for k, v in words.items())
 
