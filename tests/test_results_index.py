@@ -233,6 +233,8 @@ def test_recorded_work_counts_trials_over_workers_or_per_run_times():
     assert ri.recorded_work({"train_seconds": {"a": 5.0, "b": 7.0}}, {"summary": {}}) == 12.0
     assert ri.recorded_work({"run_seconds": {"a": {"seed1": 3.0, "seed2": 1.0}}}, None) == 4.0
     assert ri.recorded_work({"run_seconds": {"a": 3.0, "b": 5.0}}, {"settings": {"workers": 2}}) == 4.0
+    # an LM comparison keeps its settings in the provenance's params: two workers halve the per-run sum
+    assert ri.recorded_work({"train_seconds": {"a": 5.0, "b": 7.0}, "params": {"workers": 2}}, {"summary": {}}) == 6.0
     assert ri.recorded_work({"seconds": {"a": 3.0}}, None) is None
 
 

@@ -35,7 +35,6 @@ DYNEVAL_TABLES: dict[str, dict[str, tuple[float, float] | None]] = {
         "neural_cache": (53.8, 52.0),
     },
 }
-DYNEVAL_ENWIK8_SPARSE = {"static": 1.24, "sparse": 1.13, "dynamic": 1.08}
 # PTB validation perplexities of Krause §5.4 (static 59.7).
 DYNEVAL_STATIC_VALID_PTB = 59.7
 DYNEVAL_MOMENTUM = {0.0: 54.7, 0.5: 54.8, 0.75: 55.0, 0.875: 55.3, 0.9375: 55.7, 0.96875: 56.2, 0.984375: 56.7}  # Table 5.3

@@ -3,6 +3,9 @@ nothing)."""
 
 from __future__ import annotations
 
+# Melis §5.7.1: the synthetic task's data are single symbols drawn uniformly from this many (the optimum NLL is ln V).
+SYNTHETIC_VOCAB_SIZE = 10_000
+
 # Melis thesis Table 5.1 (§5.7.2): best test results of the sentence VAEs on PTB, IWAE with 500 samples; keyed by
 # the hidden size, then by column. "K / R": single-sample runs, where the KL and Rényi objectives coincide. NLL and
 # KL in nats per token.

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from paperlib.experiments.micmco_synthetic_claims import Compared, hv_tie, tally
-
 from paperlib.compendium.results_index.text import MissingResult, Results, _claim_verdict, _f
+from paperlib.experiments.micmco_synthetic_claims import Compared, hv_tie, tally
+from paperlib.reference.micmco import SYNTHETIC_VOCAB_SIZE
 
 
 # -- hypervolume comparisons (Melis ch. 5) ------------------------------------------------------
@@ -95,7 +95,7 @@ _MICMCO_LADDERS = ("5.2", "5.3", "5.6")
 def _micmco_scale(results: Results) -> str:
     st = results["micmco_synthetic"]["settings"]
     n_conf = len(results["micmco_synthetic"]["configurations"])
-    return (f"vocabulary {math.exp(results['micmco_synthetic']['optimum_nll']):,.0f} (thesis 10,000), {st['steps']} steps, "
+    return (f"vocabulary {math.exp(results['micmco_synthetic']['optimum_nll']):,.0f} (thesis {SYNTHETIC_VOCAB_SIZE:,}), {st['steps']} steps, "
             f"{len(next(iter(results['micmco_synthetic']['configurations'].values()))['trials'])} tuned trials per "
             f"curve, {n_conf} curves; hypervolume box: NLL from ln V to ln V + {st['hypervolume_margin']} nats, MI "
             "from 0 to ln V")

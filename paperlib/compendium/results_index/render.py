@@ -43,7 +43,7 @@ def recorded_work(record: Mapping[str, Any], result: Mapping[str, Any] | None) -
 
     Optuna studies (MICMCO): the sum of every trial's training and evaluation seconds; LM comparisons and other
     per-run stages: the sum of the provenance's per-run seconds; either over the parallel ``workers`` of the
-    results' settings (1 when absent). It leaves
+    results' settings, else of the provenance's params (1 when absent). It leaves
     out what the records do not time (e.g. final evaluations), so it is a lower bound on a run from scratch;
     None when the records hold no per-unit times.
     """
@@ -53,7 +53,8 @@ def recorded_work(record: Mapping[str, Any], result: Mapping[str, Any] | None) -
         for curve in curves.values():
             for trial in curve.get("trials", []) if isinstance(curve, Mapping) else []:
                 trials.append(float(trial.get("train_seconds") or 0.0) + float(trial.get("eval_seconds") or 0.0))
-    workers = max(1, int((result or {}).get("settings", {}).get("workers") or 1))
+    settings = (result or {}).get("settings") or record.get("params") or {}  # LM comparisons: the provenance's
+    workers = max(1, int(settings.get("workers") or 1))
     if any(trials):
         return sum(trials) / workers
 
