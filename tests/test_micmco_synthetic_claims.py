@@ -2,6 +2,8 @@
 constructed hypervolumes, curves not run make a figure "partly", the ladder joins its figure as one part, and the
 index shows exactly the claims the module judges."""
 
+import math
+
 import pytest
 
 from paperlib.experiments.claims import Unjudged
@@ -54,6 +56,28 @@ def test_a_figure_claim_judges_its_rules_names_unrun_curves_and_takes_the_ladder
     assert "the budget ladder" in figure_claim("5.3", "M-F5.3", _results(hv), ladder).note
     with pytest.raises(Unjudged, match="no part can be judged"):
         figure_claim("5.5", "M-F5.5", _results(hv))  # none of its curves ran
+
+
+def test_near_optimal_vimco_is_judged_on_the_frontiers_not_on_the_stored_word():
+    """Fig. 5.6's chapter claim is a threshold on the frontier's NLL at 0.75 ln V; the part reads the frontiers,
+    whatever verdict word the stage stored (here the wrong one on purpose)."""
+    ln_v = math.log(10)
+    near = [{"mi": 0.25 * ln_v, "nll": ln_v + 0.05}, {"mi": ln_v, "nll": ln_v + 0.2}]  # at 0.75 ln V: +0.15 nats
+    far = [{"mi": 0.25 * ln_v, "nll": ln_v + 0.5}, {"mi": ln_v, "nll": ln_v + 1.1}]  # +0.9 nats
+    short = [{"mi": 0.25 * ln_v, "nll": ln_v + 0.05}]  # never reaches 0.75 ln V
+
+    def results(front, stored):
+        configs = {"vimco16_kl": {"label": "VIMCO 16 KL", "normalised_hypervolume": 0.3, "frontier": front}}
+        claims = [{"claim": "VIMCO 16 reaches near-optimal NLL at high MI", "rule": "excess <= 0.25 nats",
+                   "evidence": {}, "verdict": stored}]
+        return {"profile": "cpu", "optimum_nll": ln_v, "configurations": configs, "claims": claims,
+                "figures": {"5.6": {"configurations": ["vimco16_kl"]}}}
+
+    part = figure_claim("5.6", "M-F5.6", results(near, "not reproduced")).parts[0]
+    assert part.verdict == "reproduced" and "VIMCO 16 KL +0.150 nats" in part.evidence
+    assert figure_claim("5.6", "M-F5.6", results(far, "reproduced")).parts[0].verdict == "not reproduced"
+    part = figure_claim("5.6", "M-F5.6", results(short, "reproduced")).parts[0]
+    assert part.verdict == "not reproduced" and "MI level not reached" in part.evidence
 
 
 def test_the_index_shows_the_figure_claims_of_the_committed_results():

@@ -1,4 +1,5 @@
-"""What the MICMCO scale ladders (issue #22) share: running their independent runs, and reading a ladder.
+"""What the scale ladders (issue #22) share: starting the stage, planning and running their independent runs,
+and reading a ladder.
 
 A ladder trains each run once to its top rung and scores it at every rung (the optimisers have constant learning
 rates, so a run stopped at a rung is the run of that budget). The runs are independent jobs, dispatched by
@@ -9,14 +10,17 @@ rates, so a run stopped at a rung is the run of that budget). The runs are indep
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import os
 import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence, TypeVar
 
+from paperlib.device import cache_key
 from paperlib.experiments.claims import Part, check_ladder, ladder_part, ladder_word
 from paperlib.experiments.runs import json_safe, map_jobs
 
@@ -25,14 +29,19 @@ Settings = TypeVar("Settings")
 
 @dataclass(frozen=True)
 class LadderParams:
-    """A ladder stage's own settings (a subclass names its :attr:`LADDERS`; everything else is its main stage's
-    section of the same profile).
+    """A ladder stage's own settings (a subclass names its ladders, ``class P(LadderParams, ladders=...)``, which
+    become :attr:`LADDERS`; everything else is its main stage's section of the same profile).
 
     ``figures``: keys of ``LADDERS``; ``rungs``: step budgets, increasing; ``seeds``: at least two (the tie margin
     is their spread); ``trials``: Halton points per curve and seed; ``workers`` processes train the runs.
     """
 
     LADDERS: ClassVar[Mapping[str, Any]] = {}  # key -> a ladder with ``curves``
+
+    def __init_subclass__(cls, ladders: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if ladders is not None:
+            cls.LADDERS = ladders
 
     figures: list[str]
     rungs: list[int]
@@ -52,6 +61,41 @@ class LadderParams:
     def curves(self) -> list[str]:
         """The curves of the chosen ladders, in ladder order, each once."""
         return list(dict.fromkeys(c for f in self.figures for c in self.LADDERS[f].curves))
+
+
+def runs_folder(runs_dir: str | os.PathLike, ladder: LadderParams, code: str, main: Mapping[str, Any]) -> Path:
+    """Where a ladder's runs live: a folder under ``runs_dir`` keyed on what changes a run (the rungs, ``main``: the
+    main stage's settings a run reads, the code hash ``code`` and the compute settings). A run's file name adds
+    curve, seed and trial, and a Halton point does not depend on the number of trials, so more seeds, trials or
+    figures only add runs."""
+    key = json.dumps({"rungs": ladder.rungs, "code": code, "compute": cache_key(), "main": main}, sort_keys=True)
+    return Path(runs_dir) / hashlib.sha1(key.encode()).hexdigest()[:10]
+
+
+def plan_runs(ladder: LadderParams, folder: Path, design: Callable[[str, int], Sequence[Mapping[str, float]]],
+              cost: Callable[[str], float]) -> list[tuple[str, int, int, Mapping[str, float], str]]:
+    """Every run of ``ladder`` as (curve, seed, trial, its Halton point, its file in ``folder``), the costliest
+    curves first (``cost(curve)``); ``design(curve, seed)`` gives the seed's points. Creates ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    designs = {(n, s): design(n, s) for n in ladder.curves for s in ladder.seeds}
+    jobs = sorted(((n, s, i) for n in ladder.curves for s in ladder.seeds for i in range(ladder.trials)),
+                  key=lambda job: -cost(job[0]))
+    return [(n, s, i, designs[n, s][i], str(folder / f"{n}-seed{s}-trial{i}.json")) for n, s, i in jobs]
+
+
+def repeat_check(ladder_results: Mapping[str, Any], main_results: Mapping[str, Any],
+                 pairs: Callable[[int, int], Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]]],
+                 keys: Sequence[str]) -> dict[str, Any] | None:
+    """Does the ladder's run of the main stage's seed, at the main stage's budget, repeat that stage's trials? The
+    largest :func:`difference` in ``keys`` over the (main stage's trial, ladder's trial) pairs that
+    ``pairs(steps, seed)`` yields; None when the ladder did not run that seed at that budget."""
+    settings, ran = main_results["settings"], ladder_results["settings"]
+    step, seed = settings["steps"], settings["seed"]
+    if step not in ran["rungs"] or seed not in ran["seeds"]:
+        return None
+    compared = list(pairs(step, seed))
+    diffs = [difference(theirs[k], ours[k]) for theirs, ours in compared for k in keys]
+    return {"steps": step, "seed": seed, "trials": len(compared), "max_difference": max(diffs, default=None)}
 
 
 def seed_settings(main: Settings, seed: int, steps: int) -> Settings:
@@ -122,8 +166,9 @@ class LadderStage:
 
 def start_stage(name: str, main_name: str, profile: str | None, runs_dir: str | os.PathLike | None,
                 progress: bool) -> LadderStage:
-    """Read the ladder's settings and its main stage's (same profile), set the stage up (precision, device) and say
-    what it will train. ``runs_dir`` defaults to ``runs/<name>``."""
+    """Read the ladder's settings and its main stage's (same profile), set the stage up (precision, device) and, with
+    ``progress`` and a ladder of curves (:class:`LadderParams`), say what it will train. ``runs_dir`` defaults to
+    ``runs/<name>``."""
     from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root
     from paperlib.experiments.stage import setup_stage
 
@@ -134,7 +179,7 @@ def start_stage(name: str, main_name: str, profile: str | None, runs_dir: str | 
     main = experiment_params(main_name, profile, params)
     device = setup_stage(profile, params)
     runs = Path(runs_dir) if runs_dir is not None else root / "runs" / name
-    if progress:
+    if progress and isinstance(ladder, LadderParams):
         print(f"{name} [{profile}]: {len(ladder.curves)} curves x {len(ladder.seeds)} seeds x {ladder.trials} "
               f"trials to {ladder.rungs[-1]:,} steps", flush=True)
     return LadderStage(name, profile, root, params, ladder, main, str(device), runs, started)
@@ -157,5 +202,5 @@ def finish_stage(stage: LadderStage, results: Mapping[str, Any], records: Sequen
     return path
 
 
-__all__ = ["LadderParams", "LadderStage", "claim_part", "difference", "finish_stage", "map_jobs", "mean_se", "reading",
-           "seed_settings", "start_stage"]
+__all__ = ["LadderParams", "LadderStage", "claim_part", "difference", "finish_stage", "map_jobs", "mean_se",
+           "plan_runs", "reading", "repeat_check", "runs_folder", "seed_settings", "start_stage"]

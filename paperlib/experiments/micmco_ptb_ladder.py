@@ -49,23 +49,21 @@ samples); only one 16-sample objective per figure (the one the thesis says impro
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
-from paperlib.device import Compute, cache_key, current
+from paperlib.device import Compute, current
 from paperlib.experiments.claims import Part, convergence, scoring_steps
 from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.config import register_experiment, section_params
-from paperlib.experiments.ladder import (LadderParams, claim_part, difference, finish_stage, map_jobs, mean_se,
-                                         reading, seed_settings, start_stage)
+from paperlib.experiments.ladder import (LadderParams, claim_part, finish_stage, map_jobs, mean_se,
+                                         plan_runs, reading, repeat_check, runs_folder, seed_settings, start_stage)
 from paperlib.experiments.micmco_ptb import (CURVES, DIVERGED_NLL, EXPERIMENT as MAIN, LOW_KL, PPL_TOLERANCE,
                                             MicmcoPtbParams, SentenceData, build_model, compare_hypervolumes,
                                             evaluate, load_data, train)
@@ -116,11 +114,9 @@ _QUANTITY = {"better": "HV difference", "lower": "best-NLL difference (nats per 
 
 @register_experiment(NAME)
 @dataclass(frozen=True)
-class MicmcoPtbLadderParams(LadderParams):
-    """The ladder's own settings (:class:`~paperlib.experiments.ladder.LadderParams`, ``figures`` from
-    :data:`LADDERS`); everything else is the ``micmco_ptb`` section of the same profile."""
-
-    LADDERS: ClassVar[Mapping[str, Ladder]] = LADDERS
+class MicmcoPtbLadderParams(LadderParams, ladders=LADDERS):
+    """The PTB ladder's settings (:class:`~paperlib.experiments.ladder.LadderParams`: which figures of
+    :data:`LADDERS`, rungs, seeds, trials, workers); each run's own are ``micmco_ptb``'s in the same profile."""
 
 
 def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings: MicmcoPtbParams,
@@ -149,13 +145,10 @@ def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings
 
 
 def run_folder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: str | os.PathLike) -> Path:
-    """Where the ladder's runs live: keyed on what changes a run (the rungs, the main stage's trial settings at the
-    top rung, its torch threads, the code and the compute settings). A run's file name adds curve, seed and trial,
-    and a Halton point does not depend on the number of trials, so more seeds, trials or figures only add runs."""
-    key = json.dumps({"rungs": ladder.rungs, "code": code_hash(__name__), "compute": cache_key(),
-                      "main": seed_settings(main, 0, ladder.rungs[-1]).trial_fingerprint(),
-                      "threads": main.threads}, sort_keys=True)
-    return Path(runs_dir) / hashlib.sha1(key.encode()).hexdigest()[:10]
+    """Where the ladder's runs live (:func:`~paperlib.experiments.ladder.runs_folder`): keyed on the rungs, the main
+    stage's trial settings at the top rung, its torch threads, the code and the compute settings."""
+    return runs_folder(runs_dir, ladder, code_hash(__name__),
+                       {"trial": seed_settings(main, 0, ladder.rungs[-1]).trial_fingerprint(), "threads": main.threads})
 
 
 def run_ladder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: str | os.PathLike,
@@ -169,15 +162,11 @@ def run_ladder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: s
         raise ValueError("give the sentences (data=...) or the corpus folder (data_root=...), not both")
     if data is not None and ladder.workers > 1:
         raise ValueError("in-memory data needs workers == 1; give data_root for parallel workers")
-    top = ladder.rungs[-1]
-    base = run_folder(ladder, main, runs_dir)
-    base.mkdir(parents=True, exist_ok=True)
-    jobs = sorted(((n, s, i) for n in ladder.curves for s in ladder.seeds for i in range(ladder.trials)),
-                  key=lambda job: -CURVES[job[0]].cost)
-    designs = {(n, s): halton_design(CURVES[n].space, ladder.trials, s) for n in ladder.curves for s in ladder.seeds}
-    root = None if data_root is None else str(data_root)
-    args = [(n, s, i, designs[n, s][i], seed_settings(main, s, top), scoring_steps(ladder.rungs),
-             str(base / f"{n}-seed{s}-trial{i}.json"), str(device), data, root, current()) for n, s, i in jobs]
+    top, root = ladder.rungs[-1], None if data_root is None else str(data_root)
+    runs = plan_runs(ladder, run_folder(ladder, main, runs_dir),
+                     lambda n, s: halton_design(CURVES[n].space, ladder.trials, s), lambda n: CURVES[n].cost)
+    args = [(n, s, i, point, seed_settings(main, s, top), scoring_steps(ladder.rungs), path, str(device), data, root,
+             current()) for n, s, i, point, path in runs]
     records = map_jobs(_run, args, ladder.workers)
     return sorted(records, key=lambda r: (ladder.curves.index(r["curve"]), r["seed"], r["trial"]))
 
@@ -294,23 +283,15 @@ def main_stage_check(ladder_results: Mapping[str, Any], main_results: Mapping[st
     (NLL, capped KL) over the start-design trials both ran, all curves together (a run that diverged in one and not
     the other counts as an infinite difference); None when no rung equals the main budget or that seed did not run.
     Trials are matched by their place among the study's finished trials, as the stage numbers its trial seeds."""
-    settings = main_results["settings"]
-    step, seed = settings["steps"], settings["seed"]
-    ran = ladder_results["settings"]
-    if step not in ran["rungs"] or seed not in ran["seeds"]:
-        return None
-    diffs, compared = [], 0
-    for name, per_seed in ladder_results["trials"].items():
-        curve = main_results["curves"].get(name)
-        if curve is None:
-            continue
-        ours = per_seed[str(seed)][str(step)]
-        for index, theirs in enumerate(curve["trials"][: settings["startup_trials"]]):
-            if index >= len(ours):
-                break
-            diffs += [difference(theirs[key], ours[index][key]) for key in ("nll", "kl")]
-            compared += 1
-    return {"steps": step, "seed": seed, "trials": compared, "max_difference": max(diffs, default=None)}
+    startup = main_results["settings"]["startup_trials"]
+
+    def pairs(step: int, seed: int) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+        for name, per_seed in ladder_results["trials"].items():
+            curve = main_results["curves"].get(name)
+            if curve is not None:
+                yield from zip(curve["trials"][:startup], per_seed[str(seed)][str(step)])
+
+    return repeat_check(ladder_results, main_results, pairs, ("nll", "kl"))
 
 
 # The seed items each ladder is a part of (the results index's rows M-F5.8 ... and M-T5.1).

@@ -40,23 +40,21 @@ Only the KL objective is laddered for Figs. 5.2/5.3 (the thesis says both object
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
 from paperlib.data import uniform_symbols
-from paperlib.device import Compute, cache_key, current
+from paperlib.device import Compute, current
 from paperlib.experiments.claims import convergence, scoring_steps
 from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.ladder import (LadderParams, difference, finish_stage, map_jobs, mean_se, reading,
-                                         seed_settings, start_stage)
+from paperlib.experiments.ladder import (LadderParams, finish_stage, map_jobs, mean_se, plan_runs,
+                                         reading, repeat_check, runs_folder, seed_settings, start_stage)
 from paperlib.experiments.config import register_experiment
 from paperlib.experiments.micmco_synthetic import (EXPERIMENT as MAIN, CONFIGURATIONS, HIGH_MI_FRACTION, HV_TIE,
                                                   NEAR_OPTIMAL_NATS, MicmcoSyntheticParams, build_model, evaluate,
@@ -88,11 +86,8 @@ LADDERS: dict[str, Ladder] = {
 
 @register_experiment(NAME)
 @dataclass(frozen=True)
-class MicmcoSyntheticLadderParams(LadderParams):
-    """The ladder's own settings (:class:`~paperlib.experiments.ladder.LadderParams`, ``figures`` from
-    :data:`LADDERS`); everything else is the ``micmco_synthetic`` section of the same profile."""
-
-    LADDERS: ClassVar[Mapping[str, Ladder]] = LADDERS
+class MicmcoSyntheticLadderParams(LadderParams, ladders=LADDERS):
+    """The synthetic ladder's own settings, ``figures`` from :data:`LADDERS`; the rest is ``micmco_synthetic``'s."""
 
 
 def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings: MicmcoSyntheticParams,
@@ -124,28 +119,21 @@ def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings
 
 
 def run_folder(ladder: MicmcoSyntheticLadderParams, main: MicmcoSyntheticParams, runs_dir: str | os.PathLike) -> Path:
-    """Where the ladder's runs live: keyed on what changes a run (the rungs, the main stage's run settings, the
-    code and the compute settings). A run's file name adds curve, seed and trial, and a Halton point does not
-    depend on the number of trials, so more seeds, trials, figures or workers only add runs."""
+    """Where the ladder's runs live (:func:`~paperlib.experiments.ladder.runs_folder`): keyed on the rungs, the main
+    stage's run settings, the code and the compute settings; more seeds, trials, figures or workers only add runs."""
     settings = seed_settings(main, 0, ladder.rungs[-1])
-    key = json.dumps({"rungs": ladder.rungs, "code": code_hash(__name__), "compute": cache_key(),
-                      "main": {k: getattr(settings, k) for k in _RUN_SETTINGS}}, sort_keys=True)
-    return Path(runs_dir) / hashlib.sha1(key.encode()).hexdigest()[:10]
+    return runs_folder(runs_dir, ladder, code_hash(__name__), {k: getattr(settings, k) for k in _RUN_SETTINGS})
 
 
 def run_ladder(ladder: MicmcoSyntheticLadderParams, main: MicmcoSyntheticParams, runs_dir: str | os.PathLike,
                device: str = "cpu") -> list[dict[str, Any]]:
     """Every (curve, seed, trial) run, the costliest curves first; each is read back when already done."""
     top = ladder.rungs[-1]
-    base = run_folder(ladder, main, runs_dir)
-    base.mkdir(parents=True, exist_ok=True)
-    cost = {n: CONFIGURATIONS[n].num_samples * (1.6 if CONFIGURATIONS[n].base == "dreg" else 1.0)
-            for n in ladder.curves}
-    jobs = sorted(((n, s, i) for n in ladder.curves for s in ladder.seeds for i in range(ladder.trials)),
-                  key=lambda job: -cost[job[0]])
-    designs = {(n, s): start_design(CONFIGURATIONS[n], ladder.trials, s) for n in ladder.curves for s in ladder.seeds}
-    args = [(n, s, i, designs[n, s][i], seed_settings(main, s, top), scoring_steps(ladder.rungs),
-             str(base / f"{n}-seed{s}-trial{i}.json"), str(device), current()) for n, s, i in jobs]
+    runs = plan_runs(ladder, run_folder(ladder, main, runs_dir),
+                     lambda n, s: start_design(CONFIGURATIONS[n], ladder.trials, s),
+                     lambda n: CONFIGURATIONS[n].num_samples * (1.6 if CONFIGURATIONS[n].base == "dreg" else 1.0))
+    args = [(n, s, i, point, seed_settings(main, s, top), scoring_steps(ladder.rungs), path, str(device), current())
+            for n, s, i, point, path in runs]
     records = map_jobs(_run, args, ladder.workers)
     return sorted(records, key=lambda r: (ladder.curves.index(r["configuration"]), r["seed"], r["trial"]))
 
@@ -226,21 +214,15 @@ def main_stage_check(ladder_results: Mapping[str, Any], main_results: Mapping[st
     not the other counts as an infinite difference); None when no rung equals the main budget. Trials are matched
     by their place among the study's finished trials (the stage's records leave interrupted ones out, whose
     numbers Optuna skips)."""
-    settings = main_results["settings"]
-    step, seed = settings["steps"], settings["seed"]
-    ran = ladder_results["settings"]
-    if step not in ran["rungs"] or seed not in ran["seeds"]:
-        return None
-    diffs, compared = [], 0
-    for run in ladder_results["runs"]:
-        conf = main_results["configurations"].get(run["configuration"])
-        if conf is None or run["seed"] != seed or run["trial"] >= min(settings["startup_trials"], len(conf["trials"])):
-            continue
-        trial = conf["trials"][run["trial"]]
-        ours = _at(run, step, main_results["optimum_nll"])
-        diffs += [difference(trial[k], ours[k]) for k in ("nll", "mi")]
-        compared += 1
-    return {"steps": step, "seed": seed, "trials": compared, "max_difference": max(diffs, default=None)}
+    startup = main_results["settings"]["startup_trials"]
+
+    def pairs(step: int, seed: int) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+        for run in ladder_results["runs"]:
+            conf = main_results["configurations"].get(run["configuration"])
+            if conf is not None and run["seed"] == seed and run["trial"] < min(startup, len(conf["trials"])):
+                yield conf["trials"][run["trial"]], _at(run, step, main_results["optimum_nll"])
+
+    return repeat_check(ladder_results, main_results, pairs, ("nll", "mi"))
 
 
 def run_micmco_synthetic_ladder(profile: str | None = None, progress: bool = True,

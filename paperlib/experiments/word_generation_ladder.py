@@ -40,10 +40,10 @@ from paperlib.device import Compute, configure, current
 from paperlib.data.wordlist import english_word_list
 from paperlib.experiments.claims import check_ladder, convergence, ladder_word, scoring_steps
 from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import active_profile, experiment_params, load_params, register_experiment, repo_root
+from paperlib.experiments.config import register_experiment
+from paperlib.experiments.ladder import start_stage
 from paperlib.experiments.provenance import provenance
 from paperlib.experiments.runs import map_jobs
-from paperlib.experiments.stage import setup_stage
 from paperlib.experiments.word_generation import (NAME as MAIN, SplitData, PAPER_TABLE1, WordGenerationParams,
                                                   build_model, complete_spec, evaluate_model, make_splits,
                                                   settings_fingerprint, train_model)
@@ -207,15 +207,9 @@ def paper_gap(ladder: WordGenerationLadderParams) -> float | None:
 def run_word_generation_ladder(profile: str | None = None, progress: bool = True,
                                runs_dir: str | os.PathLike | None = None, out: str | os.PathLike | None = None) -> Path:
     """The DVC stage: settings from params.yaml, results to ``results/word_generation_ladder.json``."""
-    started = time.time()
-    root = repo_root()
-    params = load_params()
-    profile = active_profile(profile, params)
-    ladder = experiment_params(NAME, profile, params)
-    main = experiment_params(MAIN, profile, params)
-    device = setup_stage(profile, params)
-    runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / NAME
-    records = run_ladder(ladder, main, runs_dir, str(device), progress)
+    stage = start_stage(NAME, MAIN, profile, runs_dir, progress=False)  # run_ladder says what it trains
+    ladder, main, root, profile = stage.ladder, stage.main, stage.root, stage.profile
+    records = run_ladder(ladder, main, stage.runs_dir, stage.device, progress)
     settings = main_settings(ladder, main)
     results = {
         "experiment": NAME, "profile": profile,
@@ -230,7 +224,7 @@ def run_word_generation_ladder(profile: str | None = None, progress: bool = True
     write_json_atomic(out, results)
     write_json_atomic(out.with_suffix(".provenance.json"),
                       {**provenance(root, profile, {"ladder": dataclasses.asdict(ladder),
-                                                    "word_generation": dataclasses.asdict(settings)}, {}, started,
+                                                    "word_generation": dataclasses.asdict(settings)}, {}, stage.started,
                                     code=code_hash(__name__)),
                        "run_seconds": {f"{r['row']} seed {r['seed']}": r.get("seconds") for r in records}})
     return out

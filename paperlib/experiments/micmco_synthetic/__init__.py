@@ -71,7 +71,7 @@ from paperlib.experiments.micmco_synthetic.design import (
 )
 from paperlib.experiments.micmco_synthetic.trials import TrainResult, build_model, evaluate, step_surrogates, train
 from paperlib.experiments.micmco_synthetic.claims import (
-    HIGH_MI_FRACTION, HV_TIE, NEAR_OPTIMAL_NATS, claim_verdicts, verdict_of,
+    HIGH_MI_FRACTION, HV_TIE, NEAR_OPTIMAL_NATS, claim_verdicts, high_mi_excess, verdict_of,
 )
 from paperlib.experiments.micmco_synthetic.studies import (
     MicmcoSyntheticParams, _study_cost, _study_job, fail_stale_trials, open_study, run_study, run_trial,
@@ -131,7 +131,8 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
 __all__ = [
     "CONFIGURATIONS", "EXPERIMENT", "FIGURES", "HIGH_MI_FRACTION", "HV_TIE", "NEAR_OPTIMAL_NATS", "TABLE_5_2", "VQVAE",
     "CategoricalVAE", "Configuration", "Figure", "GaussianVAE", "LatentVariableModel", "MicmcoSyntheticParams", "Range",
-    "TrainResult", "build_model", "claim_verdicts", "evaluate", "fail_stale_trials", "halton_design", "hypervolume",
+    "TrainResult", "build_model", "claim_verdicts", "evaluate", "fail_stale_trials", "halton_design", "high_mi_excess",
+    "hypervolume",
     "json_safe", "nll_at_mi", "open_study", "pareto_front", "run_micmco_synthetic", "run_study", "run_trial",
     "search_space", "start_design", "step_surrogates", "study_name", "suggest", "suggest_space",
     "summarise_configuration", "train", "trial_index", "trial_records", "tune", "verdict_of",
