@@ -56,6 +56,19 @@ class Hyperparameter:
             return (math.log(value) - math.log(self.low)) / (math.log(self.high) - math.log(self.low))
         return (value - self.low) / (self.high - self.low)
 
+    def from_unit(self, unit: float) -> float | int:
+        """The value at position ``unit`` (clipped to [0, 1]) on the sampling scale; integers round to the nearest."""
+        unit = min(1.0, max(0.0, unit))
+        if unit in (0.0, 1.0):
+            return (int if self.integer else float)(self.high if unit else self.low)
+        if self.log:
+            value = math.exp(math.log(self.low) + unit * (math.log(self.high) - math.log(self.low)))
+        else:
+            value = self.low + unit * (self.high - self.low)
+        if self.integer:
+            return min(int(self.high), max(int(self.low), round(value)))
+        return min(self.high, max(self.low, value))
+
     def contains(self, value: float) -> bool:
         return self.low <= value <= self.high and (not self.integer or float(value).is_integer())
 

@@ -267,7 +267,9 @@ def _reporting_trainer() -> type:
         def __init__(self, *args: Any, trial: optuna.Trial, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.trial = trial
-            self.can_prune = len(trial.study.directions) == 1  # Optuna prunes single-objective studies only
+            # Optuna prunes single-objective studies only; a trial enqueued with user attribute "probe" (a fixed
+            # point whose final loss is the measurement) always trains to the end
+            self.can_prune = len(trial.study.directions) == 1 and "probe" not in trial.user_attrs
 
         def _evaluate_and_checkpoint(self) -> None:
             super()._evaluate_and_checkpoint()
@@ -287,7 +289,9 @@ class LanguageModelObjective:
     """Train ``cell`` at a fixed size with hyperparameters sampled from ``space``; minimise the ``metrics``.
 
     ``train`` holds :class:`TrainConfig` fields (sampled values override ``lr`` and ``weight_decay``);
-    ``options`` are fixed ``build_lm`` options (sampled ones override them). Each trial trains in
+    ``options`` are fixed ``build_lm`` options (sampled ones override them). A trial enqueued with user attributes
+    ``seed`` (its training seed instead of ``train``'s) or ``probe`` (never pruned) is a measurement at a fixed
+    point, e.g. a rerun of the best trial or a neighbour of it (``study.enqueue_trial``). Each trial trains in
     ``runs_dir/trial<number>`` (a trial re-queued after its worker died resumes from the dead trial's
     checkpoint when it can see it); checkpoints are deleted when the trial ends, ``metrics.json`` is kept.
     """
@@ -323,7 +327,8 @@ class LanguageModelObjective:
 
         sampled = self.space.sample(trial)
         model_options, train_overrides = lm_hyperparameters(sampled, self.hidden_size)
-        config = TrainConfig(**{**self.train, **train_overrides})
+        seed = trial.user_attrs.get("seed")  # an enqueued rerun of a trial names its own seed
+        config = TrainConfig(**{**self.train, **train_overrides, **({} if seed is None else {"seed": int(seed)})})
         torch.manual_seed(config.seed)
         model = build_lm(self.cell, self.vocab_size, self.hidden_size, self.num_layers,
                          **{**self.options, **model_options})

@@ -329,7 +329,8 @@ def test_search_space_follows_table_5_2_and_design_is_prefix_stable():
 
 def test_settings_reject_unknown_configurations():
     with pytest.raises(ValueError, match="choose 'all' or from"):
-        MicmcoSyntheticParams(configurations=["dreg17_kl"], trials=2, startup_trials=1, steps=1, batch_size=1)
+        MicmcoSyntheticParams(configurations=["dreg17_kl"], trials=2, startup_trials=1, steps=1, batch_size=1,
+                              vocab_size=10)
 
 
 def test_study_resumes_without_repeating_trials(tmp_path):

@@ -21,7 +21,7 @@ from optuna.trial import TrialState
 
 from paperlib.search_spaces import Hyperparameter, get_space, sample
 from paperlib.tuning import LanguageModelObjective, lm_hyperparameters, make_sampler, make_storage, open_study, run_worker
-from paperlib.experiments.tuning_ptb import TuningParams, neighbourhood
+from paperlib.experiments.tuning_ptb import TuningParams, best_sampled, neighbour_points, neighbourhood, probe
 from tests.conftest import REPO
 from tests.test_train import VOCAB, markov_stream
 
@@ -125,6 +125,52 @@ def test_neighbourhood_is_a_window_of_fifteen_percent_per_hyperparameter():
 
 # ---------------------------------------------------------------------------------------------------
 # samplers and studies
+
+
+def test_from_unit_inverts_to_unit_on_each_scale_and_clips():
+    for h in get_space("mogrifier").hyperparameters:
+        for u in (0.0, 0.3, 0.77, 1.0):
+            value = h.from_unit(u)
+            assert h.contains(value)
+            assert h.to_unit(value) == pytest.approx(u, abs=0.5 / (h.high - h.low) if h.integer else 1e-12)
+        assert h.from_unit(-0.2) == h.low and h.from_unit(1.3) == h.high
+
+
+def test_neighbour_points_are_uniform_in_the_window_and_seeded():
+    space = get_space("mogrifier")
+    centre = {h.name: h.from_unit(0.5) for h in space.hyperparameters}
+    edge = {**centre, "learning_rate": space["learning_rate"].high}  # the window is clipped at the range's end
+    points = neighbour_points(space, edge, 200, seed=3)
+    assert points == neighbour_points(space, edge, 200, seed=3) != neighbour_points(space, edge, 200, seed=4)
+    trials = [{"number": i, "params": p} for i, p in enumerate(points)]
+    assert neighbourhood(space, trials, {"params": edge}) == list(range(200))  # every point in the 15% window
+    units = [space.to_unit(p)["input_dropout"] - 0.5 for p in points]
+    assert min(units) < -0.06 and max(units) > 0.06  # spread over the window (half-width 0.075), not one point
+    assert all(space["learning_rate"].to_unit(p["learning_rate"]) >= 1 - 0.075 - 1e-12 for p in points)
+
+
+def test_probes_sit_by_the_best_rerun_it_at_other_seeds_never_prune_and_run_once(tmp_path):
+    objective = _objective(tmp_path)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    study.optimize(objective, n_trials=2)
+    study.pruner = optuna.pruners.ThresholdPruner(upper=0.0)  # any sampled trial would now be pruned
+    probe(study, objective, objective.space, neighbours=2, reruns=2, seed=0, train_seed=1)
+    trials = study.get_trials()
+    best = min(trials[:2], key=lambda t: t.value)
+    assert study.user_attrs["probe_anchor"] == best.number
+    assert [t.user_attrs.get("probe") for t in trials] == [None, None, "neighbour", "neighbour", "rerun", "rerun"]
+    assert all(t.state == TrialState.COMPLETE for t in trials)  # probes are never pruned
+    records = [{"number": t.number, "params": t.params} for t in trials]
+    assert neighbourhood(objective.space, records, {"params": best.params}) == [best.number, 2, 3, 4, 5]
+    reruns = trials[4:]
+    assert [t.user_attrs["seed"] for t in reruns] == [2, 3] and all(t.params == best.params for t in reruns)
+    assert len({best.value, *(t.value for t in reruns)}) == 3  # another seed, another run
+    probe(study, objective, objective.space, neighbours=2, reruns=2, seed=0, train_seed=1)
+    assert len(study.get_trials()) == 6  # probed once
+    # the tuner's best trial is never a probe, even one that beats it
+    record = [{"number": t.number, "state": t.state.name, "value": t.value, **t.user_attrs} for t in trials]
+    record[2]["value"] = -1.0
+    assert best_sampled(record)["number"] == best.number
 
 
 def test_auto_sampler_is_optunas_gp_where_available_else_tpe(monkeypatch):
@@ -400,7 +446,7 @@ def test_pipeline_runner_writes_every_trial_and_resumes_its_studies(data_root, t
             "train": {"batch_size": 4, "bptt": 10, "max_steps": 2, "eval_every": 1, "eval_batch_size": 2,
                       "eval_max_windows": 2, "averaging": "2ta"},
             "trials": 2, "startup_trials": 2, "sampler": "random", "pruner": None, "train_tokens": 2000,
-            "eval_tokens": 500, "threads": 1, "seed": 5}
+            "eval_tokens": 500, "threads": 1, "seed": 5, "neighbours": 1, "reruns": 1}
     params["experiments"]["tuning_ptb"] = {p: tiny for p in ("smoke", "cpu", "paper")}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     (tmp_path / "data").mkdir()
@@ -410,9 +456,10 @@ def test_pipeline_runner_writes_every_trial_and_resumes_its_studies(data_root, t
     results = json.loads(out.read_text())
     record = results["models"]["lstm"]
     assert out == tmp_path / "results" / "tuning_ptb.json" and out.with_suffix(".provenance.json").exists()
-    assert record["counts"] == {"COMPLETE": 2} and [t["steps"] for t in record["trials"]] == [2, 2]
-    assert record["best"]["value"] == min(t["value"] for t in record["trials"])
-    assert record["best"]["number"] in record["neighbourhood"]["trials"]
+    assert record["counts"] == {"COMPLETE": 4} and [t["steps"] for t in record["trials"]] == [2, 2, 2, 2]
+    assert [t.get("probe") for t in record["trials"]] == [None, None, "neighbour", "rerun"]
+    assert record["best"]["value"] == min(t["value"] for t in record["trials"][:2])
+    assert {record["best"]["number"], 2, 3} <= set(record["neighbourhood"]["trials"])
     assert results["vocab_size"] == 10000 and results["paper"]["neighbourhood_max_gap_ppl"] == 1.2
     assert (tmp_path / "runs" / "tuning" / "tuning_ptb-lstm-smoke.db").exists()
     # a second run finds the study finished and only rewrites the results
@@ -422,7 +469,7 @@ def test_pipeline_runner_writes_every_trial_and_resumes_its_studies(data_root, t
     params["experiments"]["tuning_ptb"]["smoke"] = {**tiny, "train": {**tiny["train"], "max_steps": 3}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     redone = json.loads(run_tuning("smoke", progress=False).read_text())["models"]["lstm"]
-    assert [t["steps"] for t in redone["trials"]] == [3, 3]
+    assert [t["steps"] for t in redone["trials"]] == [3, 3, 3, 3]
 
 
 def test_a_pruner_needs_2ta_averaging():

@@ -300,8 +300,8 @@ def _averaging(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[
 
 
 def _tuning(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
-    """tuning_ptb (:mod:`paperlib.tuning`): ``trials`` full trainings per search space, a trial at the centre of
-    the Table 2.4 ranges (Melis §2.A)."""
+    """tuning_ptb (:mod:`paperlib.tuning`): ``trials`` full trainings per search space and the probes of the best
+    trial's neighbourhood (``neighbours`` + ``reruns``), a trial at the centre of the Table 2.4 ranges (Melis §2.A)."""
     from paperlib.search_spaces import get_space
     from paperlib.tuning import lm_hyperparameters
 
@@ -310,7 +310,7 @@ def _tuning(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Wor
         options, train = lm_hyperparameters(sampled, spec["hidden_size"])
         model = {**spec, "options": {**spec.get("options", {}), **options}}
         yield _language_model(space, model, {**settings.train, **train}, CORPORA[settings.corpus].vocab_size,
-                              settings.trials, precision, cap)
+                              settings.trials + settings.neighbours + settings.reruns, precision, cap)
 
 
 def _dyneval(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:

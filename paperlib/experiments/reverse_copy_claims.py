@@ -32,7 +32,7 @@ BETTER = "the Mogrifier is better at the longest lengths"
 EMBEDDING = "the Mogrifier picks a smaller embedding at the longest lengths"
 
 
-def _lengths(key: str) -> str:
+def thesis_lengths(key: str) -> str:
     """The thesis' lengths under ``key`` of :data:`~paperlib.reference.reverse_copy.REVERSE_COPY`, "a and b"."""
     return " and ".join(map(str, REVERSE_COPY[key]))
 
@@ -57,14 +57,14 @@ def claim(results: Mapping[str, Any]) -> Claim:
     parts, not_run = [], []
     if short:
         parts.append(Part(
-            label=SOLVED, claim=f"both models solve lengths {_lengths('solved_by_both')} (our shorter half)",
+            label=SOLVED, claim=f"both models solve lengths {thesis_lengths('solved_by_both')} (our shorter half)",
             verdict=part_word([all(ce[m][n] < SOLVED_NATS for m in MODELS) for n in short]),
             evidence="; ".join(f"{n}: LSTM {ce['lstm'][n]:.3f}, Mogrifier {ce['mogrifier'][n]:.3f} nats" for n in short),
             rule=f"solved: both test cross-entropies below {SOLVED_NATS} nats per token; judged per length"))
     if long:
         gaps = {n: ce["lstm"][n] - ce["mogrifier"][n] for n in long}
         parts.append(Part(
-            label=BETTER, claim=f"the Mogrifier is considerably better at lengths {_lengths('mogrifier_better')} (our "
+            label=BETTER, claim=f"the Mogrifier is considerably better at lengths {thesis_lengths('mogrifier_better')} (our "
                                "longer half)",
             verdict=part_word([direction_word(g, BETTER_MARGIN_NATS) for g in gaps.values()]),
             evidence="; ".join(f"{n}: LSTM {ce['lstm'][n]:.3f} vs Mogrifier {ce['mogrifier'][n]:.3f} nats "
@@ -90,4 +90,4 @@ def record(results: Mapping[str, Any]) -> dict[str, Any]:
     return {"item": judged.item, "verdict": judged.verdict, "parts": judged.rows(), "not_run": list(judged.not_run)}
 
 
-__all__ = ["BETTER_MARGIN_NATS", "ITEM", "SOLVED_NATS", "claim", "halves", "record"]
+__all__ = ["BETTER_MARGIN_NATS", "ITEM", "SOLVED_NATS", "claim", "halves", "record", "thesis_lengths"]

@@ -2,10 +2,13 @@
 word-level Tables 4.1/4.2 and the chapter-5 studies (read by :mod:`paperlib.experiments.dyneval`, its claims and
 ``notebooks/dyneval.ipynb``), and the character-level and out-of-domain tables and figures (read by
 :mod:`paperlib.experiments.dyneval_char`). Perplexities are word level, bpc bits per character. Data only: it
-imports nothing of paperlib (and no torch), like :mod:`paperlib.reference`, whose bytes the training stages' run
-caches key on, which is why these numbers sit in a module of their own."""
+imports nothing of paperlib but :mod:`paperlib.reference.byte_lm` (the mLSTM's size, written there once) and no
+torch, like :mod:`paperlib.reference`, whose bytes the training stages' run caches key on, which is why these
+numbers sit in a module of their own."""
 
 from __future__ import annotations
+
+from paperlib.reference.byte_lm import BYTE_MLSTM_SETUP
 
 
 # Word level (paperlib.experiments.dyneval, dyneval_claims, notebooks/dyneval.ipynb).
@@ -67,7 +70,8 @@ DYNEVAL_STATISTICS_LOCALITY = {"static": 59.7, "rmsprop": 54.4, "global_rms": 52
 # Table 4.4 (enwik8 test, §4.7.3): the 46M-parameter mLSTM of §3.5.2 (2800 units, one recurrent layer);
 # sparse dynamic evaluation adapted 500 of the hidden units: a 500 x 500 M, 250k adaptation parameters.
 DYNEVAL_CHAR_TABLE_4_4 = {"static": 1.24, "sparse_recurrent": 1.13, "global_rms": 1.08,
-                   "parameters": 46_000_000, "hidden_units": 2800, "sparse_units": 500, "sparse_parameters": 250_000}
+                          "parameters": BYTE_MLSTM_SETUP["parameters"], "hidden_units": BYTE_MLSTM_SETUP["hidden_units"],
+                          "sparse_units": 500, "sparse_parameters": 250_000}
 # Table 6.1 (enwik8 test, §6.2.3): Transformer-XL retrained at 42M parameters (static 1.053, global RMS
 # + RMS decay 1.012; no SGD row at this size) and the 277M pretrained model (0.993, SGD 0.946, global RMS 0.940).
 DYNEVAL_CHAR_TABLE_6_1 = {

@@ -9,9 +9,11 @@ from typing import Any, Callable, Mapping
 from paperlib.experiments.lm_claims import (
     TABLE_PAIRS, TABLE_STAGES, ablation_claim, against, byte_claim, ordering_claim, ordering_pairs,
 )
-from paperlib.reference.byte_lm import BYTE_MLSTM, TABLE_3_3, TEST_BITS_PER_BYTE
+from paperlib.reference.byte_lm import BYTE_MLSTM, BYTE_MLSTM_SETUP, TABLE_3_3, TEST_BITS_PER_BYTE
 from paperlib.reference.language_models import CHAPTER_4_MOGRIFIER, CHAPTER_4_SUFFIX
-from paperlib.reference.reverse_copy import REVERSE_COPY
+from paperlib.experiments.claims import Unjudged
+from paperlib.experiments.reverse_copy_claims import claim as reverse_copy_claim, thesis_lengths
+from paperlib.experiments.tuning_claims import neighbourhood_claim, neighbourhood_numbers
 from paperlib.reference.tuning import TUNING
 
 from paperlib.compendium.results_index.text import (
@@ -122,7 +124,7 @@ def _ablation_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
 
 def _reverse_copy_paper() -> str:
     """M-F2.4: the lengths both models solve and those the Mogrifier is better at (Fig. 2.4a)."""
-    solved, better = (" and ".join(map(str, REVERSE_COPY[k])) for k in ("solved_by_both", "mogrifier_better"))
+    solved, better = (thesis_lengths(k) for k in ("solved_by_both", "mogrifier_better"))
     return f"both solve lengths {solved}; Mogrifier clearly better at {better}"
 
 
@@ -135,42 +137,53 @@ def _reverse_copy_ours(results: Results) -> str:
 
 
 def _reverse_copy_verdict(results: Results) -> tuple[str, str]:
-    from paperlib.experiments.reverse_copy_claims import claim
-
-    return _claim_verdict(claim(results["reverse_copy"]))
+    return _claim_verdict(reverse_copy_claim(results["reverse_copy"]))
 
 
 # -- tuning studies (Melis §2.A/2.B) -----------------------------------------------------------------
 
-_NEIGHBOURHOOD = f"{TUNING['neighbourhood_fraction']:.0%}"  # §2.B: the share of each range around the best trial
+def _tuning_paper(model: str) -> str:
+    """§2.B on Figs. 2.5/2.6: the trials near the best, from :data:`paperlib.reference.tuning.TUNING`."""
+    name = {"lstm": "the LSTM's", "mogrifier": "the Mogrifier's (r, k included)"}[model]
+    return (f"parallel coordinates of {name} tuning trials; those within "
+            f"{TUNING['neighbourhood_fraction']:.0%} of each range around the best (valid ppl "
+            f"{TUNING['best_valid_ppl'][model]}) are at most {TUNING['neighbourhood_max_gap_ppl']} ppl off it")
 
 
 def _tuning_ours(model: str) -> Callable[[Results], str]:
     def ours(results: Results) -> str:
         rec = results["tuning_ptb"]["models"][model]
-        best = rec["best"]
-        done = sum(1 for t in rec["trials"] if t["state"] == "COMPLETE")
-        return (f"{done} complete trials; best valid ppl {_f(math.exp(best['value']), 0)}; neighbourhood of the best "
-                f"holds {len(rec['neighbourhood']['trials'])} trial(s)" + _profile_note(results, "tuning_ptb"))
+        sampled = [t for t in rec["trials"] if "probe" not in t]
+        done = sum(1 for t in sampled if t["state"] == "COMPLETE")
+        found = neighbourhood_numbers(rec)
+        probes = (f"; {len(found['excess'])} trial(s) in its {TUNING['neighbourhood_fraction']:.0%} neighbourhood, "
+                  f"the worst {_f(max(found['excess']), 1)} ppl off those seeds' mean" if found["excess"] else
+                  f"; no other trial in its {TUNING['neighbourhood_fraction']:.0%} neighbourhood")
+        return (f"{done} of {len(sampled)} sampled trials complete; best valid ppl {_f(found['best'], 1)} "
+                f"({_f(found['reference'], 1)} over {len(found['reruns'])} seeds)" + probes
+                + _profile_note(results, "tuning_ptb"))
     return ours
 
 
 def _tuning_scale(results: Results) -> str:
     st = results["tuning_ptb"]["settings"]
     m = next(iter(st["models"].values()))
-    return (f"2-layer H={m['hidden_size']} models, {st['train']['max_steps']} steps per trial, {st['trials']} trials "
-            f"per model (thesis: {TUNING['parameters'] / 1e6:.0f}M params, full runs, hundreds of trials)")
+    train = st["train"]
+    return (f"2-layer H={m['hidden_size']} models, {train['max_steps']:,} steps of "
+            f"{train['batch_size']}×{train['bptt']} tokens per trial, {st['trials']} trials + {st.get('neighbours', 0)} neighbours + {st.get('reruns', 0)} "
+            f"reruns per model (thesis: {TUNING['parameters'] / 1e6:.0f}M params, full runs, hundreds of trials)")
 
 
-def _tuning_verdict(results: Results) -> tuple[str, str]:
-    near = [len(r["neighbourhood"]["trials"]) for r in results["tuning_ptb"]["models"].values()]
-    if max(near) > 1:
-        return (f"partly: sensitivity plots drawn; the best trial has neighbours within {_NEIGHBOURHOOD} of each range",
-                f"plots drawn; the best trial has neighbours within {_NEIGHBOURHOOD} of each range, not judged further")
-    return ("partly: parallel coordinates and loss-vs-hyperparameter panels drawn; the thesis' "
-            f"'{_NEIGHBOURHOOD} neighbourhood' finding is not testable with this few trials (no other trial falls in "
-            "it)",
-            f"plots drawn; too few trials to test the thesis' '{_NEIGHBOURHOOD} neighbourhood' finding")
+def _tuning_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
+    def verdict(results: Results) -> tuple[str, str]:
+        """The claim as :func:`paperlib.experiments.tuning_claims.neighbourhood_claim` judges it."""
+        try:
+            return _claim_verdict(neighbourhood_claim(results["tuning_ptb"], item))
+        except Unjudged:
+            return ("not attempted: plots drawn; no trial but the best lies in its "
+                    f"{TUNING['neighbourhood_fraction']:.0%} neighbourhood (the stage ran no probes)",
+                    "no neighbour of the best to compare")
+    return verdict
 
 # -- the rows --------------------------------------------------------------------------------
 
@@ -189,7 +202,7 @@ def _byte_lm_paper() -> str:
     """K-T3.3: Table 3.3's test perplexities, the byte mLSTM's against the word-level LSTMs."""
     test = {name: TABLE_3_3[row][1] for name, row in _TABLE_3_3_ROWS.items()}
     return (f"word-level test ppl: {BYTE_MLSTM} {TABLE_3_3[BYTE_MLSTM][1]:.1f} ({TEST_BITS_PER_BYTE:.4f} bits/byte, "
-            f"46M params); word-level LSTMs with VD {test['VD tied']:.1f} / {test['VD untied']:.1f} (Inan et al. tied "
+            f"{BYTE_MLSTM_SETUP['parameters'] / 1e6:.0f}M params); word-level LSTMs with VD {test['VD tied']:.1f} / {test['VD untied']:.1f} (Inan et al. tied "
             f"/ untied), without {test['no VD']:.1f}; tuned LSTM / AWD-LSTM {test['tuned']:.1f} / {test['AWD']:.1f}")
 
 

@@ -11,7 +11,7 @@ from paperlib.compendium.results_index.text import Row
 from paperlib.compendium.results_index.language_models import (
     _ablation_ours, _ablation_verdict, _byte_lm_ours, _byte_lm_paper, _byte_lm_scale, _byte_lm_verdict, _lm_ours,
     _lm_paper, _lm_scale, _ordering_verdict, _reverse_copy_ours, _reverse_copy_paper, _reverse_copy_verdict,
-    _tuning_ours, _tuning_scale, _tuning_verdict,
+    _tuning_ours, _tuning_paper, _tuning_scale, _tuning_verdict,
 )
 from paperlib.compendium.results_index.averaging import (
     _avg_claim, _avg_lengths_fig34_ours, _avg_lengths_fig34_verdict, _avg_lengths_ours, _avg_main_ours,
@@ -80,11 +80,13 @@ ROWS: dict[str, Row] = {
                                    f"{r['reverse_copy']['settings']['steps']:,} steps"),
                   verdict=_reverse_copy_verdict, needs=("reverse_copy",)),
     "M-F2.5": Row(file="`notebooks/tuning.ipynb`, `figures/tuning_parallel.png`, `figures/tuning_sensitivity.png`",
-                  paper="parallel coordinates of the LSTM's tuning trials; the best trials share a narrow region",
-                  ours=_tuning_ours("lstm"), scale=_tuning_scale, verdict=_tuning_verdict, needs=("tuning_ptb",)),
+                  paper=_tuning_paper("lstm"),
+                  ours=_tuning_ours("lstm"), scale=_tuning_scale, verdict=_tuning_verdict("M-F2.5"),
+                  needs=("tuning_ptb",)),
     "M-F2.6": Row(file="`notebooks/tuning.ipynb`, `figures/tuning_parallel.png`, `figures/tuning_sensitivity.png`",
-                  paper="the same for the Mogrifier (r, k included)",
-                  ours=_tuning_ours("mogrifier"), scale=_tuning_scale, verdict=_tuning_verdict, needs=("tuning_ptb",)),
+                  paper=_tuning_paper("mogrifier"),
+                  ours=_tuning_ours("mogrifier"), scale=_tuning_scale, verdict=_tuning_verdict("M-F2.6"),
+                  needs=("tuning_ptb",)),
     "M-F3.1": Row(file=_AVG_NB + " (panel 'length of the averages')", paper="schematic of S and L over time",
                   ours=_avg_lengths_ours, scale=_avg_scale,
                   verdict="reproduced as a real trace: S and L of 2TA over a PTB run", needs=("averaging_ptb",),

@@ -64,17 +64,18 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     def beats(a: float, b: float) -> bool:
         return a > b + HV_TIE
 
-    verdicts = []
+    def record(claim: str, rule: str, evidence: Mapping[str, str], held: Mapping[str, bool]) -> dict[str, Any]:
+        return {"claim": claim, "rule": rule, "evidence": dict(evidence),
+                "verdict": verdict_of(sum(held.values()), len(held))}
+
     # 1
     gaps = high_mi_excess(results)
     finite_gaps = [g for g in gaps.values() if math.isfinite(g)]
-    ok = bool(finite_gaps) and min(finite_gaps) <= NEAR_OPTIMAL_NATS
-    verdicts.append({
-        "claim": "VIMCO 16 reaches near-optimal NLL at high MI",
-        "rule": f"min over KL/Rényi of NLL(MI = {HIGH_MI_FRACTION:g} ln V) - ln V <= {NEAR_OPTIMAL_NATS} nats",
-        "evidence": {k: (f"{v:+.3f} nats" if math.isfinite(v) else "MI level not reached") for k, v in gaps.items()},
-        "verdict": verdict_of(int(ok), 1 if gaps else 0),
-    })
+    near = {"best of KL/Rényi": bool(finite_gaps) and min(finite_gaps) <= NEAR_OPTIMAL_NATS} if gaps else {}
+    verdicts = [record("VIMCO 16 reaches near-optimal NLL at high MI",
+                       f"min over KL/Rényi of NLL(MI = {HIGH_MI_FRACTION:g} ln V) - ln V <= {NEAR_OPTIMAL_NATS} nats",
+                       {k: (f"{v:+.3f} nats" if math.isfinite(v) else "MI level not reached") for k, v in gaps.items()},
+                       near)]
     # 2
     comparisons, evidence = {}, {}
     for base in ("dreg", "vimco"):
@@ -84,12 +85,10 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 key = f"{base} {objective}"
                 comparisons[key] = beats(values[0], values[1]) and beats(values[0], values[2])
                 evidence[key] = "HV 16 / 16-1 / 1-16 = " + " / ".join(f"{v:.3f}" for v in values)
-    verdicts.append({
-        "claim": "multi-sample in both terms beats 16/1 and 1/16",
-        "rule": f"HV(16) > HV(16/1) + {HV_TIE} and HV(16) > HV(1/16) + {HV_TIE}, per base estimator and objective",
-        "evidence": evidence,
-        "verdict": verdict_of(sum(comparisons.values()), len(comparisons)),
-    })
+    verdicts.append(record(
+        "multi-sample in both terms beats 16/1 and 1/16",
+        f"HV(16) > HV(16/1) + {HV_TIE} and HV(16) > HV(1/16) + {HV_TIE}, per base estimator and objective",
+        evidence, comparisons))
     # 3
     pairs, evidence = {}, {}
     for name in configs:
@@ -98,12 +97,9 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
             kl, renyi = hv(name), hv(f"{stem}_renyi")
             pairs[stem] = beats(renyi, kl)
             evidence[stem] = f"HV Rényi / KL = {renyi:.3f} / {kl:.3f}"
-    verdicts.append({
-        "claim": "Rényi slightly better than KL",
-        "rule": f"HV(Rényi) > HV(KL) + {HV_TIE} for every base estimator / sample count run with both",
-        "evidence": evidence,
-        "verdict": verdict_of(sum(pairs.values()), len(pairs)),
-    })
+    verdicts.append(record("Rényi slightly better than KL",
+                           f"HV(Rényi) > HV(KL) + {HV_TIE} for every base estimator / sample count run with both",
+                           evidence, pairs))
     # 4
     between, evidence = {}, {}
     for stem in ("dreg16", "vimco16"):
@@ -111,10 +107,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         if all(v is not None for v in values):
             between[stem] = values[0] - HV_TIE <= values[1] <= values[2] + HV_TIE
             evidence[stem] = "HV KL / power / Rényi = " + " / ".join(f"{v:.3f}" for v in values)
-    verdicts.append({
-        "claim": "power objective between KL and Rényi",
-        "rule": f"HV(KL) - {HV_TIE} <= HV(power) <= HV(Rényi) + {HV_TIE}, per base estimator",
-        "evidence": evidence,
-        "verdict": verdict_of(sum(between.values()), len(between)),
-    })
+    verdicts.append(record("power objective between KL and Rényi",
+                           f"HV(KL) - {HV_TIE} <= HV(power) <= HV(Rényi) + {HV_TIE}, per base estimator",
+                           evidence, between))
     return verdicts

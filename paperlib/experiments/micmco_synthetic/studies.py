@@ -44,7 +44,7 @@ class MicmcoSyntheticParams:
     startup_trials: int
     steps: int
     batch_size: int
-    vocab_size: int = 10_000
+    vocab_size: int  # the thesis' V: paperlib.reference.micmco.SYNTHETIC_VOCAB_SIZE (the paper profile's value)
     eval_symbols: int = 1000
     eval_samples: int = 100
     hidden_size: int = 128
