@@ -46,8 +46,10 @@ def check_dry_run(result: dict, printed: str, stages) -> None:
         lm = result["stages"]["lm_ptb"]["workloads"]
         assert (lm["lstm"]["steps_per_run"], lm["lstm"]["runs"]) == (200_000, 1)
         assert (lm["mogrifier_lstm_ch4"]["steps_per_run"], lm["mogrifier_lstm_ch4"]["batch"]) == (41_500, "8x128")
-    if "tuning_ptb" in stages:
-        assert result["stages"]["tuning_ptb"]["workloads"]["lstm"]["runs"] == 300
+    if "tuning_ptb" in stages:  # the study's trials and the probes of its best trial's neighbourhood
+        tuning = experiment_params("tuning_ptb", "paper")
+        assert result["stages"]["tuning_ptb"]["workloads"]["lstm"]["runs"] == \
+            tuning.trials + tuning.neighbours + tuning.reruns == 313
     if "micmco_ptb_ladder" in stages:  # every curve, one run per seed and trial to the top rung
         settings = experiment_params("micmco_ptb_ladder", "paper")
         ladder = result["stages"]["micmco_ptb_ladder"]["workloads"]
