@@ -152,3 +152,21 @@ def test_table1_claim_judges_with_seed_margins_and_the_ladder():
     assert "no margin" in table1_claim(main, ladder).parts[0].evidence
     without = table1_claim(main, {"reading": None})  # no ladder yet: named as not run
     assert without.not_run == ("the budget ladder",) and without.verdict == "partly"
+
+
+def test_table2_claim_compares_the_dssm_with_the_gru_on_the_alternative_split():
+    from paperlib.experiments.claims import Unjudged
+    from paperlib.experiments.word_generation_claims import table2_claim
+
+    def main(dssm, gru, std=0.1):
+        return {"table2": [{"model": "2xTRIL, K=10", "H_test": dssm, "H_test_std": std, "seeds": 3, "unstable": 0},
+                           {"model": "BASELINE-8D", "H_test": gru, "H_test_std": std, "seeds": 3, "unstable": 0},
+                           {"model": "ORACLE-TRAIN", "H_test": None, "seeds": 1, "unstable": 0}]}
+
+    # margin: 2 * sqrt(0.1^2/3 * 2) = 0.16
+    assert table2_claim(main(12.0, 12.5)).verdict == "reproduced"
+    assert table2_claim(main(12.0, 12.1)).verdict == "within noise"
+    part = table2_claim(main(16.7, 14.8)).parts[0]
+    assert part.verdict == "not reproduced" and "2xTRIL, K=10 16.70 vs BASELINE-8D 14.80 nats" in part.evidence
+    with pytest.raises(Unjudged, match="S-T2"):
+        table2_claim(main(None, 14.8))

@@ -93,6 +93,13 @@ def _wg_t1_verdict(results: Results) -> tuple[str, str]:
     return _claim_verdict(table1_claim(_wg(results), results["word_generation_ladder"]))
 
 
+def _wg_t2_verdict(results: Results) -> tuple[str, str]:
+    """S&H Table 2 as :func:`paperlib.experiments.word_generation_claims.table2_claim` judges it."""
+    from paperlib.experiments.word_generation_claims import table2_claim
+
+    return _claim_verdict(table2_claim(_wg(results)))
+
+
 def _wg_t2_ours(results: Results) -> str:
     rows = _wg(results)["table2"]
     return "; ".join(f"{r['model']}: H_test {_f(r.get('H_test'))}, 2-gram ppl {_f(r.get('ppl_full_2'), 1)}"
