@@ -170,3 +170,32 @@ def test_table2_claim_compares_the_dssm_with_the_gru_on_the_alternative_split():
     assert part.verdict == "not reproduced" and "2xTRIL, K=10 16.70 vs BASELINE-8D 14.80 nats" in part.evidence
     with pytest.raises(Unjudged, match="S-T2"):
         table2_claim(main(None, 14.8))
+
+
+def test_figure_claims_read_per_seed_trends_against_their_spread():
+    from paperlib.experiments.word_generation_claims import NOISE_USED, figure1_claim, figure2_claim, figure3_claim
+
+    def fig2(first_last):  # per seed: two trajectories over 6 positions, I(t) flat at `first` then at `last`
+        return {"figure2": {"runs": [{"I_t": [[f] * 3 + [l] * 3] * 2} for f, l in first_last]}}
+
+    assert figure2_claim(fig2([(0.5, 0.3), (0.52, 0.31), (0.49, 0.3)])).verdict == "reproduced"
+    assert figure2_claim(fig2([(0.5, 0.3), (0.3, 0.45), (0.5, 0.3)])).verdict == "within noise"  # one seed against
+    assert figure2_claim(fig2([(0.3, 0.5), (0.31, 0.5)])).verdict == "not reproduced"
+    assert "no margin" in figure2_claim(fig2([(0.5, 0.3)])).parts[0].evidence
+
+    def fig3(starts_ends):
+        return {"figure3": {"histories": [[{"step": 0, "emission_entropy": e0, "I_bar": i0},
+                                           {"step": 9, "emission_entropy": e1, "I_bar": i1}]
+                                          for (e0, i0), (e1, i1) in starts_ends]}}
+
+    claim = figure3_claim(fig3([((3.0, 0.1), (1.5, 0.4)), ((3.1, 0.1), (1.4, 0.38))]))
+    assert [(p.label, p.verdict) for p in claim.parts] == [("emission entropy falls", "reproduced"),
+                                                           ("Ī grows", "reproduced")]
+    claim = figure3_claim(fig3([((3.0, 0.4), (1.5, 0.1)), ((3.1, 0.4), (1.4, 0.1))]))
+    assert claim.verdict == "partly" and claim.parts[1].verdict == "not reproduced"
+
+    rows = [{"model": "TRIL", "I_bar": NOISE_USED + 0.1}, {"model": "2xTRIL", "I_bar": 1.0}, {"model": "GRU"}]
+    parts = figure1_claim({"table1": rows}).parts
+    assert parts[0].verdict == "reproduced" and parts[1].verdict == "partly reproduced"  # one Ī below the range
+    rows[0]["I_bar"] = NOISE_USED / 2
+    assert figure1_claim({"table1": rows}).parts[0].verdict == "partly reproduced"

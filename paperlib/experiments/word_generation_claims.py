@@ -1,15 +1,18 @@
-"""Schmidt & Hofmann Tables 1 and 2 judged on ``results/word_generation.json`` and the budget ladder
-(``results/word_generation_ladder.json``): one :class:`~paperlib.experiments.claims.Claim` for S-T1 and one for
-S-T2, read by the results index (and, for S-T1, the notebook).
+"""Schmidt & Hofmann's claims judged on ``results/word_generation.json`` and the budget ladder
+(``results/word_generation_ladder.json``): one :class:`~paperlib.experiments.claims.Claim` each for Table 1 (S-T1,
+with §5.3's row comparisons), Table 2 (S-T2), Fig. 2 (S-F2) and Fig. 3 (S-F3), read by the results index and the
+notebook alike.
 
 Ties: two rows differ only beyond twice the standard error of the difference of their seed means (stable seeds
-only); with one stable seed there is no margin, and a gap the paper's way reads "within noise".
+only); with one stable seed there is no margin, and a gap the paper's way reads "within noise". A figure's trend
+(per seed: a difference between two ends) counts beyond twice the standard error of its mean over seeds.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import statistics
 from typing import Any, Mapping
 
 from paperlib.experiments.claims import Claim, Part, Unjudged, direction_word, ladder_part, part_word
@@ -39,6 +42,91 @@ def _comparison(rows: Mapping[str, Mapping[str, Any]], worse: str, better: str) 
             f"{better} {b['H_test']:.2f} vs {worse} {a['H_test']:.2f} nats{tie}")
 
 
+NOISE_USED = 0.05  # S-F1: a DSSM "uses its noise" when its average noise MI Ī exceeds this (nats)
+
+
+def paper_i_bar_range() -> tuple[float, float]:
+    """S-F1's range of Ī over "all trained models" (§5.4): the mean Ī of every DSSM of Tables 1 and 3b with no
+    identity (ID) flow in either role (as F_g it gives Ī = 0 and the paper calls it unsuited; as F_q it "degrades
+    performance")."""
+    from paperlib.reference.word_generation import PAPER_TABLE1, PAPER_TABLE3
+
+    values = [row["I_bar"][0] for row in PAPER_TABLE1.values() if row["I_bar"] is not None]
+    values += [cell[0] for g, row in PAPER_TABLE3["I_bar"].items() for q, cell in row.items()
+               if "ID" not in (g, q) and isinstance(cell, list)]
+    return min(values), max(values)
+
+
+def figure1_claim(main: Mapping[str, Any]) -> Claim:
+    """S&H Fig. 1 (§5.4): every trained DSSM uses its noise (Ī > :data:`NOISE_USED`), with Ī in the paper's range
+    (:func:`paper_i_bar_range`); each part judged over the Table 1 DSSMs, row by row."""
+    rows = [r for r in main["table1"] if r.get("I_bar") is not None]
+    if not rows:
+        raise Unjudged("claim S-F1: no trained DSSM has an Ī")
+    low, high = paper_i_bar_range()
+    shown = ", ".join(f"{r['model']} {r['I_bar']:.2f}" for r in rows)
+    return Claim("S-F1", (
+        Part(f"every DSSM uses its noise (Ī > {NOISE_USED})", "the trained DSSMs use their noise",
+             part_word([r["I_bar"] > NOISE_USED for r in rows]), f"Ī: {shown}", f"Ī > {NOISE_USED} nats per row"),
+        Part(f"Ī in the paper's range {low:.2f}–{high:.2f}", "Ī of the trained DSSMs lies in the paper's range",
+             part_word([low <= r["I_bar"] <= high for r in rows]), f"Ī: {shown}",
+             "the paper's lowest to highest Ī over Tables 1 and 3b (no ID flow), per row")))
+
+
+SECTION_5_3 = (("2xTRIL beats TRIL", "2xTRIL", "TRIL"), ("DSSM TRIL beats BASELINE-8D", "TRIL", "BASELINE-8D"),
+               ("BASELINE-16D beats BASELINE-8D", "BASELINE-16D", "BASELINE-8D"))
+
+
+def _trend(values: list[float]) -> tuple[float, float | None]:
+    """(mean, its tie margin: twice the standard error over seeds; None with one seed)."""
+    mean = statistics.fmean(values)
+    return mean, (2 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None)
+
+
+def _margin_text(margin: float | None) -> str:
+    return f", margin {margin:.2f}" if margin is not None else ", no margin (one seed)"
+
+
+def position_ends(main: Mapping[str, Any]) -> list[tuple[float, float]]:
+    """Fig. 2 per seed: the mean I(t) over the first three positions and over the last three (nats)."""
+    ends = []
+    for run in main["figure2"]["runs"]:
+        per_t = [statistics.fmean(column) for column in zip(*run["I_t"])]
+        ends.append((statistics.fmean(per_t[:3]), statistics.fmean(per_t[-3:])))
+    return ends
+
+
+def figure2_claim(main: Mapping[str, Any]) -> Claim:
+    """S&H Fig. 2: the noise's information I(t) is highest at a word's first positions and decays."""
+    ends = position_ends(main)
+    if not ends:
+        raise Unjudged("claim S-F2: no Fig. 2 trajectories")
+    gap, margin = _trend([first - last for first, last in ends])
+    first, last = (statistics.fmean(e[i] for e in ends) for i in (0, 1))
+    return Claim("S-F2", (Part("I(t) decays along the word", "I(t) is highest at the first positions and decays",
+                               direction_word(gap, margin),
+                               f"I(1..3) {first:.2f} vs I(T-2..T) {last:.2f} nats over {len(ends)} seed(s)"
+                               + _margin_text(margin),
+                               "first-three minus last-three mean I(t) per seed; margin 2 SE over seeds"),))
+
+
+def figure3_claim(main: Mapping[str, Any]) -> Claim:
+    """S&H Fig. 3: over training the emission entropy falls and the noise's information Ī grows (per seed, the
+    first scoring against the last)."""
+    histories = [h for h in main["figure3"]["histories"] if len(h) > 1 and "I_bar" in h[-1] and "I_bar" in h[0]]
+    if not histories:
+        raise Unjudged("claim S-F3: no Fig. 3 histories")
+    parts = []
+    for label, key, sign, unit in (("emission entropy falls", "emission_entropy", -1, "nats"),
+                                   ("Ī grows", "I_bar", 1, "nats")):
+        gap, margin = _trend([sign * (h[-1][key] - h[0][key]) for h in histories])
+        start, end = (statistics.fmean(h[i][key] for h in histories) for i in (0, -1))
+        parts.append(Part(label, f"{label} over training (Fig. 3)", direction_word(gap, margin),
+                          f"{start:.2f} at initialisation to {end:.2f} {unit} at the end, {len(histories)} seed(s)"
+                          + _margin_text(margin), "last minus first scoring per seed; margin 2 SE over seeds"))
+    return Claim("S-F3", tuple(parts))
+
+
 def table1_claim(main: Mapping[str, Any], ladder: Mapping[str, Any] | None) -> Claim:
     """S&H Table 1: at the ``word_generation`` stage's budget the best DSSM beats the best GRU baseline, and
     importance weighting helps (each ``X, K=n`` row against its ``X`` row, same flows and state size); and, over
@@ -60,6 +148,12 @@ def table1_claim(main: Mapping[str, Any], ladder: Mapping[str, Any] | None) -> C
                           "gap beyond twice the standard error of the difference, per matched pair"))
     else:
         not_run.append("importance weighting helps")
+    # §5.3's further row comparisons (better row, worse row), each where both rows ran
+    for label, better, worse in SECTION_5_3:
+        if better in rows and worse in rows:
+            word, evidence = _comparison(rows, worse, better)
+            parts.append(Part(label, f"{better} has a lower H_test than {worse} (§5.3)", word, evidence,
+                              "gap beyond twice the standard error of the difference"))
     reading = ladder.get("reading") if ladder else None
     if reading is not None:
         parts.append(_ladder_part(ladder, reading))

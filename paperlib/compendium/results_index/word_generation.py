@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from paperlib.experiments.claims import verdict_word
+from paperlib.experiments.word_generation_claims import NOISE_USED as WG_NOISE_USED, figure1_claim, paper_i_bar_range
 from paperlib.reference.word_generation import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3, PAPER_TABLE3_FLOWS
 
 from paperlib.compendium.results_index.text import MissingResult, Results, _claim_verdict, _f
@@ -50,17 +50,7 @@ def _wg_t3_paper() -> str:
     return f"H_test: {', '.join(cells)}; combinations with TRIL inference unstable"
 
 
-def _wg_i_bar_range() -> tuple[float, float]:
-    """S-F1's range of Ī over "all trained models" (§5.4): the mean Ī of every DSSM of Tables 1 and 3b with no
-    identity (ID) flow in either role (as F_g it gives Ī = 0 and the paper calls it unsuited; as F_q it "degrades
-    performance")."""
-    values = [row["I_bar"][0] for row in PAPER_TABLE1.values() if row["I_bar"] is not None]
-    values += [cell[0] for g, row in PAPER_TABLE3["I_bar"].items() for q, cell in row.items()
-               if "ID" not in (g, q) and isinstance(cell, list)]
-    return min(values), max(values)
-
-
-WG_I_BAR_RANGE = _wg_i_bar_range()
+WG_I_BAR_RANGE = paper_i_bar_range()
 
 
 def _wg_mi_paper() -> str:
@@ -121,51 +111,34 @@ def _wg_mi_ours(results: Results) -> str:
     return "Ī: " + ", ".join(f"{k} {_f(v.get('I_bar'))}" for k, v in rows.items() if v.get("I_bar") is not None)
 
 
-WG_NOISE_USED = 0.05  # S-F1: a DSSM "uses its noise" when its average noise MI Ī exceeds this (nats)
-
-
-def _wg_mi_verdict(results: Results) -> str:
-    rows = [r for r in _wg(results)["table1"] if r.get("I_bar") is not None]
-    if not rows:
-        raise MissingResult("Ī of the trained DSSMs")
-    low, high = WG_I_BAR_RANGE
-    words = {f"every DSSM uses its noise (Ī > {WG_NOISE_USED})": all(r["I_bar"] > WG_NOISE_USED for r in rows),
-             f"Ī in the paper's range {_f(low)}–{_f(high)}": all(low <= r["I_bar"] <= high for r in rows)}
-    return f"{verdict_word(list(words.values()))}: " + "; ".join(
-        f"{k}: {'reproduced' if v else 'not reproduced'}" for k, v in words.items())
-
-
-def _wg_claim(results: Results, needle: str) -> Mapping[str, Any]:
-    from paperlib.experiments.word_generation import paper_claims
-
-    found = [c for c in paper_claims(_wg(results)) if needle in c["claim"]]
-    if not found:
-        raise MissingResult(f"word-generation claim '{needle}'")
-    return found[0]
+def _wg_mi_verdict(results: Results) -> tuple[str, str]:
+    """S&H Fig. 1 as :func:`paperlib.experiments.word_generation_claims.figure1_claim` judges it."""
+    return _claim_verdict(figure1_claim(_wg(results)))
 
 
 def _wg_fig2_ours(results: Results) -> str:
+    from paperlib.experiments.word_generation_claims import position_ends
+
     f2 = _wg(results)["figure2"]
     run = f2["runs"][0]["I_t"]
+    ends = position_ends(_wg(results))
+    first, last = (sum(e[i] for e in ends) / len(ends) for i in (0, 1))
     return (f"I(t) over {len(run[0])} positions ({len(run)} noise trajectories, {len(f2['runs'])} seed(s)) for "
-            f"{f2['model']}: {_wg_claim(results, 'I(t)')['ours']}")
+            f"{f2['model']}: I(1..3) {_f(first)} vs I(T-2..T) {_f(last)}")
 
 
-def _wg_fig2_verdict(results: Results) -> str:
-    claim = _wg_claim(results, "I(t)")
-    return ("reproduced" if claim["holds"] else "not reproduced") + \
-        f": mean I(t) over the first three positions vs the last three, {claim['ours']}"
+def _wg_fig2_verdict(results: Results) -> tuple[str, str]:
+    """S&H Fig. 2 as :func:`paperlib.experiments.word_generation_claims.figure2_claim` judges it."""
+    from paperlib.experiments.word_generation_claims import figure2_claim
+
+    return _claim_verdict(figure2_claim(_wg(results)))
 
 
-def _wg_fig3_verdict(results: Results) -> str:
-    histories = [h for h in _wg(results)["figure3"]["histories"] if len(h) > 1]
-    falls = [h[-1]["emission_entropy"] < h[0]["emission_entropy"] for h in histories]
-    if not falls:
-        raise MissingResult("figure 3 histories")
-    i_bar = _wg_claim(results, "I_bar grows")
-    head = verdict_word([*falls, bool(i_bar["holds"])])
-    return (f"{head}: emission entropy falls over training in {sum(falls)} of {len(falls)} seed(s); "
-            f"Ī {'grows' if i_bar['holds'] else 'does not grow'} ({i_bar['ours']})")
+def _wg_fig3_verdict(results: Results) -> tuple[str, str]:
+    """S&H Fig. 3 as :func:`paperlib.experiments.word_generation_claims.figure3_claim` judges it."""
+    from paperlib.experiments.word_generation_claims import figure3_claim
+
+    return _claim_verdict(figure3_claim(_wg(results)))
 
 
 def _wg_entropy_ours(results: Results) -> str:

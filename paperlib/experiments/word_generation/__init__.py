@@ -75,7 +75,7 @@ from paperlib.experiments.word_generation.training import (
     noise_information_trajectories, train_model,
 )
 from paperlib.experiments.word_generation.presentation import (
-    format_value, paper_claims, table1_frame, table2_frame, table3_frames,
+    format_value, table1_frame, table2_frame, table3_frames,
 )
 
 
@@ -338,7 +338,7 @@ __all__ = [
     "TrainResult", "WordGenerationParams", "aggregate", "build_model", "build_tables", "complete_spec",
     "distribution_log_probs", "entropy", "evaluate_model", "expected_unique_fraction", "figure2_data",
     "fit_ngram_models", "format_value", "gru_symbol_entropy", "make_splits", "model_loss", "ngram_row",
-    "noise_information_trajectories", "oracle_rows", "paper_claims", "plan_runs", "run_experiment",
+    "noise_information_trajectories", "oracle_rows", "plan_runs", "run_experiment",
     "run_word_generation", "sample_words", "settings_fingerprint", "spec_key", "table1_frame", "table2_frame",
     "table3_frames", "train_model", "word_list_sha256",
 ]

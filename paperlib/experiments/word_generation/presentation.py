@@ -1,10 +1,9 @@
-"""Tables and claims for readers (used by notebooks/word_generation.ipynb): ours beside the paper's."""
+"""Tables for readers (used by notebooks/word_generation.ipynb): ours beside the paper's. The claims are judged
+in :mod:`paperlib.experiments.word_generation_claims`."""
 
 from __future__ import annotations
 
 from typing import Any
-
-import numpy as np
 
 from paperlib.reference.word_generation import PAPER_NGRAM_ORDERS
 
@@ -86,40 +85,3 @@ def table3_frames(results: dict[str, Any]) -> dict[str, Any]:
                 rows[g][q] = f"{ours}  (paper {_paper_cell(paper) if paper is not None else 'n/a'})"
         frames[key] = pd.DataFrame(rows).T.rename_axis(index="F_g", columns="F_q")
     return frames
-
-
-def _row(table: list[dict[str, Any]], model: str) -> dict[str, Any] | None:
-    return next((r for r in table if r["model"] == model), None)
-
-
-def paper_claims(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The paper's qualitative claims (§5.3–5.4), each checked on our numbers where we ran both sides."""
-    t1 = results["table1"]
-    claims = []
-
-    def compare(claim: str, better: str, worse: str, key: str = "H_test") -> None:
-        a, b = _row(t1, better), _row(t1, worse)
-        if a is None or b is None or a.get(key) is None or b.get(key) is None:
-            return
-        claims.append({"claim": claim, "ours": f"{a[key]:.2f} vs {b[key]:.2f}", "holds": a[key] < b[key]})
-
-    compare("2xTRIL beats TRIL in test cross-entropy", "2xTRIL", "TRIL")
-    compare("importance weighting (K=10) beats the ELBO (2xTRIL)", "2xTRIL, K=10", "2xTRIL")
-    compare("DSSM 2xTRIL, K=10 beats BASELINE-8D in test cross-entropy", "2xTRIL, K=10", "BASELINE-8D")
-    compare("DSSM TRIL beats BASELINE-8D in test cross-entropy", "TRIL", "BASELINE-8D")
-    compare("BASELINE-16D beats BASELINE-8D", "BASELINE-16D", "BASELINE-8D")
-    fig2 = results["figure2"]["runs"]
-    if fig2:
-        per_t = np.mean([np.mean(r["I_t"], 0) for r in fig2], 0)
-        claims.append({"claim": "I(t) is largest at the first positions and decreases (Fig. 2)",
-                       "ours": f"I(1..3) {per_t[:3].mean():.2f} vs I(T-2..T) {per_t[-3:].mean():.2f}",
-                       "holds": bool(per_t[:3].mean() > per_t[-3:].mean())})
-    histories = [h for h in results["figure3"]["histories"] if len(h) > 1 and "I_bar" in h[-1]]
-    if histories:
-        curves = [[p["I_bar"] for p in h if "I_bar" in p] for h in histories]
-        first, last = np.mean([c[0] for c in curves]), np.mean([c[-1] for c in curves])
-        lowest = np.mean([min(c) for c in curves])
-        claims.append({"claim": "I_bar grows over training (Fig. 3)",
-                       "ours": f"{first:.2f} at initialisation, lowest {lowest:.2f}, final {last:.2f}",
-                       "holds": bool(last > first)})
-    return claims
