@@ -199,3 +199,21 @@ def test_figure_claims_read_per_seed_trends_against_their_spread():
     assert parts[0].verdict == "reproduced" and parts[1].verdict == "partly reproduced"  # one Ī below the range
     rows[0]["I_bar"] = NOISE_USED / 2
     assert figure1_claim({"table1": rows}).parts[0].verdict == "partly reproduced"
+
+
+def test_table3_claim_compares_each_learned_generative_flow_with_the_identity():
+    from paperlib.experiments.claims import Unjudged
+    from paperlib.experiments.word_generation_claims import table3_claim
+
+    def cell(h):
+        return {"H_test": h, "H_test_std": 0.05, "seeds": 3, "unstable": 0}
+
+    cells = {"ID": {"DIAG": cell(15.5), "ID": cell(15.6)}, "DIAG": {"DIAG": cell(14.5)}, "TRIL": {"DIAG": cell(15.45)}}
+    claim = table3_claim({"table3": {"cells": cells}})
+    assert claim.parts[0].verdict == "partly reproduced"  # DIAG beyond the margin (0.08), TRIL within it
+    cells["TRIL"]["DIAG"] = cell(14.0)
+    assert table3_claim({"table3": {"cells": cells}}).verdict == "reproduced"
+    cells["TRIL"]["DIAG"], cells["DIAG"]["DIAG"] = cell(16.0), cell(15.9)
+    assert table3_claim({"table3": {"cells": cells}}).verdict == "not reproduced"
+    with pytest.raises(Unjudged, match="S-T3"):
+        table3_claim({"table3": {"cells": {"ID": {"DIAG": cell(15.5)}}}})

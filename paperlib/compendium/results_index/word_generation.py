@@ -90,6 +90,13 @@ def _wg_t2_verdict(results: Results) -> tuple[str, str]:
     return _claim_verdict(table2_claim(_wg(results)))
 
 
+def _wg_t3_verdict(results: Results) -> tuple[str, str]:
+    """S&H Table 3 as :func:`paperlib.experiments.word_generation_claims.table3_claim` judges it."""
+    from paperlib.experiments.word_generation_claims import table3_claim
+
+    return _claim_verdict(table3_claim(_wg(results)))
+
+
 def _wg_t2_ours(results: Results) -> str:
     rows = _wg(results)["table2"]
     return "; ".join(f"{r['model']}: H_test {_f(r.get('H_test'))}, 2-gram ppl {_f(r.get('ppl_full_2'), 1)}"
