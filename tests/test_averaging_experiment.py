@@ -2,7 +2,7 @@
 
 import pytest
 
-from paperlib.experiments.averaging_claims import lengths_claim, main_claim, overfit_claim, period_claim
+from paperlib.experiments.averaging_claims import lengths_claim, main_claim, overfit_claim, period_claim, schematic_claim
 from paperlib.experiments.averaging_ptb import summarise, tuned
 
 
@@ -87,3 +87,47 @@ def test_fig_3_4_reads_peaks_and_valleys_of_the_long_average_at_each_switch():
     falling = lengths_run([10, 20, 30, 20, 30, 40, 0], ["keep", "keep", "keep", "switch", "keep", "keep", "reset_long"])
     assert verdicts(lengths_claim(falling))["valleys rise"] == "not reproduced"
     assert lengths_claim(lengths_run([10, 20], ["keep", "keep"])).parts[0].verdict == "not reproduced"  # no switch
+
+
+def schematic_run(short_len, long_len, action, period=10):
+    return {"main": {"period": period, "curves": {"2ta": {"short_len": short_len, "long_len": long_len,
+                                                          "action": action}}}}
+
+
+def two_tailed_trace(evaluations=60, period=10):
+    """S, L and the action after each evaluation of the real 2TA (Alg. 2) on noisy iterates around 0, scored by
+    the squared norm (a convex loss: Fig. 3.1's setting)."""
+    import torch
+
+    from paperlib.averaging import TwoTailedAverage
+
+    torch.manual_seed(0)
+    average, short, long_, action = TwoTailedAverage(), [], [], []
+    for _ in range(evaluations):
+        for _ in range(period):
+            average.add(torch.randn(4))
+        average.evaluate(lambda theta: float(theta.square().sum()))
+        short.append(average.short_len)
+        long_.append(average.long_len)
+        action.append(average.last_action)
+    return schematic_run(short, long_, action, period)
+
+
+def test_fig_3_1_schematic_holds_on_a_real_2ta_trace_and_fails_on_broken_ones():
+    trace = two_tailed_trace()
+    claim = schematic_claim(trace)
+    assert claim.verdict == "reproduced", claim.text()
+    # the short average longer than the long one after the second evaluation
+    broken = schematic_run([10, 30, 0], [10, 20, 30], ["keep", "keep", "switch"])
+    assert verdicts(schematic_claim(broken))["S never longer than L"] == "not reproduced"
+    # a switch that does not hand S (10 steps before, + E = 20) to L, and one that leaves S non-empty
+    assert verdicts(schematic_claim(schematic_run([10, 0], [10, 30], ["keep", "switch"])))[
+        "a switch hands S to L"] == "not reproduced"
+    assert verdicts(schematic_claim(schematic_run([10, 10], [10, 20], ["keep", "switch"])))[
+        "a switch hands S to L"] == "not reproduced"
+    # Alg. 2's fallback to the raw weights empties both averages: that is allowed
+    assert verdicts(schematic_claim(schematic_run([10, 0], [10, 0], ["keep", "switch"])))[
+        "a switch hands S to L"] == "reproduced"
+    # one switch from a non-empty long average is not "recurring"
+    once = schematic_run([10, 0, 10], [10, 20, 30], ["keep", "switch", "keep"])
+    assert verdicts(schematic_claim(once))["L intervals recur"] == "not reproduced"

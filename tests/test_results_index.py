@@ -439,8 +439,9 @@ def _averaging_results(long_periods, actions, period=50):
              "step": [period * (i + 1) for i in range(n)], "valid_nll": [6.0 - 0.01 * i for i in range(n)]}
     return {"averaging_ptb": {
         "profile": "cpu", "main": {"period": period, "curves": {"2ta": curve}},
-        "settings": {"model": {"num_layers": 1, "cell": "lstm", "hidden_size": 8},
-                     "train": {"max_steps": n * period, "optimizer": "radam", "batch_size": 2, "bptt": 5}},
+        "settings": {"model": {"num_layers": 1, "cell": "lstm", "hidden_size": 8}, "valid_tokens": 100,
+                     "train": {"max_steps": n * period, "optimizer": "radam", "batch_size": 2, "bptt": 5,
+                               "lr": 0.003, "eval_every": period}},
         "summary": {"claims": {"best loss robust to E/4..4E (within tolerance)": True}}}}
 
 

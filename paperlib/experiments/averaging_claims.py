@@ -1,4 +1,4 @@
-"""The thesis' claims about Two-Tailed Averaging (Melis ch. 3, §3.6; index rows M-F3.3, M-F3.4, M-F3.5), judged on
+"""The thesis' claims about Two-Tailed Averaging (Melis ch. 3, §3.6; index rows M-F3.1, M-F3.3, M-F3.4, M-F3.5), judged on
 the ``averaging_ptb`` stage's results as :class:`~paperlib.experiments.claims.Claim` s, which the results index and
 the notebook display. Pure Python (no torch).
 
@@ -138,7 +138,45 @@ def lengths_claim(results: Results) -> Claim:
     return Claim("M-F3.4", tuple(parts))
 
 
-CLAIMS = {"M-F3.3": main_claim, "M-F3.4": lengths_claim, "M-F3.5": overfit_claim, "§3.6": period_claim}
+SCHEMATIC = "every evaluation of the main run's 2TA trace (lengths in optimisation steps, after the evaluation)"
+
+
+def schematic_claim(results: Results) -> Claim:
+    """M-F3.1 (Fig. 3.1, a schematic; the seed item asks for it as a real trace): the caption's readable statements,
+    checked on the main run's 2TA lengths. After each evaluation the long average is at least as long as the short
+    one; at a switch the short average (S at the previous evaluation plus the E steps since) becomes the long one
+    and the short one restarts empty, or Alg. 2 falls back to the raw weights and empties both (L = 0, which the
+    schematic, drawn for Alg. 1, does not show); and L intervals recur (at least two switches from a non-empty long
+    average). The caption's last statement (a near-optimal L in every L interval) needs the optimal tail length at
+    every evaluation, which the run does not record: it is not judged."""
+    main = results["main"]
+    period, curve = main["period"], main["curves"]["2ta"]
+    short, long_, actions = curve["short_len"], curve["long_len"], curve["action"]
+    longer = [i for i, (s, l) in enumerate(zip(short, long_), start=1) if s > l]
+    switches, handed, previous_short = 0, [], 0
+    for i, (s, l, action) in enumerate(zip(short, long_, actions), start=1):
+        if action in ("switch", "reset_long"):
+            switches += 1
+            if s != 0 or l not in (previous_short + period, 0):
+                handed.append(i)
+        previous_short = s
+    peaks = len(switch_heights(results)["peaks"])
+    return Claim("M-F3.1", (
+        _strict("S never longer than L", "after every evaluation the long average is at least as long as the short",
+                -float(len(longer)) if longer else 1.0,
+                f"S > L after {len(longer)} of {len(short)} evaluations"
+                + (f" (first: evaluation {longer[0]})" if longer else ""), SCHEMATIC),
+        _strict("a switch hands S to L", "at a switch the short average becomes the long one and restarts empty",
+                -float(len(handed)) if handed else float(switches),
+                f"{switches} switches, {len(handed)} not of that form"
+                + (f" (first: evaluation {handed[0]})" if handed else ""),
+                SCHEMATIC + "; L after a switch = S before it + E, or 0 where Alg. 2 fell back to the raw weights"),
+        _strict("L intervals recur", "the long average is switched out again and again", peaks - 1.0,
+                f"{peaks} switches from a non-empty long average", "at least two such switches"),
+    ))
+
+
+CLAIMS = {"M-F3.1": schematic_claim, "M-F3.3": main_claim, "M-F3.4": lengths_claim, "M-F3.5": overfit_claim, "§3.6": period_claim}
 
 
 __all__ = ["CLAIMS", "ON_PAR_NATS", "almost_rising", "lengths_claim", "main_claim", "overfit_claim", "period_claim",

@@ -109,6 +109,19 @@ def scoring_steps(rungs: Sequence[int]) -> list[int]:
     return sorted({s for r in rungs for s in (r - r // 4, r)})
 
 
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error (sample standard deviation / sqrt(n)) of at least two values (seeds)."""
+    return statistics.fmean(values), statistics.stdev(values) / math.sqrt(len(values))
+
+
+def mean_margin(values: Sequence[float]) -> tuple[float, float | None]:
+    """Mean over seeds and its tie margin, twice its standard error (:func:`mean_se`); None with one seed."""
+    if len(values) < 2:
+        return statistics.fmean(values), None
+    mean, se = mean_se(values)
+    return mean, 2 * se
+
+
 def convergence(values_at_three_quarters: Sequence[float], values_at_rung: Sequence[float]) -> dict[str, Any]:
     """Whether a loss had stopped falling over a ladder rung's last quarter: per seed, the fall from three quarters
     into the rung to its end; converged when the mean fall is at most twice its standard error (a fall within the
@@ -116,8 +129,7 @@ def convergence(values_at_three_quarters: Sequence[float], values_at_rung: Seque
     falls = [a - b for a, b in zip(values_at_three_quarters, values_at_rung)]
     if len(falls) < 2:
         raise ValueError(f"convergence needs at least two seeds, got {len(falls)}")
-    mean, sd = statistics.fmean(falls), statistics.stdev(falls)
-    margin = 2 * sd / math.sqrt(len(falls))
+    mean, margin = mean_margin(falls)
     return {"fall": mean, "margin": margin, "converged": mean <= margin}
 
 

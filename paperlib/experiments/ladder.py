@@ -14,14 +14,13 @@ import hashlib
 import json
 import math
 import os
-import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence, TypeVar
 
 from paperlib.device import cache_key
-from paperlib.experiments.claims import Part, check_ladder, ladder_part, ladder_word
+from paperlib.experiments.claims import Part, check_ladder, ladder_part, ladder_word, mean_se
 from paperlib.experiments.runs import json_safe, map_jobs
 
 Settings = TypeVar("Settings")
@@ -110,11 +109,6 @@ def difference(a: float | None, b: float | None) -> float:
     if math.isnan(a) or math.isnan(b):
         return 0.0 if math.isnan(a) and math.isnan(b) else math.inf
     return abs(a - b)
-
-
-def mean_se(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and standard error (sample standard deviation / sqrt(n)) of at least two values."""
-    return statistics.fmean(values), statistics.stdev(values) / math.sqrt(len(values))
 
 
 def reading(rungs: Sequence[Mapping[str, Any]]) -> str | None:

@@ -207,16 +207,14 @@ def probe(study: optuna.Study, objective: Callable[[optuna.Trial], Any], space: 
     if neighbours + reruns == 0:
         return
     if "probe_anchor" not in study.user_attrs:
-        sampled = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                   if "probe" not in t.user_attrs]
-        anchor = min(sampled, key=lambda t: t.value, default=None)
+        anchor = best_sampled(study_record(study, space)["trials"])
         if anchor is None:
             return  # no complete trial: nothing to probe around
-        for point in neighbour_points(space, anchor.params, neighbours, seed * 1000 + anchor.number):
+        for point in neighbour_points(space, anchor["params"], neighbours, seed * 1000 + anchor["number"]):
             study.enqueue_trial(point, user_attrs={"probe": "neighbour"})
         for k in range(reruns):
-            study.enqueue_trial(dict(anchor.params), user_attrs={"probe": "rerun", "seed": train_seed + 1 + k})
-        study.set_user_attr("probe_anchor", anchor.number)
+            study.enqueue_trial(dict(anchor["params"]), user_attrs={"probe": "rerun", "seed": train_seed + 1 + k})
+        study.set_user_attr("probe_anchor", anchor["number"])
     while True:
         with _quiet():
             optuna.storages.fail_stale_trials(study)

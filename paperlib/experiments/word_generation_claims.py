@@ -15,7 +15,8 @@ import re
 import statistics
 from typing import Any, Mapping
 
-from paperlib.experiments.claims import Claim, Part, Unjudged, direction_word, ladder_part, part_word
+from paperlib.experiments.claims import (Claim, Part, Unjudged, direction_word, ladder_part, mean_margin,
+                                         part_word)
 
 _K = re.compile(r", K=\d+")
 
@@ -77,12 +78,6 @@ SECTION_5_3 = (("2xTRIL beats TRIL", "2xTRIL", "TRIL"), ("DSSM TRIL beats BASELI
                ("BASELINE-16D beats BASELINE-8D", "BASELINE-16D", "BASELINE-8D"))
 
 
-def _trend(values: list[float]) -> tuple[float, float | None]:
-    """(mean, its tie margin: twice the standard error over seeds; None with one seed)."""
-    mean = statistics.fmean(values)
-    return mean, (2 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None)
-
-
 def _margin_text(margin: float | None) -> str:
     return f", margin {margin:.2f}" if margin is not None else ", no margin (one seed)"
 
@@ -96,13 +91,20 @@ def position_ends(main: Mapping[str, Any]) -> list[tuple[float, float]]:
     return ends
 
 
+def end_means(ends: list[tuple[float, float]]) -> tuple[float, float]:
+    """Fig. 2's mean I(t) over the first three and over the last three positions (:func:`position_ends`), averaged
+    over seeds."""
+    first, last = (statistics.fmean(e[i] for e in ends) for i in (0, 1))
+    return first, last
+
+
 def figure2_claim(main: Mapping[str, Any]) -> Claim:
     """S&H Fig. 2: the noise's information I(t) is highest at a word's first positions and decays."""
     ends = position_ends(main)
     if not ends:
         raise Unjudged("claim S-F2: no Fig. 2 trajectories")
-    gap, margin = _trend([first - last for first, last in ends])
-    first, last = (statistics.fmean(e[i] for e in ends) for i in (0, 1))
+    gap, margin = mean_margin([first - last for first, last in ends])
+    first, last = end_means(ends)
     return Claim("S-F2", (Part("I(t) decays along the word", "I(t) is highest at the first positions and decays",
                                direction_word(gap, margin),
                                f"I(1..3) {first:.2f} vs I(T-2..T) {last:.2f} nats over {len(ends)} seed(s)"
@@ -119,7 +121,7 @@ def figure3_claim(main: Mapping[str, Any]) -> Claim:
     parts = []
     for label, key, sign, unit in (("emission entropy falls", "emission_entropy", -1, "nats"),
                                    ("Ī grows", "I_bar", 1, "nats")):
-        gap, margin = _trend([sign * (h[-1][key] - h[0][key]) for h in histories])
+        gap, margin = mean_margin([sign * (h[-1][key] - h[0][key]) for h in histories])
         start, end = (statistics.fmean(h[i][key] for h in histories) for i in (0, -1))
         parts.append(Part(label, f"{label} over training (Fig. 3)", direction_word(gap, margin),
                           f"{start:.2f} at initialisation to {end:.2f} {unit} at the end, {len(histories)} seed(s)"

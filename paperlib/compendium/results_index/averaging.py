@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from paperlib.experiments.averaging_claims import CLAIMS, almost_rising, lengths_claim, switch_heights
@@ -20,19 +21,23 @@ def _avg(results: Results) -> dict[str, Any]:
 def _avg_scale(results: Results) -> str:
     st = results["averaging_ptb"]["settings"]
     m, t = st["model"], st["train"]
-    return (f"{m['num_layers']}-layer {m['cell'].upper()} H={m['hidden_size']}, {t['max_steps']} {t['optimizer']} steps "
-            f"× {t['batch_size']}×{t['bptt']} tokens, one trajectory")
+    tokens = t["max_steps"] * t["batch_size"] * t["bptt"]
+    return (f"{m['num_layers']}-layer {m['cell'].upper()} H={m['hidden_size']}, {t['max_steps']:,} {t['optimizer']} "
+            f"steps × {t['batch_size']}×{t['bptt']} tokens ({tokens / 1e6:.1f}M) at a constant lr {t['lr']:g}, one "
+            f"trajectory; E = {t['eval_every']} steps, {st['valid_tokens']:,} validation tokens per evaluation")
 
 
 def _avg_main_paper() -> str:
     """M-F3.3: Fig. 3.3's best validation losses and what the thesis says of the others."""
-    return (f"2TA {AVERAGING_BEST_LOSS['2ta']:.2f} nats vs raw {AVERAGING_BEST_LOSS['raw']:.2f}; 2TA, TA and EMA final "
+    two, raw = AVERAGING_BEST_LOSS["2ta"], AVERAGING_BEST_LOSS["raw"]
+    return (f"2TA {two:.2f} nats (ppl {math.exp(two):.1f}) vs raw {raw:.2f} (ppl {math.exp(raw):.1f}); 2TA, TA and EMA final "
             "losses 'very close'; 2TA better early")
 
 
 def _avg_main_ours(results: Results) -> str:
     m = _avg(results)["methods"]
-    return (f"best valid loss: 2TA {_f(m['2ta']['best'], 3)}, raw {_f(m['raw']['best'], 3)}, tuned TA "
+    return (f"best valid loss: 2TA {_f(m['2ta']['best'], 3)} (ppl {_f(math.exp(m['2ta']['best']), 1)}), raw "
+            f"{_f(m['raw']['best'], 3)} (ppl {_f(math.exp(m['raw']['best']), 1)}), tuned TA "
             f"{_f(m['ta (tuned)']['best'], 3)}, tuned EMA {_f(m['ema (tuned)']['best'], 3)} nats; early mean 2TA "
             f"{_f(m['2ta']['early_mean'], 3)}, TA {_f(m['ta (tuned)']['early_mean'], 3)}, EMA "
             f"{_f(m['ema (tuned)']['early_mean'], 3)}" + _profile_note(
@@ -49,9 +54,8 @@ def _avg_claim(item: str) -> Callable[[Results], tuple[str, str]]:
 def _avg_lengths_ours(results: Results) -> str:
     curve = results["averaging_ptb"]["main"]["curves"]["2ta"]
     period = results["averaging_ptb"]["main"]["period"]
-    return (f"L grows to {max(curve['long_len']) // period} evaluation periods, S to "
-            f"{max(curve['short_len']) // period}; S ≤ L at every evaluation: "
-            f"{all(s <= l for s, l in zip(curve['short_len'], curve['long_len']))}")
+    return (f"over {len(curve['long_len'])} evaluations (E = {period} steps) L grows to "
+            f"{max(curve['long_len']) // period} E, S to {max(curve['short_len']) // period} E")
 
 
 def _rising_label(name: str, heights: list[int], evaluations: list[int]) -> str:

@@ -124,12 +124,11 @@ def _wg_mi_verdict(results: Results) -> tuple[str, str]:
 
 
 def _wg_fig2_ours(results: Results) -> str:
-    from paperlib.experiments.word_generation_claims import position_ends
+    from paperlib.experiments.word_generation_claims import end_means, position_ends
 
     f2 = _wg(results)["figure2"]
     run = f2["runs"][0]["I_t"]
-    ends = position_ends(_wg(results))
-    first, last = (sum(e[i] for e in ends) / len(ends) for i in (0, 1))
+    first, last = end_means(position_ends(_wg(results)))
     return (f"I(t) over {len(run[0])} positions ({len(run)} noise trajectories, {len(f2['runs'])} seed(s)) for "
             f"{f2['model']}: I(1..3) {_f(first)} vs I(T-2..T) {_f(last)}")
 
