@@ -133,3 +133,35 @@ def test_the_device_script_reads_junit_plans_round_robin_and_names_what_the_budg
     measured, left = gpu.measure_workloads(order, torch.device("cpu"), time.monotonic() - 1, 0, 1, None, "fp32", 1.0)
     assert measured == [] and [r["workload"] for r in left] == [w.name for _, w in order]
     assert {r["reason"] for r in left} == {"budget"}
+
+
+def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_path):
+    """paperlib index --readme fills the README's GPU block from the newest benchmarks/results/gpu-*.json (by the
+    date in its name): the card, the ceilings, the test outcome and one row per workload, a workload that was not
+    timed named as such; with no measurement the block says every GPU number is the dry run's estimate."""
+    import json
+
+    from paperlib.compendium.gpu_measurements import END, START, newest, readme_with_measurements
+
+    readme = f"# x\n{START}\nold text\n{END}\nrest\n"
+    assert "dry run's estimate" in readme_with_measurements(readme, tmp_path) and newest(tmp_path) is None
+    folder = tmp_path / "benchmarks" / "results"
+    folder.mkdir(parents=True)
+    row = {"stage": "lm_ptb", "workload": "lstm", "batch": "64", "length": 70, "status": "timed", "step_s": 0.0123,
+           "predicted_step_s": 0.0307, "measured_over_predicted": 0.4, "tokens_per_s": 364_000.0, "mfu": 0.21,
+           "kernels_per_step": 5000, "predicted_kernels": 6135, "over_reference": 0.85, "peak_memory_gib": 3.2}
+    result = {"environment": {"card": "NVIDIA H200", "driver": "580.1", "torch": "2.11.0", "cuda": "13.0"},
+              "ceilings": {"matmul_tflops_fp32": 51.0, "matmul_tflops_tf32": 370.0, "matmul_tflops_bf16": 760.0,
+                           "copy_gbps": 4300.0}, "profile": "paper", "precision": "tf32",
+              "tests": {"passed": 950, "failed": 1, "errors": 0, "skipped": 12},
+              "workloads": [row, {**row, "workload": "mogrifier_lstm", "status": "out of memory"}],
+              "not_timed": [{"stage": "reverse_copy", "workload": "lstm L=50", "reason": "budget"}]}
+    (folder / "gpu-nvidia-h200-2026-11-01.json").write_text(json.dumps({**result, "precision": "bf16"}))
+    (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(result))
+    text = readme_with_measurements(readme, tmp_path)
+    assert "old text" not in text and text.endswith(f"{END}\nrest\n")
+    assert "gpu-nvidia-h200-2026-12-01.json" in text and "at tf32" in text and "NVIDIA H200" in text
+    assert "950 passed, 1 failed" in text and "370 (tf32)" in text
+    assert "| lm_ptb | lstm | 64 × 70 | 12.30 | 30.70 | 0.40 | 364,000 | 0.210 | 5,000 (6,135) | 0.85 | 3.20 |" in text
+    assert "| lm_ptb | mogrifier_lstm | 64 × 70 | out of memory |" in text
+    assert "Not timed within the run's budget: 1 workloads (reverse_copy)" in text
