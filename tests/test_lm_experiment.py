@@ -107,17 +107,18 @@ def test_ablation_findings_are_judged_against_the_measured_seed_spread():
     ppl = {"lstm": 100, "mogrifier_r2": 95, "mogrifier_r4": 90, "full_rank": 91, "no_zigzag": 89, "mlstm": 99}
     assert verdicts(ppl) == {
         "more rounds help": "reproduced",
-        "full rank within 2% of low rank": "reproduced",
+        "full rank close behind low rank": "partly reproduced",  # ahead by 1 < 1.63; 1 from it < 10 / 2
         "zigzag helps": "not reproduced",  # 89 vs 90: the other way, inside 1.63
         "mLSTM no better than LSTM": "reproduced",  # 99 vs 100: within noise, so not an improvement
     }
     ppl.update(no_zigzag=91)
     assert verdicts(ppl)["zigzag helps"] == "within noise"  # the thesis' way by 1, inside the margin
     ppl.update(mogrifier_r4=97, mlstm=95, no_zigzag=93, full_rank=99)  # r2 -> r4 rises by 2 > 1.63
-    assert verdicts(ppl) == {"more rounds help": "not reproduced", "full rank within 2% of low rank": "not reproduced",
+    assert verdicts(ppl) == {"more rounds help": "not reproduced",
+                             "full rank close behind low rank": "partly reproduced",  # 4 behind r=2, 4 > 5 / 2
                              "zigzag helps": "not reproduced", "mLSTM no better than LSTM": "not reproduced"}
     claim = ablation_claim({"models": models, "summary": summary(ppl)})
-    assert "Mogrifier r=2 -> Mogrifier r=4 rises by 2.0" in claim.parts[0].evidence and claim.verdict == "not reproduced"
+    assert "Mogrifier r=2 -> Mogrifier r=4 rises by 2.0" in claim.parts[0].evidence and claim.verdict == "partly"
     one = verdicts({**ppl, "no_zigzag": 99}, std=0.0, seeds=1)  # no margins: a gap the thesis' way is within noise,
     assert one["zigzag helps"] == "within noise" and one["mLSTM no better than LSTM"] == "not reproduced"  # else fails
     # Fig. 2.3 is the rounds alone; a finding whose models were not trained is left out
@@ -130,6 +131,28 @@ def test_ablation_findings_are_judged_against_the_measured_seed_spread():
     assert "mLSTM no better than LSTM" not in verdicts(ppl)
     assert ablation_claim({"models": models, "summary": summary(ppl)}).not_run == (
         "mLSTM no better than LSTM (its models not trained)",)
+
+
+def test_table_2_3s_numbers_are_shown_and_the_full_rank_finding_is_judged_against_them():
+    from paperlib.compendium.results_index import ROWS
+    from paperlib.reference.language_models import TABLE_2_3
+
+    assert TABLE_2_3 == {"mogrifier_lstm": 54.1, "full_rank": 54.6, "no_zigzag": 55.0, "lstm": 57.5, "mlstm": 57.8}
+    paper = ROWS["M-T2.3"].paper
+    assert "lost" not in paper and all(f" {ppl}" in paper for ppl in TABLE_2_3.values())
+    models = {"lstm": {"cell": "lstm"}, "full_rank": {"cell": "mogrifier_lstm", "options": {"mogrifier_rank": 0}},
+              "mogrifier_r4": {"cell": "mogrifier_lstm", "options": {"mogrifier_rounds": 4}}}
+
+    def full_rank(ppl):
+        summary = {k: {"valid_ppl": v, "valid_ppl_std": 0.5, "seeds": 3} for k, v in ppl.items()}
+        return ablation_claim({"models": models, "summary": summary}).parts[1]
+
+    # the thesis' own pattern: low rank ahead beyond the margin (0.82), full rank nearer to it than to the LSTM
+    part = full_rank({"lstm": 57.5 * 3, "mogrifier_r4": 54.1 * 3, "full_rank": 54.6 * 3})
+    assert part.verdict == "reproduced" and "54.6" in part.claim and "57.5" in part.claim
+    # full rank far ahead of low rank (as at our scale) is neither "behind" nor "close"
+    assert full_rank({"lstm": 174, "mogrifier_r4": 165, "full_rank": 159}).verdict == "not reproduced"
+    assert full_rank({"lstm": 174, "mogrifier_r4": 165, "full_rank": 162}).verdict == "partly reproduced"  # close
 
 
 def test_a_gap_counts_only_beyond_two_standard_errors_of_the_difference_of_seed_means():
