@@ -118,8 +118,13 @@ def test_the_ladder_reading():
     assert ladder_word([(-1.0, 0.1), (-1.1, 0.1)]) == "no trend"
     assert ladder_word([(-1.0, 0.1), (-1.5, 0.1)]) == "trend against"
     assert ladder_word([(0.1, 0.1), (0.15, 0.1)]) == "no trend"  # the paper's way, but inside every margin
-    assert [ladder_part(w) for w in ("reproduced", "trend toward the claim", "no trend", "trend against")] == [
+    assert [ladder_part(w, -0.1) for w in ("reproduced", "trend toward the claim", "no trend", "trend against")] == [
         "reproduced", "partly reproduced", "not reproduced", "not reproduced"]
+    # no trend reads as the top rung's comparison: the paper's way inside its margin is within noise, as for any
+    # comparison, never "not reproduced"
+    assert ladder_part("no trend", 0.05) == "within noise"
+    assert ladder_part("no trend", None) == "not reproduced"
+    assert ladder_part("trend against", 0.05) == "not reproduced"
     with pytest.raises(ValueError, match="at least two rungs"):
         ladder_word([(1.0, 0.1)])
 

@@ -71,12 +71,10 @@ def strict_word(gap: float | None) -> str:
 
 
 LADDER_WORDS = ("reproduced", "trend toward the claim", "no trend", "trend against")
-_LADDER_PART = {"reproduced": "reproduced", "trend toward the claim": "partly reproduced", "no trend": "not reproduced",
-                "trend against": "not reproduced"}
 
 
 def ladder_word(rungs: Sequence[tuple[float, float]]) -> str:
-    """A scale ladder's reading (issue #22), from (gap, standard error) per rung in budget order, the gap signed
+    """A scale ladder's reading, from (gap, standard error) per rung in budget order, the gap signed
     positive in the paper's direction: the top rung beyond twice its standard error -> "reproduced"; else the
     change of the gap from the first rung to the top, against twice its standard error: toward the paper ->
     "trend toward the claim", away -> "trend against", inside -> "no trend"."""
@@ -133,12 +131,18 @@ def convergence(values_at_three_quarters: Sequence[float], values_at_rung: Seque
     return {"fall": mean, "margin": margin, "converged": mean <= margin}
 
 
-def ladder_part(word: str) -> str:
-    """A ladder reading as a part verdict: a trend toward the claim is partly reproduced, no trend or a trend
-    against it not reproduced."""
-    if word not in _LADDER_PART:
+def ladder_part(word: str, top_gap: float | None) -> str:
+    """A ladder reading as a part verdict, the one rule for every ladder: "reproduced" stays so; a trend toward
+    the claim is partly reproduced; a trend against it is not reproduced; with no trend the ladder reads as its top
+    rung's comparison (:func:`direction_word` without a margin, since a top rung beyond its margin would have read
+    "reproduced"): the paper's way -> "within noise", else "not reproduced". ``top_gap`` is the top rung's gap,
+    signed positive in the paper's direction."""
+    if word not in LADDER_WORDS:
         raise ValueError(f"ladder reading {word!r} must be one of {', '.join(LADDER_WORDS)}")
-    return _LADDER_PART[word]
+    if word == "no trend":
+        return direction_word(top_gap, None)
+    return {"reproduced": "reproduced", "trend toward the claim": "partly reproduced",
+            "trend against": "not reproduced"}[word]
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,7 @@ def claim_part(entry: Mapping[str, Any], shown: str, rule: str) -> Part | None:
     converged = " ".join("unknown" if r["converged"] is None else "flat" if r["converged"] else "still improving"
                          for r in rungs)
     return Part(label=f"ladder: {entry['claim']}", claim=f"{entry['claim']}, more clearly as the training budget grows",
-                verdict=ladder_part(reading_),
+                verdict=ladder_part(reading_, rungs[-1].get("gap")),
                 evidence=("" if reading_ == "reproduced" else f"{reading_}; ") + f"{shown} at {budgets} steps; last "
                          f"quarter of each rung: {converged}",
                 rule=rule)

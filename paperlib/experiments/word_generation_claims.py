@@ -222,7 +222,7 @@ def _ladder_part(ladder: Mapping[str, Any], reading: str) -> Part:
     s = ladder["settings"]
     return Part(
         label=f"ladder {s['dssm']} vs {s['baseline']}", claim="the DSSM's gap to the GRU moves the paper's way as "
-        "the training budget grows", verdict=ladder_part(reading),
+        "the training budget grows", verdict=ladder_part(reading, steps[-1]["gap"]),
         evidence=("" if reading == "reproduced" else f"{reading}; ") + f"gap H(GRU) - H(DSSM) {gaps} nats at "
                  f"{budgets} steps, paper " + (f"{paper:+.2f}" if paper is not None else "—")
                  + f"; last quarter of each rung: {converged}" + check,
