@@ -206,19 +206,30 @@ def test_figure_claims_read_per_seed_trends_against_their_spread():
     assert figure1_claim({"table1": rows}).parts[0].verdict == "partly reproduced"
 
 
-def test_table3_claim_compares_each_learned_generative_flow_with_the_identity():
+def test_table3_claim_judges_the_generative_flow_ordering_and_id_inference_not_just_id_as_f_g():
     from paperlib.experiments.claims import Unjudged
     from paperlib.experiments.word_generation_claims import table3_claim
 
     def cell(h):
         return {"H_test": h, "H_test_std": 0.05, "seeds": 3, "unstable": 0}
 
-    cells = {"ID": {"DIAG": cell(15.5), "ID": cell(15.6)}, "DIAG": {"DIAG": cell(14.5)}, "TRIL": {"DIAG": cell(15.45)}}
+    def verdicts(cells):
+        return {p.label: p.verdict for p in table3_claim({"table3": {"cells": cells}}).parts}
+
+    # margin 2 sqrt(2 * 0.05² / 3) = 0.082
+    cells = {"ID": {"DIAG": cell(15.58), "ID": cell(15.59)}, "DIAG": {"DIAG": cell(14.47), "ID": cell(15.51)},
+             "TRIL": {"DIAG": cell(14.45), "ID": cell(15.42)}, "2xTRIL": {"DIAG": cell(14.30), "ID": cell(15.32)}}
+    assert verdicts(cells) == {"a more powerful F_g helps": "partly reproduced",  # DIAG -> TRIL 0.02 inside the margin
+                               "ID inference degrades": "reproduced", "a learned F_g beats ID": "reproduced"}
     claim = table3_claim({"table3": {"cells": cells}})
-    assert claim.parts[0].verdict == "partly reproduced"  # DIAG beyond the margin (0.08), TRIL within it
-    cells["TRIL"]["DIAG"] = cell(14.0)
-    assert table3_claim({"table3": {"cells": cells}}).verdict == "reproduced"
-    cells["TRIL"]["DIAG"], cells["DIAG"]["DIAG"] = cell(16.0), cell(15.9)
-    assert table3_claim({"table3": {"cells": cells}}).verdict == "not reproduced"
+    assert "2xTRIL×DIAG 14.30 vs TRIL×DIAG 14.45" in claim.parts[0].evidence and "11.86" in claim.parts[0].claim
+    assert claim.verdict == "partly" and "F_g slightly more powerful than F_q" in claim.note
+    cells["2xTRIL"]["ID"] = cell(14.2)  # ID inference better for 2xTRIL
+    assert verdicts(cells)["ID inference degrades"] == "partly reproduced"
+    cells["TRIL"]["DIAG"], cells["2xTRIL"]["DIAG"] = cell(14.6), cell(14.7)  # the ordering reversed
+    assert verdicts(cells)["a more powerful F_g helps"] == "not reproduced"
+    cells["TRIL"]["TRIL"] = cell(14.0)  # an inference flow beyond DIAG ran: nothing named as not run
+    assert table3_claim({"table3": {"cells": cells}}).not_run == ()
+    assert verdicts({"ID": {"DIAG": cell(15.5)}, "TRIL": {"DIAG": cell(14.0)}}) == {"a learned F_g beats ID": "reproduced"}
     with pytest.raises(Unjudged, match="S-T3"):
         table3_claim({"table3": {"cells": {"ID": {"DIAG": cell(15.5)}}}})
