@@ -116,19 +116,24 @@ def test_the_models_cells_not_their_names_decide_which_table_they_answer():
     assert set(_parts(table_4_4)) == {"dynamic evaluation improves the big", "sparse between static and full (big)",
                                       "dynamic evaluation improves the LSTM"}
     assert table_4_4.not_run == ("sparse between static and full (LSTM)",)
-    assert out_of_domain_claim(r).not_run == ("the LSTM gains more out of domain",)
+    assert out_of_domain_claim(r).not_run == ("dynamic evaluation improves the LSTM out of domain",)
 
 
-def test_out_of_domain_parts_flip_and_a_model_not_evaluated_out_of_domain_is_not_run():
+def test_out_of_domain_parts_judge_table_6_4s_claim_that_every_rule_improves_on_static():
     r = constructed()
-    r["ood"]["models"]["mlstm"]["global_rms"]["bpc"] = 2.45  # out-of-domain gain 0.15 < in-domain gain 0.2
-    assert _parts(out_of_domain_claim(r)) == {"the mLSTM gains more out of domain": "not reproduced",
-                                              "the Transformer gains more out of domain": "reproduced"}
-    r["ood"]["models"]["mlstm"]["global_rms"]["bpc"] = 2.4  # equal gains: strict, so not more
-    assert _parts(out_of_domain_claim(r))["the mLSTM gains more out of domain"] == "not reproduced"
+    mlstm, txl = ("dynamic evaluation improves the mLSTM out of domain",
+                  "dynamic evaluation improves the Transformer out of domain")
+    # the gain out of domain is below the gain in domain: not what Table 6.4 claims, so it does not matter
+    r["ood"]["models"]["mlstm"]["global_rms"]["bpc"] = 2.45
+    assert _parts(out_of_domain_claim(r)) == {mlstm: "reproduced", txl: "reproduced"}
+    assert "static 2.600 → SGD 2.300, global RMS 2.450 bpc" in out_of_domain_claim(r).parts[0].evidence
+    r["ood"]["models"]["mlstm"]["sgd"]["bpc"] = 2.6  # SGD no better than static: strict, so one rule fails
+    assert _parts(out_of_domain_claim(r))[mlstm] == "partly reproduced"
+    r["ood"]["models"]["mlstm"]["global_rms"]["bpc"] = 2.7
+    assert _parts(out_of_domain_claim(r))[mlstm] == "not reproduced"
     del r["ood"]["models"]["transformer"]
     claim = out_of_domain_claim(r)
-    assert claim.not_run == ("the Transformer gains more out of domain",) and claim.verdict == "not reproduced"
+    assert claim.not_run == (txl,) and claim.verdict == "not reproduced"
 
 
 def test_timescale_parts_flip_with_the_curves_and_a_missing_domain_is_not_run():

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
-from paperlib.experiments.claims import Claim, Part, Unjudged, direction_word, strict_word
+from paperlib.experiments.claims import Claim, Part, Unjudged, direction_word, part_word, strict_word
 from paperlib.reference.names import model_name
 from paperlib.reference.dynamic_evaluation import DYNEVAL_CHAR_MELIS_RECOVERY
 
@@ -31,7 +31,6 @@ _NO_SPREAD = "one trained model, deterministic evaluation, no spread to tie with
 STRICT = f"lower bits per character wins by any amount: {_NO_SPREAD}"
 GROWS = (f"the mean advantage over the last third of the bins above that over the first third by any amount: "
          f"{_NO_SPREAD} (the spread over the sequences is not measured)")
-MORE_OUT = f"the out-of-domain gain above the in-domain gain by any amount: {_NO_SPREAD}"
 TRANSFORMER = "transformer"  # the cell of Table 6.1's model; every other (recurrent) model's table is Table 4.4's
 DOMAINS = {"in_domain": "in domain", "out_of_domain": "out of domain"}  # Fig. 5.2's curves
 # Recovery (Fig. 3.3, Melis §2.3.2): cell -> (does it recover faster than the stacked LSTM, per the seed; source).
@@ -121,22 +120,30 @@ def transformer_table_claim(results: Results) -> Claim:
     return _table_claim("K-T6.1", results, True, "Table 6.1", _beats_sgd)
 
 
+OOD_METHODS = {"sgd": "SGD", "global_rms": "global RMS"}  # Table 6.4's dynamic-evaluation columns
+
+
 def out_of_domain_claim(results: Results) -> Claim:
-    """K-T6.4 (Tables 6.1/6.4, §5.1): for every model with a table, dynamic evaluation (global RMS) gains more bits
-    per character out of domain than in domain, with the settings tuned in domain."""
+    """K-T6.4 (Table 6.4, §6.3): "Dynamic evaluation improves GPT-2 by a significant margin on all tasks"; for us,
+    for every model evaluated out of domain, each of Table 6.4's dynamic-evaluation rules (SGD, global RMS + RMS
+    decay) lowers its bits per character on the out-of-domain text below static evaluation, with the settings tuned
+    in domain. A model with a table but no out-of-domain numbers is named as not run."""
     parts, not_run = [], []
     for model in results["tables"]:
-        label = f"the {model_name(model)} gains more out of domain"
-        rows, ood = _test_bpc(results, model), results["ood"]["models"].get(model, {})
-        if "global_rms" not in rows or "global_rms" not in ood:
+        label = f"dynamic evaluation improves the {model_name(model)} out of domain"
+        ood = results["ood"]["models"].get(model, {})
+        methods = [m for m in OOD_METHODS if m in ood]
+        if "static" not in ood or not methods:
             not_run.append(label)
             continue
-        static, dynamic = ood["static"]["bpc"], ood["global_rms"]["bpc"]
-        inside, outside = rows["static"] - rows["global_rms"], static - dynamic
-        parts.append(_strict(label, f"dynamic evaluation helps the {model_name(model)} more out of domain than in "
-                             "domain (Tables 6.1/6.4, §5.1)", outside - inside,
-                             f"static − global RMS: {_bpc(outside)} bpc out of domain ({_bpc(static)} → "
-                             f"{_bpc(dynamic)}), {_bpc(inside)} in domain", MORE_OUT))
+        static = ood["static"]["bpc"]
+        parts.append(Part(label, f"every dynamic-evaluation rule of Table 6.4 ({', '.join(OOD_METHODS.values())}) "
+                          f"lowers the {model_name(model)}'s out-of-domain bits per character below static "
+                          "evaluation ('Dynamic evaluation improves GPT-2 by a significant margin on all tasks', §6.3)",
+                          part_word([strict_word(static - ood[m]["bpc"]) for m in methods]),
+                          f"static {_bpc(static)} → " + ", ".join(f"{OOD_METHODS[m]} {_bpc(ood[m]['bpc'])}"
+                                                                  for m in methods) + " bpc out of domain",
+                          f"{STRICT}; per rule"))
     return Claim("K-T6.4", tuple(parts), tuple(not_run))
 
 
@@ -212,5 +219,5 @@ def claims(results: Results) -> dict[str, Claim]:
     return out
 
 
-__all__ = ["CLAIMS", "GROWS", "MORE_OUT", "RECOVERY", "STRICT", "claims", "out_of_domain_claim", "recovery_claim",
+__all__ = ["CLAIMS", "GROWS", "OOD_METHODS", "RECOVERY", "STRICT", "claims", "out_of_domain_claim", "recovery_claim",
            "sparse_table_claim", "timescale_claim", "transformer_table_claim"]
