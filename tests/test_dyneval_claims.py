@@ -80,16 +80,28 @@ def test_momentum_that_helps_at_all_is_not_reproduced():
 def test_table_parts_follow_their_rows(corpus, item):
     results = constructed()
     rows = {r["key"]: r for r in results["corpora"][corpus]["rows"]}
-    rows["sgd_decay"]["test_ppl"] = 95.5  # now worse than traditional dynamic evaluation
     rows["neural_cache"]["test_ppl"] = 88.0  # now better than every rule
     parts = _parts(claims(results)[item])
-    assert parts["segments + decay help"] == "not reproduced"
     assert parts["beats the cache"] == "not reproduced"
     assert parts["every rule beats static"] == parts["RMS decay helps"] == "reproduced"
-    rows["sgd"]["test_ppl"] = 85.0  # an SGD rule beats global RMS
-    assert _parts(claims(results)[item])["global RMS best"] == "not reproduced"
     rows["sparse"]["test_ppl"] = 101.0  # the sparse row is not part of Tables 4.1/4.2's claims
     assert "sparse" not in " ".join(_parts(claims(results)[item]))
+
+
+@pytest.mark.parametrize("corpus,item", [("ptb", "K-T4.1"), ("wikitext2", "K-T4.2")])
+def test_each_contribution_the_caption_names_is_its_own_step(corpus, item):
+    """Table 4.1's caption: each contribution leads to a further improvement; a step that goes the other way fails
+    on its own, even when the steps around it make up for it (as segments did on our PTB: 124.91 vs 123.99)."""
+    results = constructed()
+    rows = {r["key"]: r for r in results["corpora"][corpus]["rows"]}
+    steps = ("segments help", "the decay prior helps", "global RMS helps", "RMS decay helps")
+    assert [_parts(claims(results)[item])[s] for s in steps] == ["reproduced"] * 4
+    rows["sgd"]["test_ppl"] = 95.5  # segments worse than traditional dynamic evaluation, decay still below both
+    parts = _parts(claims(results)[item])
+    assert [parts[s] for s in steps] == ["not reproduced", "reproduced", "reproduced", "reproduced"]
+    assert claims(results)[item].verdict == "partly"
+    rows["global_rms_decay"]["test_ppl"] = 93.5  # global RMS no better than SGD with decay
+    assert _parts(claims(results)[item])["global RMS helps"] == "not reproduced"
 
 
 # Each remaining part, flipped alone: (item, part, where in the results, new value).
