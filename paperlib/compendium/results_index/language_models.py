@@ -7,7 +7,8 @@ import math
 from typing import Any, Callable, Mapping
 
 from paperlib.experiments.lm_claims import (
-    TABLE_PAIRS, TABLE_STAGES, ablation_claim, against, byte_claim, ordering_claim, ordering_pairs,
+    CHAPTER_4_ITEMS, CHAPTER_4_PAIR, TABLE_PAIRS, TABLE_STAGES, ablation_claim, against, byte_claim,
+    compare_seed_means, ordering_claim, ordering_pairs,
 )
 from paperlib.reference.byte_lm import BYTE_MLSTM, BYTE_MLSTM_SETUP, TABLE_3_3, TEST_BITS_PER_BYTE
 from paperlib.reference.language_models import CHAPTER_4_MOGRIFIER, CHAPTER_4_SUFFIX
@@ -96,6 +97,8 @@ def _ordering_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
         unit, digits = ("bpc", 3) if r["level"] == "char" else ("ppl", 1)
         pairs = [p for p in ordering_pairs(r)
                  if (p["than"].removesuffix(CHAPTER_4_SUFFIX), p["paper: better"]) in TABLE_PAIRS[item]]
+        if item in CHAPTER_4_ITEMS and all(m in r["summary"] for m in CHAPTER_4_PAIR):
+            pairs.append(compare_seed_means(r["summary"], *CHAPTER_4_PAIR, f"test_{unit}"))
         words = [p.verdict for p in judged.parts]  # the parts follow TABLE_PAIRS' order, as the pairs do
         reason = "; ".join(_pair_phrase(p, w, unit, digits) for p, w in zip(pairs, words))
         if all(w == "reproduced" for w in words):
