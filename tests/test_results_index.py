@@ -481,7 +481,9 @@ def test_a_gap_the_papers_way_inside_the_seed_noise_reads_within_noise():
     assert "Mogrifier better than LSTM: within noise (LSTM 100.0 ± 1.0 vs Mogrifier 99.5 ± 1.0 ppl over 3 seeds: gap " \
         "+0.5, tie margin 1.6)" in row["verdict"]
     assert "by only 0.5 ppl (margin 1.6)" in row["reason"]
-    assert ri.ROWS["M-T4.1"].render(_lm_results(5.0))["status"] == "reproduced"
+    assert ri.ROWS["M-T2.1"].render(_lm_results(5.0))["status"] == "reproduced"
+    # Table 4.1 also claims ch. 4's setup beats ch. 2's Mogrifier: without that model it is at most partly
+    assert ri.ROWS["M-T4.1"].render(_lm_results(5.0))["status"] == "partly"
     # the opposite direction is not noise in the paper's favour, inside the margin or beyond it
     assert ri.ROWS["M-T4.1"].render(_lm_results(-0.5))["status"] == "not reproduced"
     opposite = ri.ROWS["M-T4.1"].render(_lm_results(-5.0))
