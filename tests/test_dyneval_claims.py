@@ -104,6 +104,22 @@ def test_each_contribution_the_caption_names_is_its_own_step(corpus, item):
     assert _parts(claims(results)[item])["global RMS helps"] == "not reproduced"
 
 
+def test_the_statistics_studies_say_what_100_percent_of_the_statistics_is_and_which_global_rms_row_is_compared():
+    """Our "100%" is the profile's batches, not every training batch as in the thesis: the parts say how many of
+    how many; K-T5.7 compares with the 100% row, as the thesis' 52.7 is, and shows the other rows beside it."""
+    results = constructed()
+    results["statistics_amount"].update(full_batches=200, training_batches=1453, batch_size=32, bptt=20)
+    results["statistics_locality"]["global_rms"]["fraction"] = 1.0
+    judged = claims(results)
+    share = "100% = 200 of the 1,453 training batches of 32×20 tokens, 13.8% of the training data"
+    assert share in judged["K-T5.6"].parts[0].evidence
+    on_par = {p.label: p for p in judged["K-T5.7"].parts}["on par with global RMS"]
+    assert share in on_par.evidence and "100% of the statistics" in on_par.rule
+    assert "against global RMS with 1% of the statistics 52.5: +0.2%" in on_par.evidence
+    results["statistics_amount"]["training_batches"] = 200  # every training batch: nothing to disclose but that
+    assert "100% = all 200 training batches" in claims(results)["K-T5.6"].parts[0].evidence
+
+
 # Each remaining part, flipped alone: (item, part, where in the results, new value).
 FLIPS = [
     ("K-T4.1", "RMS decay helps", ("corpora", "ptb", "rows", 5, "test_ppl"), 90.5),

@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from paperlib.reference import dynamic_evaluation as reference_dyneval
 from paperlib.experiments.dyneval_char_claims import CLAIMS as CHAR_CLAIMS
+from paperlib.experiments.dyneval_claims import statistics_share
 
 from paperlib.compendium.results_index.text import (
     MissingResult, Results, _claim_verdict, _f, _profile_note, model_name,
@@ -144,10 +145,13 @@ def _related_ours(results: Results) -> str:
 
 def _stats_amount_ours(results: Results) -> str:
     a = results["dyneval"]["statistics_amount"]
-    rows = ", ".join(f"{100 * r['fraction']:g}% {_f(r['valid_ppl'], 0)}" for r in a["global_rms"])
+    full = (f" ({a['full_batches']:,} of {a['training_batches']:,} training batches)"
+            if a.get("training_batches", 0) > a["full_batches"] else "")
+    rows = ", ".join(f"{100 * r['fraction']:g}%{full if r['fraction'] == 1.0 else ''} {_f(r['valid_ppl'], 0)}"
+                     for r in a["global_rms"])
     rms = ", ".join(f"{r['label']} {_f(r['valid_ppl'], 0)}" for r in a["rmsprop"])
-    return f"valid ppl: static {_f(a['static_valid_ppl'], 0)}; global RMS with {rows}; {rms}" + _profile_note(
-        results, "dyneval")
+    return (f"valid ppl: static {_f(a['static_valid_ppl'], 0)}; global RMS with {rows}; {rms}; "
+            f"{statistics_share(a)}" + _profile_note(results, "dyneval"))
 
 
 def _stats_local_ours(results: Results) -> str:
