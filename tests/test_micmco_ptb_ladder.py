@@ -152,7 +152,7 @@ def test_the_dropout_ladder_is_the_seed_mean_of_the_best_nll_gap():
     assert out["labels"] == ["DReG 16 Rényi (shared masks)", "DReG 16 Rényi (L2, no dropout)"]
     assert out["reading"] == "no trend"  # +0.067 ± 0.12 at both rungs
     part = ladder_claim_part({"ladders": {"5.11-dropout": out}}, "5.11-dropout")
-    assert part.verdict == "not reproduced"
+    assert part.verdict == "within noise"  # no trend, its top rung the thesis' way inside its margin
     assert ("best validation NLL, DReG 16 Rényi (L2, no dropout) − DReG 16 Rényi (shared masks): "
             f"+{statistics.fmean(gaps):.3f} ± ") in part.evidence
 
