@@ -165,6 +165,24 @@ def test_the_index_stage_depends_on_every_results_file_the_rows_read():
     assert ri.SEED_ITEMS in deps
 
 
+def test_scale_lines_state_the_test_prefix_the_statistics_batches_and_fig_5_2s_sequences_and_text():
+    """Scale facts a reader needs to weigh a row and that only the stage's results or settings hold."""
+    results = ri.load_results(REPO)
+    if not {"lm_ptb_char", "dyneval", "dyneval_char"} <= set(results):
+        pytest.skip("results not present")
+
+    def scale(item):
+        return ri.ROWS[item].render(results)["scale"]
+
+    tested = results["lm_ptb_char"]["eval_tokens"]["test"]
+    assert f"tested on the first {tested:,} of the" in scale("M-T2.2")
+    gs = results["dyneval.params"]["gradient_stats"]
+    assert f"MS_g from {gs['max_batches']:,} training batches of {gs['batch_size']}×{gs['bptt']}" in scale("K-T4.1")
+    t = results["dyneval_char"]["timescale"]
+    assert f"{t['sequences']:,} sequences × {t['length']:,} characters" in scale("K-F5.2")
+    assert "WikiText-2 mapped to PTB characters (thesis: Spanish text)" in scale("K-F5.2")
+
+
 def test_committed_index_and_readme_summary_are_current():
     table = ri.current_table(REPO)
     expected = ri.render_markdown(table, ri.load_wall_times(REPO))

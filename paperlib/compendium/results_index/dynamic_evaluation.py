@@ -122,6 +122,27 @@ def _dyn_scale(results: Results) -> str:
             "averaged over parameter tensors as in the author's code (eq. 4.6)")
 
 
+def _dyn_table_scale(results: Results) -> str:
+    """K-T4.1 / K-T4.2: :func:`_dyn_scale` and how many training batches the global-RMS rules' MS_g (eq. 4.4) was
+    collected from, from the stage's recorded settings."""
+    gs = results.get("dyneval.params", {}).get("gradient_stats")
+    if not gs:
+        return _dyn_scale(results)
+    batches = "every training batch" if gs["max_batches"] is None else f"{gs['max_batches']:,} training batches"
+    return (f"{_dyn_scale(results)}; global-RMS statistics MS_g from {batches} of {gs['batch_size']}×{gs['bptt']} "
+            "tokens per corpus (eq. 4.4: every training batch)")
+
+
+def _char_timescale_scale(results: Results) -> str:
+    """K-F5.2: the character-level scale and Fig. 5.2's sequences, bins and out-of-domain text."""
+    r, paper = _char(results), reference_dyneval.DYNEVAL_CHAR_FIG_5_2
+    t = r["timescale"]
+    ood = {"wikitext2": "WikiText-2 mapped to PTB characters"}.get(r.get("ood_corpus"), r.get("ood_corpus", "?"))
+    return (f"{_char_scale(results)}; Fig. 5.2: {t['sequences']:,} sequences × {t['length']:,} characters in bins of "
+            f"{t['bin']} (thesis: {paper['sequences']:,} × {paper['length']:,} in bins of {paper['bin']}); out of "
+            f"domain: {ood} (thesis: Spanish text)")
+
+
 def _timescale_ours(results: Results) -> str:
     t = results["dyneval"]["timescale"]
     mean = {k: sum(v) / len(v) for k, v in t["curves"].items()}

@@ -71,8 +71,20 @@ def _lm_scale(name: str) -> Callable[[Results], str]:
         budgets = sorted({(x["steps"], x["train_tokens"]) for x in r["runs"]})
         budget = "; ".join(f"{tokens / 1e6:.2f}M training tokens ({steps:,} steps)" for steps, tokens in budgets)
         seeds = sorted({s["seeds"] for s in r["summary"].values()})
-        return f"{sizes}; each {budget}; {'/'.join(map(str, seeds))} seed(s) per model"
+        return f"{sizes}; each {budget}; {'/'.join(map(str, seeds))} seed(s) per model{_test_prefix(results, name)}"
     return scale
+
+
+def _test_prefix(results: Results, name: str) -> str:
+    """"; tested on the first N of M test <units>" when the stage evaluated a prefix of the test split (its size from
+    ``data_summary`` when at hand), else nothing."""
+    r = results[name]
+    tested = r.get("eval_tokens", {}).get("test")
+    unit = "characters" if r.get("level") == "char" else "tokens"
+    whole = results.get("data_summary", {}).get(r.get("corpus"), {}).get("splits", {}).get("test", {}).get("tokens")
+    if tested is None or (whole is not None and tested >= whole):
+        return ""
+    return f"; tested on the first {tested:,}" + (f" of the {whole:,}" if whole else "") + f" test {unit}"
 
 
 def _pair_phrase(pair: Mapping[str, Any], word: str, unit: str, digits: int) -> str:

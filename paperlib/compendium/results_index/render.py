@@ -29,10 +29,14 @@ def read_seed_items(path: str | os.PathLike) -> list[dict[str, str]]:
 
 
 def load_results(root: str | os.PathLike) -> dict[str, Any]:
-    """Every ``results/<name>.json`` except provenance records, keyed by name."""
+    """Every ``results/<name>.json`` keyed by name, and the settings each stage ran with (its provenance record's
+    ``params``) keyed by ``<name>.params``, for the scale facts a result does not repeat."""
     out = {}
     for path in sorted(Path(root, "results").glob("*.json")):
         if path.name.endswith(".provenance.json"):
+            params = json.loads(path.read_text()).get("params")
+            if isinstance(params, dict):
+                out[path.name.removesuffix(".provenance.json") + ".params"] = params
             continue
         out[path.stem] = json.loads(path.read_text())
     return out
