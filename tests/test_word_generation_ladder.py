@@ -159,6 +159,30 @@ def test_table1_claim_judges_with_seed_margins_and_the_ladder():
     assert without.not_run == ("the budget ladder",) and without.verdict == "partly"
 
 
+def test_dssm_against_gru_parts_disclose_the_estimators_upward_bias_the_ladder_measured():
+    """Eq. 12's DSSM estimate with few trajectories is biased upward (the ladder's check: 13.72 with 500, 12.93 with
+    5,000), so a DSSM-vs-GRU gap is overstated by about that much; each such part says so and shows the gap without
+    it (the verdict stays the measured one: the bias was measured on another model at another budget)."""
+    main = {"scale": {"eval_samples": 500}, "table1": [
+        {"model": "TRIL", "H_test": 14.45, "H_test_std": 0.02, "seeds": 3, "unstable": 0},
+        {"model": "2xTRIL", "H_test": 14.39, "H_test_std": 0.02, "seeds": 3, "unstable": 0},
+        {"model": "BASELINE-8D", "H_test": 11.82, "H_test_std": 0.02, "seeds": 3, "unstable": 0}]}
+    rungs = [{"steps": s, "gap": -2.0, "margin": 0.1, "models": {"dssm": {"row": "2xTRIL, K=10", "H_test": h},
+                                                                 "baseline": {"row": "BASELINE-8D"}}}
+             for s, h in ((500, 14.5), (8000, 13.72))]
+    ladder = {"reading": "trend against", "rungs": rungs, "paper": {"gap": 1.59}, "training": {"eval_samples": 500},
+              "settings": {"dssm": "2xTRIL, K=10", "baseline": "BASELINE-8D"},
+              "runs": [{"check": {"step": 8000, "eval_samples": 5000, "H_test": h}} for h in (12.90, 12.97, 12.91)]}
+    parts = {p.label: p for p in table1_claim(main, ladder).parts}
+    for label, gap in (("best DSSM beats the best GRU", -2.57), ("DSSM TRIL beats BASELINE-8D", -2.63)):
+        evidence = parts[label].evidence
+        assert "estimate from 500 trajectories, biased upward" in evidence and "5,000 trajectories gave 0.79" in evidence
+        assert f"H(GRU) - H(DSSM) {gap:+.2f} measured, {gap + 0.79:+.2f} without that bias" in evidence
+    assert "biased upward" not in parts["2xTRIL beats TRIL"].evidence  # two DSSMs: the same estimator on both sides
+    ladder["training"]["eval_samples"] = 1000  # the ladder scored with another count: its bias is not this one
+    assert "biased upward" not in table1_claim(main, ladder).parts[0].evidence
+
+
 def test_table2_claim_compares_the_dssm_with_the_gru_on_the_alternative_split():
     from paperlib.experiments.claims import Unjudged
     from paperlib.experiments.word_generation_claims import table2_claim
