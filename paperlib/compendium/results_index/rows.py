@@ -79,7 +79,9 @@ ROWS: dict[str, Row] = {
                   scale=lambda r: (f"vocabulary {r['reverse_copy']['settings'].get('vocab_size', 100)}, lengths "
                                    f"{r['reverse_copy']['lengths'][0]}–{r['reverse_copy']['lengths'][-1]}, "
                                    f"{r['reverse_copy']['settings']['parameter_budget']:,} params, "
-                                   f"{r['reverse_copy']['settings']['steps']:,} steps"),
+                                   f"{r['reverse_copy']['settings']['steps']:,} steps; one seed "
+                                   f"({r['reverse_copy']['settings']['seed']}) per model and length, so no seed "
+                                   "spread is measured"),
                   verdict=_reverse_copy_verdict, needs=("reverse_copy",)),
     "M-F2.5": Row(file="`notebooks/tuning.ipynb`, `figures/tuning_parallel.png`, `figures/tuning_sensitivity.png`",
                   paper=_tuning_paper("lstm"),
