@@ -13,11 +13,12 @@ from paperlib.compendium.results_index.rows import ROWS
 from paperlib.compendium.results_index.text import _claim_verdict
 from paperlib.experiments.claims import Unjudged
 from paperlib.experiments.dyneval_char_claims import (
-    CLAIMS, claims, out_of_domain_claim, recovery_claim, sparse_table_claim, timescale_claim, transformer_table_claim,
+    CLAIMS, claims, out_of_domain_claim, recovery_claim, scaling_claim, sparse_table_claim, timescale_claim,
+    transformer_table_claim,
 )
 from tests.conftest import REPO
 
-ITEMS = ("K-F3.3", "K-T4.4", "K-F5.2", "K-T6.1", "K-T6.4")
+ITEMS = ("K-F3.2", "K-F3.3", "K-T4.4", "K-F5.2", "K-T6.1", "K-T6.4")
 IMPROVES_MLSTM, SPARSE = "dynamic evaluation improves the mLSTM", "sparse between static and full (mLSTM)"
 IMPROVES_TXL, BEATS_SGD = "dynamic evaluation improves the Transformer", "global RMS beats SGD (Transformer)"
 MLSTM_FASTER = "the mLSTM recovers faster than the LSTM"
@@ -43,6 +44,8 @@ def constructed():
         "timescale": {"model": "mlstm", "bin": 100, "curves": {
             "in_domain": {"static": [2.0] * 6, "dynamic": [1.99, 1.98, 1.9, 1.9, 1.8, 1.8]},
             "out_of_domain": {"static": [2.5] * 6, "dynamic": [2.4, 2.4, 2.2, 2.2, 2.0, 2.0]}}},
+        "scaling": {"lstm": [{"parameters": 150_000, "valid_bpc": 2.2}, {"parameters": 550_000, "valid_bpc": 2.0}],
+                    "mlstm": [{"parameters": 170_000, "valid_bpc": 2.1}, {"parameters": 565_000, "valid_bpc": 1.9}]},
         "recovery": {"models": ["lstm", "mlstm", "mogrifier_lstm"],
                      "after_bits": {"lstm": [6.0, 2.5, 2.2], "mlstm": [6.0, 2.2, 2.0],
                                     "mogrifier_lstm": [6.0, 2.4, 2.1]},
@@ -134,6 +137,16 @@ def test_out_of_domain_parts_judge_table_6_4s_claim_that_every_rule_improves_on_
     del r["ood"]["models"]["transformer"]
     claim = out_of_domain_claim(r)
     assert claim.not_run == (txl,) and claim.verdict == "not reproduced"
+
+
+def test_the_scaling_claim_needs_the_mlstm_below_the_lstm_at_every_size():
+    r = constructed()
+    assert _parts(scaling_claim(r)) == {"mLSTM below the LSTM at every size": "reproduced"}
+    r["scaling"]["mlstm"][1]["valid_bpc"] = 2.2  # our cpu sweep: the larger mLSTM behind the LSTM
+    assert _parts(scaling_claim(r)) == {"mLSTM below the LSTM at every size": "partly reproduced"}
+    r["scaling"]["mlstm"][0]["valid_bpc"] = 2.3
+    assert scaling_claim(r).verdict == "not reproduced" and "565k vs 550k params: mLSTM 2.200 vs LSTM 2.000 bpc" in \
+        scaling_claim(r).parts[0].evidence
 
 
 def test_timescale_parts_flip_with_the_curves_and_a_missing_domain_is_not_run():

@@ -194,9 +194,9 @@ def test_the_vocabulary_rules():
 
 def test_a_claim_refuses_what_the_index_could_not_read():
     with pytest.raises(ValueError, match="verdict word"):
-        Part("a", "b", "reproduced", evidence="this was reproduced", rule="strict")
+        Part("a", "b", "reproduced", evidence="this was reproduced", rule="strict", kind="strict")
     with pytest.raises(ValueError, match="part verdict"):
-        Part("a", "b", "holds", evidence="1 vs 2", rule="strict")
+        Part("a", "b", "holds", evidence="1 vs 2", rule="strict", kind="strict")
     with pytest.raises(KeyError, match="no part can be judged.*not run: plain SGD is best"):
         Claim("K-T5.3", (), ("plain SGD is best",))
 

@@ -165,6 +165,38 @@ def test_the_index_stage_depends_on_every_results_file_the_rows_read():
     assert ri.SEED_ITEMS in deps
 
 
+def test_every_part_of_every_row_is_judged_by_a_rule_in_the_header_table(monkeypatch):
+    """Walk every row of the committed index: each judged row is made of parts, and each part's rule kind is a row
+    of the header's rule table; a part with a rule outside the table cannot be made."""
+    from paperlib.experiments import claims
+
+    made = []
+    original = claims.Part.__post_init__
+
+    def record(part):
+        original(part)
+        made.append(part)
+
+    monkeypatch.setattr(claims.Part, "__post_init__", record)
+    header = "\n".join(ri.render_definitions())
+    results = ri.load_results(REPO)
+    judged_words = ("reproduced", "partly", "within noise", "not reproduced")
+    walked = 0
+    for item in _items():
+        made.clear()
+        row = ri.ROWS[item["id"]].render(results)
+        if row["status"] not in judged_words:
+            continue
+        assert made, f"{item['id']} is judged ({row['status']}) without parts: {row['verdict'][:80]}"
+        for part in made:
+            for kind in part.kind.split(" + "):
+                assert f"| {kind} |" in header, f"{item['id']} part {part.label!r}: rule {kind!r} not in the table"
+        walked += len(made)
+    assert walked > 100
+    with pytest.raises(ValueError, match="rule kind 'by eye' must be one of seed margin"):
+        claims.Part("a", "b", "reproduced", "1 vs 2", "looks right", kind="by eye")
+
+
 def test_scale_lines_state_the_test_prefix_the_statistics_batches_and_fig_5_2s_sequences_and_text():
     """Scale facts a reader needs to weigh a row and that only the stage's results or settings hold."""
     results = ri.load_results(REPO)

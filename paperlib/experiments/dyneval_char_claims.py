@@ -1,6 +1,6 @@
 """The claims of the character-level dynamic-evaluation experiment (Krause Table 4.4, Table 6.1, Table 6.4, Fig. 5.2,
-Fig. 3.3; Melis §2.3.2) judged on ``results/dyneval_char.json``: one :class:`~paperlib.experiments.claims.Claim`
-per index row (K-T4.4, K-T6.1, K-T6.4, K-F5.2, K-F3.3), read by the results index and the notebook alike. Pure
+Figs. 3.2-3.3; Melis §2.3.2) judged on ``results/dyneval_char.json``: one :class:`~paperlib.experiments.claims.Claim`
+per index row (K-T4.4, K-T6.1, K-T6.4, K-F5.2, K-F3.2, K-F3.3), read by the results index and the notebook alike. Pure
 Python (no torch).
 
 Which model answers which claim is read from its cell (``results["models"][name]["cell"]``): the Transformer's tables
@@ -42,7 +42,7 @@ RECOVERY_GAP = ("the advantage over the LSTM one character after a surprise minu
 
 def _strict(label: str, claim: str, gap: float, evidence: str, rule: str = STRICT) -> Part:
     """A part judged by strict inequality; ``gap`` > 0 is the seed's direction."""
-    return Part(label=label, claim=claim, verdict=strict_word(gap), evidence=evidence, rule=rule)
+    return Part(label=label, claim=claim, verdict=strict_word(gap), evidence=evidence, rule=rule, kind="strict")
 
 
 def _bpc(x: float) -> str:
@@ -143,7 +143,7 @@ def out_of_domain_claim(results: Results) -> Claim:
                           part_word([strict_word(static - ood[m]["bpc"]) for m in methods]),
                           f"static {_bpc(static)} → " + ", ".join(f"{OOD_METHODS[m]} {_bpc(ood[m]['bpc'])}"
                                                                   for m in methods) + " bpc out of domain",
-                          f"{STRICT}; per rule"))
+                          f"{STRICT}; per rule", kind="strict"))
     return Claim("K-T6.4", tuple(parts), tuple(not_run))
 
 
@@ -179,10 +179,11 @@ def _recovery_part(model: str, found: Mapping[str, Any], faster: bool, source: s
     claim = f"the {name} {'recovers' if faster else 'does not recover'} faster than the {against} after a surprise"
     if faster:
         return Part(label, f"{claim} ({source})", direction_word(gap, margin), evidence,
-                    f"{RECOVERY_GAP}; positive beyond the margin holds, positive inside it is within noise")
+                    f"{RECOVERY_GAP}; positive beyond the margin holds, positive inside it is within noise",
+                    kind="sampling margin")
     beyond = gap is None or not math.isfinite(gap) or gap > margin
     return Part(label, f"{claim} ({source})", "not reproduced" if beyond else "reproduced", evidence,
-                f"{RECOVERY_GAP}; holds unless the gap is positive beyond the margin")
+                f"{RECOVERY_GAP}; holds unless the gap is positive beyond the margin", kind="sampling margin")
 
 
 def recovery_claim(results: Results) -> Claim:
@@ -201,8 +202,24 @@ def recovery_claim(results: Results) -> Claim:
     return Claim("K-F3.3", tuple(parts), tuple(not_run))
 
 
+def scaling_claim(results: Results) -> Claim:
+    """K-F3.2 (Fig. 3.2): the mLSTM has a lower bits per character than the LSTM at every size; our sizes are paired
+    by their order in each model's sweep (similar parameter counts), one strict comparison per pair."""
+    sc = results["scaling"]
+    pairs = list(zip(sc["lstm"], sc["mlstm"]))
+    if not pairs:
+        raise Unjudged("claim K-F3.2: no size with both an LSTM and an mLSTM")
+    return Claim("K-F3.2", (Part(
+        "mLSTM below the LSTM at every size", "the mLSTM has a lower validation bits per character than an LSTM of "
+        "similar size, at every size (Fig. 3.2)", part_word([strict_word(l["valid_bpc"] - m["valid_bpc"])
+                                                            for l, m in pairs]),
+        "; ".join(f"{m['parameters'] / 1e3:.0f}k vs {l['parameters'] / 1e3:.0f}k params: mLSTM "
+                  f"{_bpc(m['valid_bpc'])} vs LSTM {_bpc(l['valid_bpc'])} bpc" for l, m in pairs),
+        f"{STRICT}; per size", kind="strict"),))
+
+
 CLAIMS: dict[str, Callable[[Results], Claim]] = {
-    "K-F3.3": recovery_claim, "K-T4.4": sparse_table_claim, "K-F5.2": timescale_claim,
+    "K-F3.2": scaling_claim, "K-F3.3": recovery_claim, "K-T4.4": sparse_table_claim, "K-F5.2": timescale_claim,
     "K-T6.1": transformer_table_claim, "K-T6.4": out_of_domain_claim,
 }
 
@@ -220,4 +237,4 @@ def claims(results: Results) -> dict[str, Claim]:
 
 
 __all__ = ["CLAIMS", "GROWS", "OOD_METHODS", "RECOVERY", "STRICT", "claims", "out_of_domain_claim", "recovery_claim",
-           "sparse_table_claim", "timescale_claim", "transformer_table_claim"]
+           "scaling_claim", "sparse_table_claim", "timescale_claim", "transformer_table_claim"]

@@ -35,7 +35,8 @@ def _f(x: float, digits: int = 1) -> str:
 
 def _strict(label: str, claim: str, gap: float, evidence: str, corpus: str | None = None) -> Part:
     """A part judged by strict inequality; ``gap`` > 0 is the thesis' direction."""
-    return Part(label=label, claim=claim, verdict=strict_word(gap), evidence=evidence, rule=STRICT, corpus=corpus)
+    return Part(label=label, claim=claim, verdict=strict_word(gap), evidence=evidence, rule=STRICT, corpus=corpus,
+                kind="strict")
 
 
 # Tables 4.1/4.2's chain of contributions after traditional dynamic evaluation: (label, rule before, rule after, what
@@ -113,7 +114,7 @@ def seen_claim(results: Results) -> Claim:
                 f"{100 * dyn_share:.1f}% of unseen words; thesis {100 * DYNEVAL_UNSEEN_SHARE:.1f}%"),
         Part("cache gains on no unseen word", "the neural cache beats static on no unseen word (it only "
              "re-weights words it has seen)", "reproduced" if cache_share == 0 else "not reproduced",
-             f"{100 * cache_share:.1f}% of unseen words", "exactly none"),
+             f"{100 * cache_share:.1f}% of unseen words", "exactly none", kind="count"),
     ))
 
 
@@ -245,7 +246,7 @@ def statistics_amount_claim(results: Results) -> Claim:
              "perplexity negligibly", "reproduced" if spread <= STATISTICS_SPREAD else "not reproduced",
              f"spread {spread:.1%} ({'; '.join(filter(None, (fractions, statistics_share(a))))}); thesis "
              f"{thesis_spread:.1%}",
-             f"spread (max - min) / min at most {STATISTICS_SPREAD:.0%} (about 2x the thesis' spread)"),
+             f"spread (max - min) / min at most {STATISTICS_SPREAD:.0%} (about 2x the thesis' spread)", kind="threshold"),
         outdo,
     ))
 
@@ -276,7 +277,7 @@ def statistics_locality_claim(results: Results) -> Claim:
              f"{_f(best_nl)} vs global RMS with 100% of the statistics{share} {_f(glob)}, {apart:+.1%}; thesis "
              f"{thesis_apart:+.1%}{other_rows}",
              f"|relative difference| at most {ON_PAR:.0%} (about 5x the thesis' difference), against the global-RMS "
-             "row with 100% of the statistics, as in the thesis"),
+             "row with 100% of the statistics, as in the thesis", kind="threshold"),
     ))
 
 

@@ -139,7 +139,7 @@ def claim_part(entry: Mapping[str, Any], shown: str, rule: str) -> Part | None:
                 verdict=ladder_part(reading_, rungs[-1].get("gap")),
                 evidence=("" if reading_ == "reproduced" else f"{reading_}; ") + f"{shown} at {budgets} steps; last "
                          f"quarter of each rung: {converged}",
-                rule=rule)
+                rule=rule, kind="ladder reading")
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ def _ordering_part(pair: Mapping[str, Any], summary: Mapping[str, Any], key: str
                 claim=f"the {model_name(better)} has lower test {unit} than the {model_name(worse)}{said}",
                 verdict=direction_word(pair["our gap"], pair["tie margin"]),
                 evidence=_pair_evidence(pair, summary, key, unit, digits),
-                rule=TIE_RULE.format(metric=f"test {unit}"))
+                rule=TIE_RULE.format(metric=f"test {unit}"), kind="seed margin")
 
 
 def _paper_chapter_4(item: str) -> tuple[float, float]:
@@ -199,7 +199,7 @@ def _rounds_part(results: Results, metric: str) -> Part | None:
                                     "(Fig. 2.3: 'the number of rounds r greatly influences the results')",
                 verdict=verdict, evidence=evidence,
                 rule="the Mogrifier sweep's ends (smallest and largest r >= 1) compared by the seed-mean tie rule; no "
-                     "step of it may go the other way beyond its own margin")
+                     "step of it may go the other way beyond its own margin", kind="seed margin")
 
 
 def _thesis(*models: str) -> str:
@@ -228,7 +228,8 @@ def _full_rank_part(results: Results, metric: str) -> Part | None:
                 evidence=_pair_evidence(pair, summary, metric, "ppl", 1)
                 + f"; full rank {to_low:.1f} ppl from it, half its gain over the LSTM {gain / 2:.1f}",
                 rule="low rank ahead by the seed-mean tie rule; close: the full-rank Mogrifier's distance to the best "
-                     "low-rank one below half that one's gain over the LSTM (strict); the part holds when both do")
+                     "low-rank one below half that one's gain over the LSTM (strict); the part holds when both do",
+                kind="seed margin + threshold")
 
 
 def _zigzag_part(results: Results, metric: str) -> Part | None:
@@ -243,7 +244,7 @@ def _zigzag_part(results: Results, metric: str) -> Part | None:
                                     f"with r = 2; {_thesis('mogrifier_lstm', 'no_zigzag')})",
                 verdict=direction_word(pair["our gap"], pair["tie margin"]),
                 evidence=_pair_evidence(pair, summary, metric, "ppl", 1),
-                rule=TIE_RULE.format(metric="validation ppl"))
+                rule=TIE_RULE.format(metric="validation ppl"), kind="seed margin")
 
 
 def _mlstm_part(results: Results, metric: str) -> Part | None:
@@ -258,7 +259,8 @@ def _mlstm_part(results: Results, metric: str) -> Part | None:
         "reproduced"
     return Part(label=MLSTM, claim=f"the mLSTM does not improve on the LSTM ({_thesis('lstm', 'mlstm')})",
                 verdict=verdict, evidence=_pair_evidence(pair, summary, metric, "ppl", 1),
-                rule="holds unless the mLSTM's mean validation ppl is below the LSTM's beyond the seed-mean tie margin")
+                rule="holds unless the mLSTM's mean validation ppl is below the LSTM's beyond the seed-mean tie margin",
+                kind="seed margin")
 
 
 ABLATION_ITEMS = {"M-T2.3": (ROUNDS, FULL_RANK, ZIGZAG, MLSTM), "M-F2.3": (ROUNDS,)}
@@ -293,7 +295,7 @@ def byte_claim(results: Results) -> Claim:
                           evidence=_pair_evidence(pair, summary, "test_bpb", "bits/byte", 3)
                           + f" ({summary['mlstm']['parameters'] / 1e6:.2f}M vs "
                             f"{summary['lstm']['parameters'] / 1e6:.2f}M params)",
-                          rule=TIE_RULE.format(metric="test bits per byte")))
+                          rule=TIE_RULE.format(metric="test bits per byte"), kind="seed margin"))
     else:
         not_run.append("mLSTM vs LSTM (not both trained)")
     on_par = "byte mLSTM on par with word-level VD LSTMs"
@@ -312,7 +314,7 @@ def byte_claim(results: Results) -> Claim:
                           evidence=f"our word perplexity {ppl:,.1f} vs {low:.1f}-{high:.1f}",
                           rule=f"eq. 3.15 word perplexity at most {high:.1f}, the worse of the two; judged for a byte "
                                f"mLSTM of at least {ON_PAR_MIN_SCALE:.0%} of the thesis' "
-                               f"{thesis_size / 1e6:.0f}M parameters"))
+                               f"{thesis_size / 1e6:.0f}M parameters", kind="threshold"))
     return Claim("K-T3.3", tuple(parts), tuple(not_run))
 
 

@@ -66,6 +66,10 @@ LADDER_ITEMS: dict[str, tuple[str, ...]] = {"M-F5.8": ("5.8",), "M-F5.9": ("5.9"
                                             "M-T5.1": ("T5.1-perplexity", "T5.1-latents")}
 # The claims whose comparisons are hypervolume gaps in the thesis' direction.
 DIRECTIONAL = frozenset({MASKS, SAMPLES, DISCRETE, POWER, BOTH_TERMS, GENERALISE, COMPUTE})
+# How each claim's comparisons are judged (paperlib.experiments.claims.RULE_KINDS).
+READING_KINDS = {**{name: "hypervolume tie" for name in DIRECTIONAL}, COMPUTE: "strict + hypervolume tie",
+                 PERPLEXITY: "threshold", LOW_LATENTS: "threshold", DROPOUT: "strict", KEEPS_ORDER: "count",
+                 SPREAD: "threshold"}
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,7 @@ class Reading:
             if self.pooled else []
         evidence = "; ".join([f"rule: {self.rule}", tally, *self.notes, *(c.shown for c in self.comparisons),
                               *pooled])
-        return Part(self.name, self.name, self.verdict, evidence, self.rule)
+        return Part(self.name, self.name, self.verdict, evidence, self.rule, kind=READING_KINDS[self.name])
 
 
 # -- plain names ------------------------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ def rule_part(text: str, pairs: Sequence[tuple[str, str]], hv: Mapping[str, floa
     compared = [(comparison_word(hv[a] > hv[b] + tie, hv[a] - hv[b]), hv[a] - hv[b]) for a, b in run]
     evidence = ", ".join(f"{labels.get(a, a)} {hv[a]:.3f} vs {labels.get(b, b)} {hv[b]:.3f}" for a, b in run)
     return Part(text, text, part_word([w for w, _ in compared]), f"{evidence}; {counts(compared)}",
-                f"HV(better) > HV(worse) + {tie} per objective (normalised hypervolumes)")
+                f"HV(better) > HV(worse) + {tie} per objective (normalised hypervolumes)", kind="hypervolume tie")
 
 
 def chapter_parts(claim: Mapping[str, Any], have: set[str], labels: Mapping[str, str],
@@ -132,7 +132,8 @@ def chapter_parts(claim: Mapping[str, Any], have: set[str], labels: Mapping[str,
                 bounds["power not above Rényi"].append(power <= renyi + tie)
                 shown.append(f"{stem_label(stem)}: KL / power / Rényi = {kl:.3f} / {power:.3f} / {renyi:.3f}")
         rule = f"{claim['rule']} (the thesis: power often better than KL, but behind Rényi)"
-        return [Part(bound, name, part_word(held), f"rule: {rule}; " + "; ".join(shown), claim["rule"])
+        return [Part(bound, name, part_word(held), f"rule: {rule}; " + "; ".join(shown), claim["rule"],
+                     kind="hypervolume tie")
                 for bound, held in bounds.items() if held]
     coincide = []
     if name == "Rényi slightly better than KL":
@@ -163,7 +164,8 @@ def chapter_parts(claim: Mapping[str, Any], have: set[str], labels: Mapping[str,
         shown = [f"{labels.get(k, k)} " + (f"{v:+.3f} nats" if math.isfinite(v) else "MI level not reached")
                  for k, v in excess.items()]
         verdict = strict_word(NEAR_OPTIMAL_NATS - min(excess.values()))  # one seed, the stage's threshold rule
-        return [Part(name, name, verdict, f"rule: {claim['rule']}; " + ", ".join(shown), claim["rule"])]
+        return [Part(name, name, verdict, f"rule: {claim['rule']}; " + ", ".join(shown), claim["rule"],
+                     kind="threshold")]
     skipped = (f"; not compared, with one sample in the divergence term KL and Rényi are the same objective: "
                f"{', '.join(coincide)}") if coincide else ""
     if not compared:
@@ -171,7 +173,8 @@ def chapter_parts(claim: Mapping[str, Any], have: set[str], labels: Mapping[str,
     rule = claim["rule"] + ("; only where the divergence term has more than one sample" if name == "Rényi slightly better "
                             "than KL" else "")
     return [Part(name, name, part_word([w for w, _ in compared]),
-                 f"rule: {rule}; " + "; ".join(shown) + f"; {counts(compared)}{skipped}", rule)]
+                 f"rule: {rule}; " + "; ".join(shown) + f"; {counts(compared)}{skipped}", rule,
+                 kind="hypervolume tie")]
 
 
 def figure_claim(figure: str, item: str, results: Mapping[str, Any],

@@ -69,10 +69,11 @@ def figure1_claim(main: Mapping[str, Any]) -> Claim:
     shown = ", ".join(f"{r['model']} {r['I_bar']:.2f}" for r in rows)
     return Claim("S-F1", (
         Part(f"every DSSM uses its noise (Ī > {NOISE_USED})", "the trained DSSMs use their noise",
-             part_word([r["I_bar"] > NOISE_USED for r in rows]), f"Ī: {shown}", f"Ī > {NOISE_USED} nats per row"),
+             part_word([r["I_bar"] > NOISE_USED for r in rows]), f"Ī: {shown}", f"Ī > {NOISE_USED} nats per row",
+             kind="threshold"),
         Part(f"Ī in the paper's range {low:.2f}–{high:.2f}", "Ī of the trained DSSMs lies in the paper's range",
              part_word([low <= r["I_bar"] <= high for r in rows]), f"Ī: {shown}",
-             "the paper's lowest to highest Ī over Tables 1 and 3b (no ID flow), per row")))
+             "the paper's lowest to highest Ī over Tables 1 and 3b (no ID flow), per row", kind="threshold")))
 
 
 SECTION_5_3 = (("2xTRIL beats TRIL", "2xTRIL", "TRIL"), ("DSSM TRIL beats BASELINE-8D", "TRIL", "BASELINE-8D"),
@@ -110,7 +111,8 @@ def figure2_claim(main: Mapping[str, Any]) -> Claim:
                                direction_word(gap, margin),
                                f"I(1..3) {first:.2f} vs I(T-2..T) {last:.2f} nats over {len(ends)} seed(s)"
                                + _margin_text(margin),
-                               "first-three minus last-three mean I(t) per seed; margin 2 SE over seeds"),))
+                               "first-three minus last-three mean I(t) per seed; margin 2 SE over seeds",
+                               kind="seed margin"),))
 
 
 def figure3_claim(main: Mapping[str, Any]) -> Claim:
@@ -126,7 +128,8 @@ def figure3_claim(main: Mapping[str, Any]) -> Claim:
         start, end = (statistics.fmean(h[i][key] for h in histories) for i in (0, -1))
         parts.append(Part(label, f"{label} over training (Fig. 3)", direction_word(gap, margin),
                           f"{start:.2f} at initialisation to {end:.2f} {unit} at the end, {len(histories)} seed(s)"
-                          + _margin_text(margin), "last minus first scoring per seed; margin 2 SE over seeds"))
+                          + _margin_text(margin), "last minus first scoring per seed; margin 2 SE over seeds",
+                          kind="seed margin"))
     return Claim("S-F3", tuple(parts))
 
 
@@ -144,13 +147,13 @@ def table1_claim(main: Mapping[str, Any], ladder: Mapping[str, Any] | None) -> C
         word, evidence = _comparison(rows, gru, dssm)
         parts.append(Part("best DSSM beats the best GRU", "the best DSSM row has a lower H_test than the best GRU "
                           "baseline", word, evidence + _bias_note(bias, rows[gru]["H_test"] - rows[dssm]["H_test"]),
-                          "gap beyond twice the standard error of the difference"))
+                          "gap beyond twice the standard error of the difference", kind="seed margin"))
     pairs = [(_K.sub("", k), k) for k in dssms if _K.search(k) and _K.sub("", k) in rows]
     if pairs:
         judged = [_comparison(rows, plain, weighted) for plain, weighted in pairs]
         parts.append(Part("importance weighting helps", "a row with K > 1 samples beats the same model with K = 1",
                           part_word([w for w, _ in judged]), "; ".join(e for _, e in judged),
-                          "gap beyond twice the standard error of the difference, per matched pair"))
+                          "gap beyond twice the standard error of the difference, per matched pair", kind="seed margin"))
     else:
         not_run.append("importance weighting helps")
     # §5.3's further row comparisons (better row, worse row), each where both rows ran
@@ -160,7 +163,7 @@ def table1_claim(main: Mapping[str, Any], ladder: Mapping[str, Any] | None) -> C
             if "BASELINE" in worse and "BASELINE" not in better:  # a DSSM against a GRU
                 evidence += _bias_note(bias, rows[worse]["H_test"] - rows[better]["H_test"])
             parts.append(Part(label, f"{better} has a lower H_test than {worse} (§5.3)", word, evidence,
-                              "gap beyond twice the standard error of the difference"))
+                              "gap beyond twice the standard error of the difference", kind="seed margin"))
     reading = ladder.get("reading") if ladder else None
     if reading is not None:
         parts.append(_ladder_part(ladder, reading))
@@ -179,7 +182,7 @@ def table2_claim(main: Mapping[str, Any]) -> Claim:
     word, evidence = _comparison(rows, gru, dssm)
     return Claim("S-T2", (Part("DSSM beats the GRU on unseen types", f"{dssm} has a lower H_test than {gru} on the "
                                "alternative split", word, evidence,
-                               "gap beyond twice the standard error of the difference"),))
+                               "gap beyond twice the standard error of the difference", kind="seed margin"),))
 
 
 def table3_claim(main: Mapping[str, Any]) -> Claim:
@@ -216,19 +219,19 @@ def table3_claim(main: Mapping[str, Any]) -> Claim:
                           "powerful one (paper: " + ", ".join(f"{g} {PAPER_TABLE3['H_test'][g]['DIAG'][0]}" for g in
                                                     PAPER_TABLE3_FLOWS[1:]) + ")", part_word([w for w, _ in steps]),
                           "; ".join(e for _, e in steps), "gap beyond twice the standard error of the difference, "
-                          "per neighbouring pair of ID < DIAG < TRIL < 2xTRIL"))
+                          "per neighbouring pair of ID < DIAG < TRIL < 2xTRIL", kind="seed margin"))
     degrades = [compare((g, "ID"), (g, "DIAG")) for g in PAPER_TABLE3_FLOWS[1:] if cell(g, "ID") and cell(g, "DIAG")]
     if degrades:
         parts.append(Part("ID inference degrades", "'simplistic choices, such as ID degrade performance' (§5.3): per "
                           "learned F_g, DIAG inference has a lower H_test than ID inference",
                           part_word([w for w, _ in degrades]), "; ".join(e for _, e in degrades),
-                          "gap beyond twice the standard error of the difference, per learned F_g"))
+                          "gap beyond twice the standard error of the difference, per learned F_g", kind="seed margin"))
     if cell("ID", "DIAG") and learned:
         against_id = [compare(("ID", "DIAG"), (g, "DIAG")) for g in learned]
         parts.append(Part("a learned F_g beats ID", "ID as F_g is 'by design unsuited' (Table 3's caption): each "
                           "learned generative flow has a lower H_test than the identity, with DIAG inference",
                           part_word([w for w, _ in against_id]), "; ".join(e for _, e in against_id),
-                          "gap beyond twice the standard error of the difference, per learned F_g"))
+                          "gap beyond twice the standard error of the difference, per learned F_g", kind="seed margin"))
     if not any(cell(g, q) for g in cells for q in PAPER_TABLE3_FLOWS[2:]):
         not_run.append("F_g slightly more powerful than F_q (no inference flow beyond DIAG ran)")
     if not parts:
@@ -296,4 +299,4 @@ def _ladder_part(ladder: Mapping[str, Any], reading: str) -> Part:
                  f"{budgets} steps, paper " + (f"{paper:+.2f}" if paper is not None else "—")
                  + f"; last quarter of each rung: {converged}" + check,
         rule="top rung beyond 2 SE of the gap, else the change from the first to the last rung beyond twice its "
-             "standard error (paperlib.experiments.claims.ladder_word)")
+             "standard error (paperlib.experiments.claims.ladder_word)", kind="ladder reading")

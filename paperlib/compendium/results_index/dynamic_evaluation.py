@@ -10,7 +10,7 @@ from paperlib.experiments.dyneval_char_claims import CLAIMS as CHAR_CLAIMS
 from paperlib.experiments.dyneval_claims import statistics_share
 
 from paperlib.compendium.results_index.text import (
-    MissingResult, Results, _claim_verdict, _f, _profile_note, model_name,
+    Results, _claim_verdict, _f, _profile_note, model_name,
 )
 
 
@@ -315,13 +315,3 @@ def _scaling_ours(results: Results) -> str:
         for cell, points in sc.items()) + _profile_note(results, "dyneval_char")
 
 
-def _scaling_verdict(results: Results) -> str:
-    sc = _char(results)["scaling"]
-    if "mlstm" not in sc or "lstm" not in sc:
-        raise MissingResult("scaling curves of lstm and mlstm")
-    big_m, big_l = sc["mlstm"][-1], sc["lstm"][-1]
-    better = big_m["valid_bpc"] < big_l["valid_bpc"]
-    return (("partly" if better else "not reproduced") + f": at the largest size the mLSTM is "
-            f"{'better' if better else 'not better'} than the LSTM ({_f(big_m['valid_bpc'], 3)} vs "
-            f"{_f(big_l['valid_bpc'], 3)} bpc at {big_m['parameters'] / 1e3:.0f}k vs {big_l['parameters'] / 1e3:.0f}k "
-            "params); two sizes only")

@@ -178,6 +178,7 @@ def render_definitions() -> list[str]:
     from paperlib.experiments.dyneval_claims import ON_PAR, STATISTICS_SPREAD
     from paperlib.experiments.reverse_copy_claims import SOLVED_NATS
     from paperlib.experiments.averaging_claims import ON_PAR_NATS as AVERAGING_NATS
+    from paperlib.experiments.claims import RULE_KINDS
 
     syn_margin = MicmcoSyntheticParams.__dataclass_fields__["hypervolume_margin"].default
     ptb_margin = MicmcoPtbParams.__dataclass_fields__["hv_margin"].default
@@ -217,6 +218,15 @@ def render_definitions() -> list[str]:
         "| **pending** | its results file is missing; the reason names the `dvc repro` stage that makes it |",
         "",
         "An item whose judged parts all hold but some of whose curves or cells we did not run reads **partly**.",
+        "",
+        "### How a part is judged",
+        "",
+        "Every judged part names one of these rules (`RULE_KINDS` in `paperlib/experiments/claims.py`), or several",
+        "when it combines comparisons judged differently; its details state the rule with its numbers.",
+        "",
+        "| rule | how a part is judged |",
+        "|---|---|",
+        *(f"| {kind} | {text} |" for kind, text in RULE_KINDS.items()),
         "",
         "### Tie margins and thresholds",
         "",
