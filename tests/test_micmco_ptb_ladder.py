@@ -1,4 +1,4 @@
-"""The PTB MICMCO budget ladder (issue #22): one run scored at each rung is the main stage's trial of that budget bit
+"""The PTB MICMCO budget ladder: one run scored at each rung is the main stage's trial of that budget bit
 for bit (checked through main_stage_check against run_experiment), finished runs are read back and other rungs
 train anew, and the summary's gaps and margins are the closed forms they claim to be on constructed trials."""
 

@@ -384,7 +384,7 @@ def test_micmco_ptb_figures_outside_the_profile_are_not_attempted_with_their_mea
     assert rendered["reason"] == "not run at the cpu profile (≈ 26 min more); the `paper` profile runs it"
 
 
-# -- verdict words: one rule from the parts (issue #24) --------------------------------------------------------------
+# -- verdict words: one rule from the parts ---------------------------------------------------------------------------
 
 _PART_VERDICT = re.compile(r"\b(partly reproduced|within noise|not reproduced|reproduced)\b")
 

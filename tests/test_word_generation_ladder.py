@@ -1,4 +1,4 @@
-"""The DSSM-vs-GRU budget ladder (issue #22): one run stopped at each rung is the run of that budget, the summary's
+"""The DSSM-vs-GRU budget ladder: one run stopped at each rung is the run of that budget, the summary's
 numbers are the closed forms they claim to be, and the ladder is read by the one rule of paperlib.experiments.claims."""
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""What the scale ladders (issue #22) share: starting the stage, planning and running their independent runs,
+"""What the scale ladders share: starting the stage, planning and running their independent runs,
 and reading a ladder.
 
 A ladder trains each run once to its top rung and scores it at every rung (the optimisers have constant learning
