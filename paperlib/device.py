@@ -10,9 +10,8 @@ GPU (moving it to bare ``"cuda"`` first puts every rank's copy on GPU 0).
 **Precision.** ``compute.precision`` per profile, one of :data:`PRECISIONS`:
 
 - ``fp32``: float32 throughout; what every ``smoke``/``cpu`` result was made with.
-- ``tf32``: float32 tensors, but CUDA matmuls and convolutions may use TF32 tensor cores (10-bit mantissa
-  products, float32 accumulation): ``torch.backends.cuda.matmul.fp32_precision = "tf32"`` and the same for
-  cuDNN's convolutions.
+- ``tf32``: float32 tensors, but CUDA matmuls and cuDNN's convolutions and RNNs may use TF32 tensor cores (10-bit
+  mantissa products, float32 accumulation; :func:`_set_fp32_precision`).
   No effect on a CPU. The ``paper`` profile's default: an H100's dense TF32 rate is ~7× its plain fp32 rate.
 - ``bf16``: TF32 as above, plus :func:`autocast` runs the training forward pass under ``torch.autocast`` with
   bfloat16. Embedding-side and output matmuls run in bfloat16; losses (``cross_entropy``, ``log_softmax``) are on
@@ -105,11 +104,24 @@ def configure(precision: str = "fp32", sync_every: int = 1, compile: str = "eage
         raise ValueError(f"sync_every must be >= 1, got {sync_every}")
     if compile not in COMPILE_MODES:
         raise ValueError(f"unknown compile mode {compile!r}; valid: {', '.join(COMPILE_MODES)}")
-    mode = "tf32" if precision in ("tf32", "bf16") else "ieee"
-    torch.backends.cuda.matmul.fp32_precision = mode  # CUDA only: CPU matmuls are unaffected
-    torch.backends.cudnn.conv.fp32_precision = mode
+    _set_fp32_precision(precision in ("tf32", "bf16"))
     _current = Compute(precision, sync_every, compile)
     return _current
+
+
+def _set_fp32_precision(tf32: bool) -> None:
+    """TF32 for CUDA matmuls and for every cuDNN operator (convolutions *and* RNNs) or for none of them; CPU
+    matmuls always in IEEE float32.
+
+    Through the APIs that ``torch.get_float32_matmul_precision`` (which inductor's ``max-autotune`` calls) and
+    ``torch.backends.cudnn.allow_tf32`` can still read back: setting ``torch.backends.cuda.matmul.fp32_precision``
+    directly makes both raise ("a mix of the legacy and new APIs"). ``set_float32_matmul_precision("high")`` also
+    lets oneDNN's CPU matmuls use TF32, which is put back to IEEE. cuDNN's RNN kernels (``nn.LSTM``) default to
+    TF32 in PyTorch; ``allow_tf32 = False`` turns that off too, so ``fp32`` means float32 arithmetic everywhere.
+    """
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    torch.backends.mkldnn.matmul.fp32_precision = "ieee"
+    torch.backends.cudnn.allow_tf32 = tf32
 
 
 def current() -> Compute:

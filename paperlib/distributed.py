@@ -4,7 +4,7 @@ The seeds' models were trained on accelerators for GPU-weeks; this module lets :
 run unchanged under ``torchrun`` (one process per GPU, on one or several machines):
 
 - :func:`init_from_env` reads torchrun's environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``,
-  ``MASTER_PORT``) and joins the process group, ``nccl`` when CUDA is available and ``gloo`` otherwise. Without
+  ``MASTER_PORT``) and joins the process group, ``nccl`` when training on CUDA and ``gloo`` otherwise. Without
   ``WORLD_SIZE`` > 1 it returns :data:`SINGLE`, whose every method is the identity, so single-process runs are
   untouched.
 - The global batch is that of single-process training: the ``[B, N]`` training stream is split by rows, rank r
@@ -124,8 +124,11 @@ SINGLE = DistContext()
 
 
 def default_backend() -> str:
-    """``nccl`` on CUDA machines, ``gloo`` on CPU."""
-    return "nccl" if torch.cuda.is_available() else "gloo"
+    """``nccl`` when the device policy (:func:`paperlib.device.resolve_device`: ``$PAPERLIB_DEVICE``, else CUDA when
+    available) trains on CUDA, ``gloo`` otherwise (a CPU run on a GPU machine too)."""
+    from paperlib.device import resolve_device
+
+    return "nccl" if resolve_device().type == "cuda" else "gloo"
 
 
 def init_from_env(backend: str | None = None) -> DistContext:
@@ -149,6 +152,10 @@ def init_from_env(backend: str | None = None) -> DistContext:
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     if backend == "nccl":
+        if local_rank >= torch.cuda.device_count():
+            raise ValueError(f"LOCAL_RANK {local_rank} needs GPU {local_rank} but this machine has "
+                             f"{torch.cuda.device_count()}: start at most that many processes per machine, or "
+                             "train on the CPU (PAPERLIB_DEVICE=cpu, backend gloo)")
         torch.cuda.set_device(local_rank)
     dist.init_process_group(backend, rank=rank, world_size=world_size)
     atexit.register(_shutdown)

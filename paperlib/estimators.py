@@ -332,11 +332,11 @@ class Surrogates(NamedTuple):
 def detach_distribution(dist: Distribution) -> Distribution:
     """The same distribution with its parameters cut from the graph (ln q with stopped encoder parameters)."""
     if isinstance(dist, Independent):
-        return Independent(detach_distribution(dist.base_dist), dist.reinterpreted_batch_ndims)
+        return Independent(detach_distribution(dist.base_dist), dist.reinterpreted_batch_ndims, validate_args=False)
     if isinstance(dist, Normal):
-        return Normal(dist.loc.detach(), dist.scale.detach())
+        return Normal(dist.loc.detach(), dist.scale.detach(), validate_args=False)
     if isinstance(dist, (Categorical, OneHotCategorical)):
-        return type(dist)(logits=dist.logits.detach())
+        return type(dist)(logits=dist.logits.detach(), validate_args=False)
     raise ValueError(
         f"detach_distribution supports Normal, Categorical, OneHotCategorical and Independent wrappers of them; "
         f"got {type(dist).__name__}"

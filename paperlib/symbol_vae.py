@@ -13,7 +13,11 @@ Departures (the thesis does not give them):
   neither match the number of logits nor make q sharp.
 - VQ-VAE codebooks are per latent (so the decoder can sum the L code vectors, as it sums the embeddings of
   categorical latents) and updated by exponential moving averages with Laplace smoothing (van den Oord et al.
-  2017, appendix)."""
+  2017, appendix).
+
+Distributions are built with ``validate_args=False``: checking that a scale is positive or a sample in the support
+reads a value back to the host on every construction (a GPU synchronisation per step, and an error under the dry
+run's fake tensors); the encoders' parameterisations (exp, softmax logits) satisfy the constraints by construction."""
 
 from __future__ import annotations
 
@@ -104,11 +108,11 @@ class GaussianVAE(LatentVariableModel):
 
     def posterior(self, x: Tensor) -> Independent:
         loc, log_var = self.encoder(x).chunk(2, dim=-1)  # [B, D] each; g(o) is the log variance
-        return Independent(Normal(loc, (0.5 * log_var).exp()), 1)
+        return Independent(Normal(loc, (0.5 * log_var).exp(), validate_args=False), 1, validate_args=False)
 
     def prior(self) -> Independent:
-        standard = Normal(self.zero, self.zero + 1.0).expand((self.latent_dim,))
-        return Independent(standard, 1)
+        standard = Normal(self.zero, self.zero + 1.0, validate_args=False).expand((self.latent_dim,))
+        return Independent(standard, 1, validate_args=False)
 
     def log_likelihood(self, z: Tensor, x: Tensor) -> Tensor:
         return _symbol_log_likelihood(self.decoder(z), x)  # z: [K, B, D] -> [K, B]
@@ -131,10 +135,10 @@ class CategoricalVAE(LatentVariableModel):
 
     def posterior(self, x: Tensor) -> Independent:
         logits = self.encoder(x).view(-1, self.num_latents, self.categories)  # [B, L, C]
-        return Independent(Categorical(logits=logits), 1)
+        return Independent(Categorical(logits=logits, validate_args=False), 1, validate_args=False)
 
     def prior(self) -> Independent:
-        return Independent(Categorical(logits=self.prior_logits), 1)
+        return Independent(Categorical(logits=self.prior_logits, validate_args=False), 1, validate_args=False)
 
     def log_likelihood(self, z: Tensor, x: Tensor) -> Tensor:
         h = self.latent_embedding(z + self.offsets).sum(-2)  # z: [K, B, L] -> [K, B, H]

@@ -8,7 +8,34 @@ import torch
 # Two cores on the reference machine; keep test runs predictable and deterministic.
 torch.set_num_threads(int(os.environ.get("PAPERLIB_TEST_THREADS", "1")))
 
+# On a GPU machine the device policy's `auto` trains on CUDA, so the unit suite does too. The tests that compare a
+# resumed run with an uninterrupted one bit for bit need the same kernels to give the same bits there: cuBLAS with a
+# fixed workspace (set before CUDA starts) and PyTorch's deterministic kernels instead of atomics (warn_only: an
+# operator without a deterministic kernel warns, and a bitwise check that depends on it fails, naming it).
+if torch.cuda.is_available():
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
 REPO = Path(__file__).resolve().parents[1]
+
+
+# The compendium's own packages (word lists, DVC, notebooks, the PostgreSQL client), which a GPU image without a
+# package registry lacks. With PAPERLIB_ALLOW_MISSING set (benchmarks/gpu.sh sets it there) a test that fails
+# only because one of these is not installed is reported as skipped, naming the package; everywhere else (CI, a
+# developer's machine) it fails as it should.
+ALLOWED_MISSING = frozenset({"wordfreq", "dvc", "papermill", "nbformat", "nbval", "ipykernel", "psycopg2"})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    missing = call.excinfo.value.name if call.excinfo is not None and call.excinfo.errisinstance(
+        ModuleNotFoundError) else None
+    if report.failed and missing and missing.split(".")[0] in ALLOWED_MISSING and \
+            os.environ.get("PAPERLIB_ALLOW_MISSING"):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: needs {missing}, not installed here")
 
 
 def find_mirror() -> Path | None:
@@ -53,6 +80,11 @@ def _is_pipeline_test(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=_is_pipeline_test)  # stable: every other test keeps its order
+    if not torch.cuda.is_available():
+        skip = pytest.mark.skip(reason="needs a CUDA GPU (benchmarks/gpu.sh runs these on one)")
+        for item in items:
+            if item.get_closest_marker("cuda"):
+                item.add_marker(skip)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -70,3 +70,98 @@ def test_wallclock_benchmark_runs_a_model_with_a_recipe_studys_best_recipe(data_
                             "--recipe", f"gru={summary}", "--profile", "smoke", "--data", str(data_root)],
                            capture_output=True, text=True, cwd=REPO, timeout=600)
     assert wrong.returncode != 0 and "--recipe wants MODEL=SUMMARY_JSON" in wrong.stderr
+
+
+# -- the device script's check mode -------------------------------------------------------------------------------
+
+def _gpu_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_benchmark", REPO / "benchmarks" / "gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_device_script_runs_its_whole_path_in_check_mode(tmp_path):
+    """benchmarks/gpu.py --cpu: environment, a nested pytest run read back from its JUnit report, the ceilings, one
+    training step of every stage's first workload (smoke settings, 2 positions) beside the dry run's count of the
+    same workload, nn.LSTM beside the LM workloads, and a compile mode the budget cannot cover listed as not timed."""
+    import json
+
+    out = _run("gpu.py", "--cpu", "--out", str(tmp_path), "--tests", "--pytest-args",
+               "tests/test_config.py::test_profile_resolution_order", "--compile", "max-autotune", "--budget", "200")
+    (path,) = tmp_path.glob("cpu-check-*.json")
+    result = json.loads(path.read_text())
+    assert result["mode"] == "cpu check" and result["profile"] == "smoke" and result["environment"]["device"] == "cpu"
+    assert result["tests"]["exit"] == 0 and result["tests"]["passed"] == 1 and result["tests"]["failed"] == 0
+    assert all(result["ceilings"][f"matmul_tflops_{p}"] > 0 for p in ("fp32", "tf32", "bf16"))
+    assert result["ceilings"]["copy_gbps"] > 0
+    from paperlib.experiments.dryrun import STAGES
+
+    rows = {row["stage"]: row for row in result["workloads"]}
+    assert set(rows) == set(STAGES) and not result["not_timed"]
+    for stage, row in rows.items():
+        assert row["status"] == "timed", (stage, row)
+        assert row["step_s"] > 0 and row["tokens_per_s"] > 0 and row["kernels_per_step"] > 0
+        assert row["predicted_kernels"] > 0 and row["mfu"] > 0, row
+        assert stage in out
+    assert rows["lm_ptb"]["reference"].startswith("nn.LSTM 2x") and rows["lm_ptb"]["over_reference"] > 0
+    assert "reference" not in rows["micmco_synthetic"]
+    assert result["compile"] == [{"mode": "max-autotune", "stage": "lm_ptb", "workload": "lstm",
+                                  "status": "not timed: budget (compiling takes >= 400 s)"}]
+
+
+def test_the_device_script_reads_junit_plans_round_robin_and_names_what_the_budget_left(tmp_path):
+    gpu = _gpu_module()
+    (tmp_path / "r.xml").write_text(
+        '<testsuites><testsuite><testcase classname="tests.a" name="ok"/>'
+        '<testcase classname="tests.a" name="bad"><failure message="x"/></testcase>'
+        '<testcase classname="tests.b" name="skip"><skipped/></testcase>'
+        '<testcase classname="tests.b" name="broken"><error message="y"/></testcase></testsuite></testsuites>')
+    assert gpu.junit_counts(tmp_path / "r.xml") == {"passed": 1, "failed": 1, "errors": 1, "skipped": 1,
+                                                    "failing": ["tests.a::bad", "tests.b::broken"]}
+    from paperlib.experiments.config import load_params
+
+    order = gpu.plan(["lm_ptb", "averaging_ptb"], load_params(), "smoke", lambda n: 2, "fp32", None)
+    assert [(s, w.name) for s, w in order][:3] == [("lm_ptb", "lstm"), ("averaging_ptb", "main"),
+                                                   ("lm_ptb", "mogrifier_lstm")]
+    import time
+
+    import torch
+
+    measured, left = gpu.measure_workloads(order, torch.device("cpu"), time.monotonic() - 1, 0, 1, None, "fp32", 1.0)
+    assert measured == [] and [r["workload"] for r in left] == [w.name for _, w in order]
+    assert {r["reason"] for r in left} == {"budget"}
+
+
+def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_path):
+    """paperlib index --readme fills the README's GPU block from the newest benchmarks/results/gpu-*.json (by the
+    date in its name): the card, the ceilings, the test outcome and one row per workload, a workload that was not
+    timed named as such; with no measurement the block says every GPU number is the dry run's estimate."""
+    import json
+
+    from paperlib.compendium.gpu_measurements import END, START, newest, readme_with_measurements
+
+    readme = f"# x\n{START}\nold text\n{END}\nrest\n"
+    assert "dry run's estimate" in readme_with_measurements(readme, tmp_path) and newest(tmp_path) is None
+    folder = tmp_path / "benchmarks" / "results"
+    folder.mkdir(parents=True)
+    row = {"stage": "lm_ptb", "workload": "lstm", "batch": "64", "length": 70, "status": "timed", "step_s": 0.0123,
+           "predicted_step_s": 0.0307, "measured_over_predicted": 0.4, "tokens_per_s": 364_000.0, "mfu": 0.21,
+           "kernels_per_step": 5000, "predicted_kernels": 6135, "over_reference": 0.85, "peak_memory_gib": 3.2}
+    result = {"environment": {"card": "NVIDIA H200", "driver": "580.1", "torch": "2.11.0", "cuda": "13.0"},
+              "ceilings": {"matmul_tflops_fp32": 51.0, "matmul_tflops_tf32": 370.0, "matmul_tflops_bf16": 760.0,
+                           "copy_gbps": 4300.0}, "profile": "paper", "precision": "tf32",
+              "tests": {"passed": 950, "failed": 1, "errors": 0, "skipped": 12},
+              "workloads": [row, {**row, "workload": "mogrifier_lstm", "status": "out of memory"}],
+              "not_timed": [{"stage": "reverse_copy", "workload": "lstm L=50", "reason": "budget"}]}
+    (folder / "gpu-nvidia-h200-2026-11-01.json").write_text(json.dumps({**result, "precision": "bf16"}))
+    (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(result))
+    text = readme_with_measurements(readme, tmp_path)
+    assert "old text" not in text and text.endswith(f"{END}\nrest\n")
+    assert "gpu-nvidia-h200-2026-12-01.json" in text and "at tf32" in text and "NVIDIA H200" in text
+    assert "950 passed, 1 failed" in text and "370 (tf32)" in text
+    assert "| lm_ptb | lstm | 64 × 70 | 12.30 | 30.70 | 0.40 | 364,000 | 0.210 | 5,000 (6,135) | 0.85 | 3.20 |" in text
+    assert "| lm_ptb | mogrifier_lstm | 64 × 70 | out of memory |" in text
+    assert "Not timed within the run's budget: 1 workloads (reverse_copy)" in text

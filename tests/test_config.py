@@ -89,3 +89,51 @@ def test_outside_a_compendium_repo_root_is_a_clear_error(tmp_path, monkeypatch):
     shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
     (tmp_path / "dvc.yaml").write_text("stages: {}\n")
     assert repo_root(tmp_path) == tmp_path.resolve()
+
+
+def test_every_schema_is_registered_where_schema_homes_say():
+    """Reading one experiment's settings imports the module SCHEMA_HOMES names for it, so that module must be the
+    one that registers its schema (and every registered schema must be listed)."""
+    from paperlib.experiments import config
+
+    config._import_schema_modules()
+    homes = {**config.EXPERIMENT_HOMES, **config.SECTION_HOMES}
+    assert set(config._REGISTERED_BY) == set(homes)
+    assert {name: config._REGISTERED_BY[name] for name in homes} == homes
+
+
+BLOCKED = ("optuna", "zuko", "nltk", "wordfreq", "dvc", "papermill", "nbformat", "psycopg2")
+IMPORT_WITHOUT = """
+import sys
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {blocked!r}:
+            raise ImportError("not installed here: " + name)
+sys.meta_path.insert(0, Blocker())
+from paperlib.experiments.config import experiment_params, load_params
+from paperlib.experiments import dryrun
+params = load_params()
+for stage in {stages!r}:
+    settings = experiment_params(stage, "paper", params)
+    workload = next(dryrun.ADAPTERS[stage](stage, settings, "fp32", lambda n: min(n, 2)))
+print("ok")
+"""
+
+
+def test_a_stage_reads_its_settings_and_builds_its_workload_with_only_the_packages_it_imports():
+    """A machine with torch, numpy, pandas, scipy, matplotlib, seaborn, pyyaml and tqdm (a GPU image) reads the
+    language-model, averaging, dynamic-evaluation, reverse-copy and MICMCO stages' settings and builds their
+    workloads: reading one experiment's settings no longer imports every experiment (Optuna for the tuning study,
+    zuko and nltk for the DSSM, the compendium's DVC and papermill)."""
+    import subprocess
+    import sys
+
+    stages = ["lm_ptb", "lm_ptb_char", "lm_ptb_ablation", "lm_wt2_bytes", "averaging_ptb", "dyneval",
+              "dyneval_char", "reverse_copy", "micmco_synthetic", "micmco_synthetic_ladder", "micmco_ptb",
+              "micmco_ptb_ladder"]
+    code = IMPORT_WITHOUT.format(blocked=BLOCKED, stages=stages)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+    blocked = subprocess.run([sys.executable, "-c", IMPORT_WITHOUT.format(blocked=BLOCKED, stages=["tuning_ptb"])],
+                             cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert "not installed here: optuna" in blocked.stderr  # the tuning study does need Optuna

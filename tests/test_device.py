@@ -107,7 +107,7 @@ def test_a_compile_mode_compiles_the_training_forward_and_keeps_checkpoints_plai
     eager.load(tmp_path / "c.pt")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (CUDA graphs under reduce-overhead)")
+@pytest.mark.cuda  # CUDA graphs under reduce-overhead
 def test_compiled_training_on_cuda_matches_eager(tmp_path):
     """On a GPU, a few steps compiled with CUDA graphs (reduce-overhead) reach the same validation loss as eager
     up to float32 reassociation (1e-4 relative: three updates of a tiny model)."""
@@ -151,7 +151,7 @@ def test_a_stage_begins_with_its_profiles_settings_threads_precision_and_device(
         stage = begin_stage("averaging_ptb", "smoke", tmp_path, progress=False)
         assert stage.profile == "smoke" and stage.root == tmp_path and stage.data_root == tmp_path / "corpora"
         assert stage.settings.train == params["experiments"]["averaging_ptb"]["smoke"]["train"]
-        assert torch.get_num_threads() == stage.settings.threads and stage.device == torch.device("cpu")
+        assert torch.get_num_threads() == stage.settings.threads and stage.device == resolve_device()
         assert current().precision == "bf16"  # the profile's compute settings, not another profile's
     finally:
         torch.set_num_threads(threads)
@@ -297,6 +297,22 @@ def test_bf16_autocasts_the_forward_pass_and_keeps_the_loss_in_float32(tmp_path,
     configure("fp32")
     with autocast("cpu"):
         assert torch.nn.Linear(2, 2)(torch.ones(1, 2)).dtype == torch.float32
+
+
+def test_precision_modes_set_cuda_matmuls_and_every_cudnn_operator_and_stay_readable():
+    """tf32 reaches CUDA matmuls and cuDNN's convolutions and RNNs (nn.LSTM), fp32 none of them, and CPU matmuls
+    stay IEEE either way; the legacy read-outs that inductor's max-autotune calls keep working (setting the new
+    per-backend flags directly made ``torch.get_float32_matmul_precision`` raise). Flags only: no GPU needed."""
+    backends = torch.backends
+    for precision in ("tf32", "fp32", "bf16", "fp32"):
+        configure(precision)
+        tf32 = precision != "fp32"
+        assert torch.get_float32_matmul_precision() == ("high" if tf32 else "highest")
+        assert backends.cuda.matmul.allow_tf32 is tf32 and backends.cudnn.allow_tf32 is tf32
+        assert backends.cuda.matmul.fp32_precision == ("tf32" if tf32 else "ieee")
+        assert (backends.cudnn.rnn.fp32_precision == "tf32") is tf32
+        assert (backends.cudnn.conv.fp32_precision == "tf32") is tf32
+        assert backends.mkldnn.matmul.fp32_precision == "ieee"
 
 
 def _item_calls(monkeypatch, tmp_path, sync_every: int) -> tuple[int, Trainer]:

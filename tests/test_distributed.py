@@ -51,6 +51,7 @@ def _worker(rank, port, out_dir):
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port))
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    os.environ["PAPERLIB_DEVICE"] = "cpu"  # two CPU processes with gloo, also on a machine with one GPU
     torch.set_num_threads(1)
     if rank != 0:
         import paperlib.train
@@ -148,6 +149,25 @@ def test_resuming_with_another_number_of_processes_is_refused(ddp, tmp_path):
                       TrainConfig(**CONFIG, max_steps=STEPS + 10), out / "part", progress=False)
     with pytest.raises(CheckpointMismatch, match="written by 2 process"):
         trainer.fit(resume=True)
+
+
+def test_the_backend_follows_the_device_policy_and_a_rank_without_a_gpu_is_a_clear_error(monkeypatch):
+    from paperlib.distributed import default_backend
+
+    monkeypatch.setenv("PAPERLIB_DEVICE", "cpu")
+    assert default_backend() == "gloo"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert default_backend() == "gloo"  # a CPU run on a GPU machine
+    monkeypatch.delenv("PAPERLIB_DEVICE")
+    assert default_backend() == "nccl"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29999")
+    with pytest.raises(ValueError, match="LOCAL_RANK 1 needs GPU 1 but this machine has 1"):
+        init_from_env("nccl")
 
 
 def test_single_process_context_is_the_identity():

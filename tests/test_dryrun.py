@@ -100,7 +100,7 @@ def test_the_estimate_is_the_slower_of_compute_and_kernel_launches():
 
 
 def _lm_workload(vocab: int, batch: int, hidden: int, forward_only: bool = False) -> dryrun.Workload:
-    def backward(model, length):
+    def backward(model, length, device):
         tokens = torch.randint(vocab, (batch, length))
         loss, _ = multi_sample_loss(model, tokens, tokens, 1)
         if not forward_only:
@@ -137,7 +137,7 @@ def test_parameter_counts_are_those_of_the_real_model(stage):
 def test_lengths_extrapolate_linearly_for_reverse_copy():
     from paperlib.experiments.reverse_copy import build_model, token_cross_entropy
 
-    def backward(model, length):
+    def backward(model, length, device):
         source = torch.randint(30, (8, length))
         token_cross_entropy(model(source, source), source).backward()
 
@@ -167,7 +167,7 @@ def test_the_committed_dry_run_is_at_full_length_and_covers_every_stage():
 
 # -- on a GPU only ----------------------------------------------------------------------------------------------
 
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+needs_cuda = pytest.mark.cuda
 
 
 @pytest.fixture

@@ -279,6 +279,9 @@ def cmd_index(args) -> int:
     if args.readme or args.check:
         readme = root / "README.md"
         text = results_index.readme_with_summary(readme.read_text(), table, results_index.load_wall_times(root))
+        from paperlib.compendium.gpu_measurements import readme_with_measurements
+
+        text = readme_with_measurements(text, root)
         if args.check:
             stale = [name for name, new, path in (
                 ("README.md", text, readme),

@@ -14,6 +14,13 @@ Each experiment registers a dataclass schema with :func:`register_experiment`; l
 profile of that experiment against it, so a misspelled key or an unknown profile is a clear
 :class:`ParamsError` naming the valid choices instead of a traceback from deep inside a run.
 
+Each schema lives beside its experiment's code, and :data:`SCHEMA_HOMES` says where, so that reading one
+experiment's settings imports that experiment's module alone: a stage needs only the packages its own code
+imports (the DSSM's ``zuko`` is not needed to train a language model, Optuna not to time one).
+:func:`load_params` checks every name and profile of the file and the shared sections; the settings of each
+experiment are checked when they are read (:func:`experiment_params`), and :func:`validate_params` checks all of
+them at once (the tests do, on the repository's file).
+
 The active profile is, in order: an explicit argument, the environment variable
 ``PAPERLIB_PROFILE`` (CI sets it to ``smoke`` for nbval), the `profile` key of `params.yaml`.
 """
@@ -21,7 +28,9 @@ The active profile is, in order: an explicit argument, the environment variable
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
+import sys
 import types
 import typing
 from pathlib import Path
@@ -35,6 +44,7 @@ ROOT_ENV = "PAPERLIB_ROOT"
 
 _SCHEMAS: dict[str, type] = {}
 _SECTIONS: dict[str, type] = {}
+_REGISTERED_BY: dict[str, str] = {}  # schema name -> the module that registered it (checked against SCHEMA_HOMES)
 _OPTIONAL_SECTIONS: set[str] = set()  # sections whose schema's defaults stand in when params.yaml omits them
 _TOP_LEVEL = ("profile", "experiments")  # every experiment names its own seeds
 
@@ -44,12 +54,15 @@ class ParamsError(ValueError):
 
 
 def register_experiment(name: str):
-    """Class decorator: register a dataclass as the parameter schema of experiment `name`."""
+    """Class decorator: register a dataclass as the parameter schema of experiment `name` (a module listed for
+    `name` in :data:`SCHEMA_HOMES`)."""
+    home = sys._getframe(1).f_globals.get("__name__")
 
     def wrap(cls: type) -> type:
         if not dataclasses.is_dataclass(cls):
             raise TypeError(f"{cls!r} must be a dataclass to be an experiment schema")
         _SCHEMAS[name] = cls
+        _REGISTERED_BY[name] = home
         return cls
 
     return wrap
@@ -59,8 +72,11 @@ def register_section(name: str, optional: bool = False):
     """Class decorator: register a dataclass as the schema of a shared top-level section (e.g. `data`);
     an ``optional`` section may be left out, and then reads as the schema's defaults."""
 
+    home = sys._getframe(1).f_globals.get("__name__")
+
     def wrap(cls: type) -> type:
         _SECTIONS[name] = cls
+        _REGISTERED_BY[name] = home
         if optional:
             _OPTIONAL_SECTIONS.add(name)
         return cls
@@ -69,8 +85,7 @@ def register_section(name: str, optional: bool = False):
 
 
 def registered_experiments() -> list[str]:
-    _import_schema_modules()
-    return sorted(_SCHEMAS)
+    return sorted(EXPERIMENT_HOMES)
 
 
 def repo_root(start: str | os.PathLike | None = None) -> Path:
@@ -105,13 +120,17 @@ def load_params(path: str | os.PathLike | None = None, validate: bool = True) ->
     if not isinstance(raw, dict):
         raise ParamsError(f"{path} must hold a mapping at the top level")
     if validate:
-        validate_params(raw, source=str(path))
+        validate_params(raw, source=str(path), experiments=())
     return raw
 
 
-def validate_params(raw: dict[str, Any], source: str = "params.yaml") -> None:
-    """Check the profile name and every experiment/profile block against its schema."""
-    _import_schema_modules()
+def validate_params(raw: dict[str, Any], source: str = "params.yaml",
+                    experiments: typing.Iterable[str] | None = None) -> None:
+    """Check the profile name, the shared sections, that every experiment is known and gives every profile, and
+    the blocks of ``experiments`` (default: all) against their schemas, importing only those experiments'
+    modules."""
+    deep = set(EXPERIMENT_HOMES) if experiments is None else set(experiments)
+    _import_schema_modules(set(SECTION_HOMES) | deep)
     if "seed" in raw:
         raise ParamsError(f"{source}: top-level 'seed' is not read: each experiment lists its own seeds "
                           "(experiments.<name>.<profile>.seeds); remove it")
@@ -130,9 +149,9 @@ def validate_params(raw: dict[str, Any], source: str = "params.yaml") -> None:
     if not isinstance(experiments, dict):
         raise ParamsError(f"{source}: 'experiments' must be a mapping")
     for name, by_profile in experiments.items():
-        if name not in _SCHEMAS:
+        if name not in EXPERIMENT_HOMES:
             raise ParamsError(
-                f"{source}: unknown experiment {name!r}; known experiments: {', '.join(sorted(_SCHEMAS))}"
+                f"{source}: unknown experiment {name!r}; known experiments: {', '.join(sorted(EXPERIMENT_HOMES))}"
             )
         if not isinstance(by_profile, dict):
             raise ParamsError(f"{source}: experiments.{name} must map profiles to settings")
@@ -144,8 +163,9 @@ def validate_params(raw: dict[str, Any], source: str = "params.yaml") -> None:
         missing = [p for p in PROFILES if p not in by_profile]
         if missing:
             raise ParamsError(f"{source}: experiments.{name} lacks profile(s) {missing}")
-        for profile, block in by_profile.items():
-            _build(_SCHEMAS[name], block, f"{source}: experiments.{name}.{profile}")
+        if name in deep:
+            for profile, block in by_profile.items():
+                _build(_SCHEMAS[name], block, f"{source}: experiments.{name}.{profile}")
 
 
 def active_profile(profile: str | None = None, params: dict[str, Any] | None = None) -> str:
@@ -162,19 +182,21 @@ def active_profile(profile: str | None = None, params: dict[str, Any] | None = N
 def experiment_params(name: str, profile: str | None = None, params: dict[str, Any] | None = None):
     """The validated settings of experiment `name` under the active (or given) profile."""
     params = params if params is not None else load_params()
-    _import_schema_modules()
     profile = active_profile(profile, params)
     experiments = params.get("experiments", {}) or {}
     if name not in experiments:
         known = ", ".join(sorted(experiments)) or "none"
         raise ParamsError(f"params.yaml has no experiment {name!r}; it defines: {known}")
+    if name not in EXPERIMENT_HOMES:
+        raise ParamsError(f"unknown experiment {name!r}; known experiments: {', '.join(sorted(EXPERIMENT_HOMES))}")
+    _import_schema_modules({name})
     return _build(_SCHEMAS[name], experiments[name][profile], f"experiments.{name}.{profile}")
 
 
 def section_params(name: str, params: dict[str, Any] | None = None):
     """The validated shared section `name` (e.g. `data`) of params.yaml."""
     params = params if params is not None else load_params()
-    _import_schema_modules()
+    _import_schema_modules(set(SECTION_HOMES))
     if name not in _SECTIONS:
         raise ParamsError(f"unknown section {name!r}; known sections: {', '.join(sorted(_SECTIONS))}")
     return _build(_SECTIONS[name], params.get(name, {}) if name in _OPTIONAL_SECTIONS else params[name], name)
@@ -237,20 +259,36 @@ def _type_name(hint: Any) -> str:
     return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
-# Modules whose import registers experiment schemas (each experiment keeps its schema beside its code).
-SCHEMA_MODULES: tuple[str, ...] = (
-    "paperlib.experiments.schemas", "paperlib.experiments.stage", "paperlib.experiments.averaging_ptb",
-    "paperlib.experiments.micmco_synthetic", "paperlib.experiments.word_generation", "paperlib.experiments.dyneval",
-    "paperlib.experiments.reverse_copy", "paperlib.experiments.tuning_ptb", "paperlib.experiments.dyneval_char",
-    "paperlib.experiments.micmco_ptb", "paperlib.experiments.lm_wt2_bytes",
-    "paperlib.experiments.word_generation_ladder", "paperlib.experiments.micmco_synthetic_ladder",
-    "paperlib.experiments.micmco_ptb_ladder",
-)
+# Where each schema is registered: experiments keep their schema beside their code, so reading one experiment's
+# settings imports that module (and what it imports) and nothing else. A test checks these against what the
+# modules register.
+EXPERIMENT_HOMES: dict[str, str] = {
+    "dataset_summary": "paperlib.experiments.schemas",
+    "lm_ptb": "paperlib.experiments.schemas",
+    "lm_ptb_char": "paperlib.experiments.schemas",
+    "lm_ptb_ablation": "paperlib.experiments.schemas",
+    "averaging_ptb": "paperlib.experiments.averaging_ptb",
+    "tuning_ptb": "paperlib.experiments.tuning_ptb",
+    "dyneval": "paperlib.experiments.dyneval",
+    "dyneval_char": "paperlib.experiments.dyneval_char",
+    "lm_wt2_bytes": "paperlib.experiments.lm_wt2_bytes",
+    "reverse_copy": "paperlib.experiments.reverse_copy",
+    "micmco_synthetic": "paperlib.experiments.micmco_synthetic.studies",
+    "micmco_synthetic_ladder": "paperlib.experiments.micmco_synthetic_ladder",
+    "micmco_ptb": "paperlib.experiments.micmco_ptb.design",
+    "micmco_ptb_ladder": "paperlib.experiments.micmco_ptb_ladder",
+    "word_generation": "paperlib.experiments.word_generation.settings",
+    "word_generation_ladder": "paperlib.experiments.word_generation_ladder",
+}
+SECTION_HOMES: dict[str, str] = {
+    "data": "paperlib.experiments.schemas",
+    "dryrun": "paperlib.experiments.schemas",
+    "compute": "paperlib.experiments.stage",
+}
 
 
-def _import_schema_modules() -> None:
-    """Import the modules that register experiment schemas, so that validation sees them all."""
-    import importlib
-
-    for name in SCHEMA_MODULES:
-        importlib.import_module(name)
+def _import_schema_modules(names: typing.Iterable[str] | None = None) -> None:
+    """Import the modules that register the schemas of ``names`` (experiments or sections; default: all)."""
+    homes = {**EXPERIMENT_HOMES, **SECTION_HOMES}
+    for name in sorted(homes if names is None else set(names)):
+        importlib.import_module(homes[name])

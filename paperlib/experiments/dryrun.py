@@ -67,13 +67,14 @@ FUSED_RNN = {torch.ops.aten.mkldnn_rnn_layer: 1, torch.ops.aten.mkldnn_rnn_layer
 
 @dataclass(frozen=True)
 class Workload:
-    """One model shape of a stage: ``build`` it (on the meta device), run ``backward(model, length)`` (a fake batch
-    of sequences of ``length``: forward pass, gradients) and the stage's ``optimizer``; ``steps`` per run. Workloads
+    """One model shape of a stage: ``build`` it (on the meta device), run ``backward(model, length, device)`` (a
+    batch of sequences of ``length`` made on ``device``: forward pass, gradients; fake inside the dry run, real when
+    ``benchmarks/gpu.py`` times the step) and the stage's ``optimizer``; ``steps`` per run. Workloads
     of one ``key`` are one model at several lengths, measured at the ``probes`` lengths (see :func:`measure`)."""
 
     name: str
     build: Callable[[], nn.Module]
-    backward: Callable[[nn.Module, int], None]
+    backward: Callable[[nn.Module, int, torch.device], None]
     optimizer: Callable[[nn.Module], torch.optim.Optimizer]
     steps: int
     length: int
@@ -198,7 +199,7 @@ def measure_step(workload: Workload, length: int) -> dict[str, int]:
             optimizer.zero_grad(set_to_none=True)
             state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, Tensor)]
             with StepCounter([*model.parameters(), *model.buffers(), *state]) as counter:
-                workload.backward(model, length)
+                workload.backward(model, length, torch.device(FAKE_DEVICE))
                 if workload.clip_norm:
                     nn.utils.clip_grad_norm_(model.parameters(), workload.clip_norm)
                 optimizer.step()
@@ -246,8 +247,8 @@ def estimate(flops_per_step: float, kernels_per_step: int, steps: int, precision
 Cap = Callable[[int], int]
 
 
-def _tokens(vocab: int, *shape: int) -> Tensor:
-    return torch.randint(vocab, shape, device=FAKE_DEVICE)
+def _tokens(vocab: int, *shape: int, device: torch.device) -> Tensor:
+    return torch.randint(vocab, shape, device=device)
 
 
 def _centre(low: float, high: float, log: bool, integer: bool) -> float:
@@ -265,9 +266,10 @@ def _language_model(name: str, spec: dict[str, Any], train: dict[str, Any], voca
 
     config = TrainConfig(**train)
 
-    def backward(model: nn.Module, bptt: int) -> None:
-        inputs, targets = _tokens(vocab, config.batch_size, bptt), _tokens(vocab, config.batch_size, bptt)
-        with torch.autocast(FAKE_DEVICE, torch.bfloat16, enabled=precision == "bf16"):
+    def backward(model: nn.Module, bptt: int, device: torch.device) -> None:
+        inputs = _tokens(vocab, config.batch_size, bptt, device=device)
+        targets = _tokens(vocab, config.batch_size, bptt, device=device)
+        with torch.autocast(device.type, torch.bfloat16, enabled=precision == "bf16"):
             loss, _ = multi_sample_loss(model, inputs, targets, config.num_samples)  # logits [D*B, T, V]
         loss.backward()
 
@@ -365,8 +367,8 @@ def _symbol_workload(name: str, settings: Any, steps: int, runs: int) -> Workloa
     config = CONFIGURATIONS[name]
     params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in search_space(config).items()}
 
-    def backward(model: nn.Module, length: int) -> None:
-        x = _tokens(settings.vocab_size, settings.batch_size)  # [B] symbols
+    def backward(model: nn.Module, length: int, device: torch.device) -> None:
+        x = _tokens(settings.vocab_size, settings.batch_size, device=device)  # [B] symbols
         if isinstance(model, VQVAE):
             model.loss(x)[0].backward()
         else:
@@ -408,10 +410,10 @@ def _sentence_workload(name: str, settings: Any, steps: int, runs: int, cap: Cap
     params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in curve.space.items()}
     batch_size = settings.batch_size * curve.batch_factor
 
-    def backward(model: nn.Module, length: int) -> None:
-        tokens = _tokens(vocab, batch_size, length)  # [B, T]: every sentence at the truncation length
+    def backward(model: nn.Module, length: int, device: torch.device) -> None:
+        tokens = _tokens(vocab, batch_size, length, device=device)  # [B, T]: every sentence at the truncation length
         batch = SentenceBatch(tokens, tokens, torch.ones_like(tokens, dtype=torch.bool),
-                              torch.full((batch_size,), length, device=FAKE_DEVICE))
+                              torch.full((batch_size,), length, device=device))
         surrogates = step_surrogates(model, batch, curve.estimator, params)
         per_token(surrogates, batch_size * length).backward(model.model_parameters(), model.encoder_parameters())
 
@@ -428,11 +430,11 @@ def _word_workload(name: str, spec: dict[str, Any], settings: Any, steps: int, r
     vocab = CharVocab(string.ascii_lowercase)  # the word list keeps words of a-z (paperlib.data.wordlist)
     samples = spec.get("samples", 1)
 
-    def backward(model: nn.Module, length: int) -> None:
-        tokens = _tokens(vocab.size, settings.batch_size, length)  # [B, T] letters + end of word
+    def backward(model: nn.Module, length: int, device: torch.device) -> None:
+        tokens = _tokens(vocab.size, settings.batch_size, length, device=device)  # [B, T] letters + end of word
         with unset_fake_temporarily():  # real: the models check the lengths on the host
             lengths = torch.full((settings.batch_size,), length)  # [B]
-        model_loss(model, tokens, lengths, samples, torch.Generator(FAKE_DEVICE)).backward()
+        model_loss(model, tokens, lengths, samples, torch.Generator(device)).backward()
 
     return Workload(name, lambda: build_model(spec, vocab, settings.max_len), backward,
                     lambda model: torch.optim.Adam(model.parameters(), lr=settings.lr), steps,
@@ -475,9 +477,10 @@ def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap) -> Iterat
     optimizer = torch.optim.RAdam if settings.optimizer == "radam" else torch.optim.Adam
     vocab, batch = settings.vocab_size, settings.batch_size
 
-    def backward(model: nn.Module, length: int) -> None:
-        source, targets = _tokens(vocab, batch, length), _tokens(vocab, batch, length)  # [B, L]
-        logits = model(source, _tokens(vocab + 1, batch, length))  # [B, L, V]
+    def backward(model: nn.Module, length: int, device: torch.device) -> None:
+        source = _tokens(vocab, batch, length, device=device)  # [B, L]
+        targets = _tokens(vocab, batch, length, device=device)
+        logits = model(source, _tokens(vocab + 1, batch, length, device=device))  # [B, L, V]
         token_cross_entropy(logits, targets).backward()
 
     for (name, length, *shape), count in shapes.items():

@@ -289,7 +289,7 @@ class DeepStateSpaceModel(nn.Module):
             parts.append(h_g)
         batch = torch.broadcast_shapes(*(p.shape[:-1] for p in parts))
         loc, raw = self.q_net(torch.cat([p.expand(*batch, p.shape[-1]) for p in parts], -1)).chunk(2, -1)
-        return Normal(loc, F.softplus(raw) + self.config.min_scale)
+        return Normal(loc, F.softplus(raw) + self.config.min_scale, validate_args=False)
 
     def draw_noise(self, steps: int, n_samples: int, batch: int,
                    generator: torch.Generator | None = None) -> TrajectoryNoise:

@@ -138,13 +138,15 @@ class SentenceVAE(nn.Module):
         o = self.encoder(x.targets, x.lengths)
         if self.latent == "gaussian":
             loc, log_var = o.chunk(2, dim=-1)  # [B, D] each; g(o) is the log variance
-            return Independent(Normal(loc, (0.5 * log_var).exp()), 1)
-        return Independent(Categorical(logits=o.view(-1, self.num_latents, self.categories)), 1)  # [B, L, C]
+            return Independent(Normal(loc, (0.5 * log_var).exp(), validate_args=False), 1, validate_args=False)
+        return Independent(Categorical(logits=o.view(-1, self.num_latents, self.categories), validate_args=False), 1,
+                           validate_args=False)  # [B, L, C]
 
     def prior(self) -> Independent:
         if self.latent == "gaussian":
-            return Independent(Normal(self.zero, self.zero + 1.0).expand((self.latent_dim,)), 1)
-        return Independent(Categorical(logits=self.prior_logits), 1)
+            return Independent(Normal(self.zero, self.zero + 1.0, validate_args=False).expand((self.latent_dim,)), 1,
+                               validate_args=False)
+        return Independent(Categorical(logits=self.prior_logits, validate_args=False), 1, validate_args=False)
 
     def log_prior(self, z: Tensor) -> Tensor:
         return self.prior().log_prob(z)  # [K, B]

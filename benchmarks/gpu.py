@@ -1,0 +1,491 @@
+"""One command that measures paperlib on a GPU: the card, the unit suite on CUDA, the card's ceilings, and a
+training step of every stage's ``paper`` workloads beside the dry run's prediction.
+
+    python benchmarks/gpu.py [--out DIR] [--budget SECONDS] [--tests] [--stages ...] [--compile MODE ...]
+    python benchmarks/gpu.py --cpu --out DIR        # the check mode CI runs: every code path, small sizes, seconds
+
+``benchmarks/gpu.sh`` wraps it for a lent machine (carried wheels, environment, where the output goes). In order:
+
+1. **Environment**: card, driver, CUDA, cuDNN, torch, Python, the commit (when the copy has its ``.git``).
+2. **Tests** (``--tests``): ``pytest -m "not slow"`` (``--pytest-args``) with the device policy on CUDA (``PAPERLIB_DEVICE=cuda``: every
+   ``Trainer`` and stage in the suite trains there; ``cuda``-marked tests run instead of skipping), with a time limit
+   of its own; the pass / fail / skip counts and the failing tests' names are recorded, not fatal.
+3. **Ceilings**, once: a square matrix product at fp32 (IEEE), tf32 and bf16 (TFLOP/s: ``2 n^3`` over the median of
+   timed products after warm-up, on random data) and a device-to-device copy (GB/s, bytes read plus written).
+4. **Workloads**: :data:`paperlib.experiments.dryrun.ADAPTERS` builds each stage's ``paper`` workloads, the models
+   and steps the dry run counted, here materialised for real on the device. Each gets warm-up steps, then timed
+   steps (the median step: forward, backward, clipping where the stage clips, optimizer step), tokens/s (batch x
+   length / step; multi-sample objectives count each token once), peak memory, kernels per step (the CUDA kernels
+   and copies a profiled step launched; on a CPU the ATen operators) and MFU = the dry run's FLOPs per step / step
+   time / the measured peak at the profile's precision. Beside each: the dry run's predicted step time and kernels
+   (``results/dryrun.json``). Each LM workload is also timed against ``torch.nn.LSTM`` (cuDNN) at its vocabulary,
+   hidden size, layers, batch and BPTT (the goals: our LSTM >= 0.8x, the Mogrifier >= 0.5x its tokens/s).
+   Workloads are taken round robin over the stages (every stage's first, then every stage's second, ...) while the
+   budget lasts; the ones left are listed under ``not_timed`` with the reason, never dropped silently.
+5. **Compilation** (``--compile``): the first LM workload under ``torch.compile`` in each mode asked for, its first
+   step (compilation included) and steady step; skipped, and listed, when the budget cannot cover the compile
+   time measured on a CPU (:data:`COMPILE_SECONDS`).
+
+The output is one JSON file, ``gpu-<card>-<date>.json`` (``cpu-check-<date>.json`` in check mode) under ``--out``,
+and a table on standard output; a lent session commits the JSON under ``benchmarks/results/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from paperlib.device import configure  # noqa: E402
+from paperlib.experiments import dryrun  # noqa: E402
+from paperlib.experiments.config import experiment_params, load_params, section_params  # noqa: E402
+
+SCHEMA = 1
+LM_STAGES = ("lm_ptb", "lm_ptb_char", "lm_ptb_ablation", "lm_wt2_bytes", "averaging_ptb", "tuning_ptb", "dyneval",
+             "dyneval_char")
+# The budget a compile mode needs before it is tried. Measured on the reference 2-core machine (one thread, another
+# job beside it): the first step of build_lm("lstm", 10,000 words, H = 256, 2 layers) under torch.compile's default
+# mode at lm_ptb's paper batch and BPTT (64 x 70) took 186 s, the next steps 1.6 s. Compilation time grows with the
+# unrolled graph (BPTT x layers x the cell's operators), hardly with H, and runs on the host, so a GPU machine
+# compiles the same graph in comparable time; max-autotune also benchmarks kernel candidates (assumed 2x more).
+COMPILE_SECONDS = {"default": 190.0, "reduce-overhead": 190.0, "max-autotune": 400.0}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the machine
+
+def environment(device: torch.device) -> dict[str, Any]:
+    """What ran: card, driver, CUDA and cuDNN, torch, Python, the commit."""
+    info: dict[str, Any] = {"device": str(device), "torch": torch.__version__, "python": platform.python_version(),
+                            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+                            "cpu_threads": torch.get_num_threads(), "commit": _commit()}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(card=props.name, memory_gib=round(props.total_memory / 2**30, 1),
+                    multiprocessors=props.multi_processor_count, capability=f"{props.major}.{props.minor}",
+                    driver=_nvidia_smi("driver_version"))
+    else:
+        info.update(card=f"CPU ({platform.processor() or platform.machine()})", driver=None)
+    return info
+
+
+def _commit() -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _nvidia_smi(field: str) -> str | None:
+    try:
+        done = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout.strip() else None
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn: Callable[[], Any], device: torch.device, warmup: int, repeats: int) -> list[float]:
+    """Seconds of each of ``repeats`` calls of ``fn`` after ``warmup`` calls (the device synchronised around each)."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def ceilings(device: torch.device, quick: bool) -> dict[str, Any]:
+    """The card's matmul rate at each precision and its copy bandwidth, measured once (METHOD: the two numbers)."""
+    n = 256 if quick else 8192
+    generator = torch.Generator(device).manual_seed(0)
+    out: dict[str, Any] = {"matmul_size": n}
+    for precision, dtype in (("fp32", torch.float32), ("tf32", torch.float32), ("bf16", torch.bfloat16)):
+        configure("tf32" if precision == "tf32" else "fp32")
+        a = torch.randn(n, n, device=device, dtype=dtype, generator=generator)
+        b = torch.randn(n, n, device=device, dtype=dtype, generator=generator)
+        seconds = statistics.median(timed(lambda: a @ b, device, 3, 3 if quick else 10))
+        out[f"matmul_tflops_{precision}"] = round(2 * n**3 / seconds / 1e12, 3)
+        del a, b
+    configure("fp32")
+    nbytes = (64 if quick else 4096) * 2**20
+    source = torch.empty(nbytes, dtype=torch.uint8, device=device).random_(generator=generator)
+    target = torch.empty_like(source)
+    seconds = statistics.median(timed(lambda: target.copy_(source), device, 2, 3 if quick else 10))
+    out["copy_gbps"] = round(2 * nbytes / seconds / 1e9, 1)  # read + written
+    out["copy_bytes"] = nbytes
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the unit suite on the device
+
+def run_tests(out_dir: Path, limit_s: float, select: list[str], device: torch.device) -> dict[str, Any]:
+    """``pytest`` on ``select`` with the device policy on ``device``; counts and failing tests from its JUnit XML."""
+    report = out_dir / "pytest-junit.xml"
+    env = {**os.environ, "PAPERLIB_DEVICE": device.type, "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *select]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=limit_s)
+        code: int | str = done.returncode
+        tail = (done.stdout + done.stderr)[-3000:]
+    except subprocess.TimeoutExpired as err:
+        code, tail = "timed out", str(err.stdout or "")[-3000:]
+    result: dict[str, Any] = {"command": " ".join(command[1:]), "device": device.type, "exit": code,
+                              "seconds": round(time.perf_counter() - start, 1), "tail": tail}
+    if report.is_file():
+        result.update(junit_counts(report))
+    return result
+
+
+def junit_counts(path: Path) -> dict[str, Any]:
+    """passed / failed / errors / skipped and the failing tests' ids from a pytest JUnit XML report."""
+    root = ElementTree.parse(path).getroot()
+    failed, errors, skipped, total = [], [], 0, 0
+    for case in root.iter("testcase"):
+        total += 1
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        if case.find("failure") is not None:
+            failed.append(name)
+        elif case.find("error") is not None:
+            errors.append(name)
+        elif case.find("skipped") is not None:
+            skipped += 1
+    return {"passed": total - len(failed) - len(errors) - skipped, "failed": len(failed), "errors": len(errors),
+            "skipped": skipped, "failing": failed + errors}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# one training step of a workload, for real
+
+class OpCounter(TorchDispatchMode):
+    """ATen operators other than views and allocations (each one eager kernel launch on a GPU): the CPU's stand-in
+    for the profiler's kernel count, the same rule as the dry run's :class:`~paperlib.experiments.dryrun.StepCounter`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kernels = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.namespace == "aten" and not func.is_view and not func.__name__.startswith(dryrun.NO_KERNEL):
+            self.kernels += 1
+        return func(*args, **(kwargs or {}))
+
+
+def kernels_per_step(step: Callable[[], None], device: torch.device) -> int:
+    """Kernels one call of ``step`` launches: CUDA kernels, copies and memsets from the profiler on a GPU."""
+    if device.type != "cuda":
+        with OpCounter() as counter:
+            step()
+        return counter.kernels
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    synchronize(device)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        synchronize(device)
+    return sum(1 for event in prof.events() if event.device_type == DeviceType.CUDA)
+
+
+def _tokens_per_step(workload: dryrun.Workload) -> int:
+    """Batch x length, each token once (a ``"2x64"`` batch is 2 samples of 64 sequences)."""
+    return int(workload.batch.split("x")[-1] or 1) * workload.length
+
+
+def build(workload: dryrun.Workload, device: torch.device) -> nn.Module:
+    torch.manual_seed(0)
+    with torch.device(device):
+        return workload.build()
+
+
+def step_of(workload: dryrun.Workload, model: nn.Module, device: torch.device) -> Callable[[], None]:
+    """One training step as the stage takes it: forward + backward, clipping, optimizer step."""
+    optimizer = workload.optimizer(model)
+
+    def step() -> None:
+        workload.backward(model, workload.length, device)
+        if workload.clip_norm:
+            nn.utils.clip_grad_norm_(model.parameters(), workload.clip_norm)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def time_workload(workload: dryrun.Workload, device: torch.device, warmup: int, repeats: int,
+                  model: nn.Module | None = None) -> dict[str, Any]:
+    """Median step time, tokens/s, kernels per step and peak memory of one workload on ``device``."""
+    model = build(workload, device) if model is None else model
+    step = step_of(workload, model, device)
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+    start = time.perf_counter()
+    step()  # the first step: lazy initialisation, cuDNN / cuBLAS handles, compilation under torch.compile
+    synchronize(device)
+    first = time.perf_counter() - start
+    times = timed(step, device, max(warmup - 1, 0), repeats)
+    median = statistics.median(times)
+    out = {"first_step_s": round(first, 4), "step_s": round(median, 6), "step_s_spread": round(max(times) -
+           min(times), 6), "tokens_per_s": round(_tokens_per_step(workload) / median, 1),
+           "kernels_per_step": kernels_per_step(step, device),
+           "parameters": dryrun.num_parameters(model)}
+    out["peak_memory_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 3) if device.type == "cuda" \
+        else None
+    return out
+
+
+def predicted(dry: dict[str, Any] | None, stage: str, workload: dryrun.Workload,
+              precision: str) -> dict[str, Any]:
+    """The dry run's numbers for this workload (step time = its GPU-hours over its steps): from
+    ``results/dryrun.json`` (the paper profile), or counted now by the dry run's own functions when ``dry`` is None
+    (the check mode's small workloads, which that file does not hold)."""
+    if dry is None:
+        step = dryrun.measure(workload)
+        entry = {**step, "steps_per_run": 1, "runs": 1,
+                 **dryrun.estimate(step["flops_per_step"], step["kernels_per_step"], 1, precision)}
+    else:
+        entry = dry.get("stages", {}).get(stage, {}).get("workloads", {}).get(workload.name)
+    if entry is None:
+        return {}
+    steps = entry["steps_per_run"] * entry["runs"]
+    return {"predicted_step_s": entry["gpu_hours"] * 3600 / steps, "predicted_kernels": entry["kernels_per_step"],
+            "predicted_bound": entry["bound"], "flops_per_step": entry["flops_per_step"],
+            "predicted_peak_gib": round(entry["peak_memory_bytes"] / 2**30, 3)}
+
+
+def reference_workload(workload: dryrun.Workload, model: nn.Module) -> dryrun.Workload | None:
+    """``torch.nn.LSTM`` (cuDNN on a GPU) at an LM workload's vocabulary, hidden size, layers, batch and length,
+    stepped exactly like it (the same objective and dropout samples, optimizer and clipping); None for a model
+    without those attributes."""
+    from paperlib.models import build_lm
+
+    if not all(hasattr(model, a) for a in ("vocab_size", "hidden_size", "layers")):
+        return None
+    vocab, hidden, layers = model.vocab_size, model.hidden_size, len(model.layers)
+    return dryrun.Workload(f"nn.LSTM {layers}x{hidden}", lambda: build_lm("torch_lstm", vocab, hidden, layers),
+                           workload.backward, workload.optimizer, workload.steps, workload.length, 1,
+                           workload.clip_norm, workload.batch)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the plan
+
+def plan(stages: list[str], params: dict[str, Any], profile: str, cap: dryrun.Cap, precision: str,
+         per_stage: int | None) -> list[tuple[str, dryrun.Workload]]:
+    """Every stage's workloads, round robin over the stages (``per_stage`` caps each stage's count)."""
+    queues = []
+    for stage in stages:
+        settings = experiment_params(stage, profile, params)
+        workloads = list(dryrun.ADAPTERS[stage](stage, settings, precision, cap))
+        queues.append([(stage, w) for w in workloads[:per_stage]])
+    order = []
+    for index in range(max(map(len, queues), default=0)):
+        order += [queue[index] for queue in queues if index < len(queue)]
+    return order
+
+
+def measure_workloads(order: list[tuple[str, dryrun.Workload]], device: torch.device, deadline: float,
+                      warmup: int, repeats: int, dry: dict[str, Any] | None, precision: str,
+                      peak_tflops: float) -> tuple[list, list]:
+    """Time the planned workloads until ``deadline`` (``time.monotonic()``); returns (measured, not timed)."""
+    measured, not_timed, references = [], [], {}
+    for index, (stage, workload) in enumerate(order):
+        if time.monotonic() > deadline:
+            not_timed += [{"stage": s, "workload": w.name, "reason": "budget"} for s, w in order[index:]]
+            break
+        row: dict[str, Any] = {"stage": stage, "workload": workload.name, "batch": workload.batch,
+                               "length": workload.length}
+        try:
+            model = build(workload, device)
+            row.update(time_workload(workload, device, warmup, repeats, model))
+            row.update(predicted(dry, stage, workload, precision))
+            if row.get("flops_per_step"):
+                row["mfu"] = float(f"{row['flops_per_step'] / row['step_s'] / (peak_tflops * 1e12):.3g}")
+            if row.get("predicted_step_s"):
+                row["measured_over_predicted"] = round(row["step_s"] / row["predicted_step_s"], 3)
+            reference = reference_workload(workload, model) if stage in LM_STAGES else None
+            del model
+            if reference is not None:
+                shape = (reference.name, reference.batch, reference.length)
+                if shape not in references:
+                    references[shape] = time_workload(reference, device, warmup, repeats)["tokens_per_s"]
+                row["reference"] = reference.name
+                row["reference_tokens_per_s"] = references[shape]
+                row["over_reference"] = round(row["tokens_per_s"] / references[shape], 3)
+            row["status"] = "timed"
+        except torch.cuda.OutOfMemoryError as err:  # recorded, not fatal: the next workload may fit
+            row.update(status="out of memory", error=str(err).splitlines()[0])
+        except Exception as err:  # noqa: BLE001 - one broken workload must not hide the others' numbers
+            row.update(status="error", error=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+        finally:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        measured.append(row)
+    return measured, not_timed
+
+
+def compile_timings(order: list[tuple[str, dryrun.Workload]], modes: list[str], device: torch.device,
+                    deadline: float, warmup: int, repeats: int) -> list[dict[str, Any]]:
+    """The first LM workload under ``torch.compile`` in each mode: first step (compilation included), steady step."""
+    lm = next(((s, w) for s, w in order if s in LM_STAGES), None)
+    rows = []
+    for mode in modes:
+        if lm is None:
+            rows.append({"mode": mode, "status": "not timed: no LM workload planned"})
+            continue
+        stage, workload = lm
+        row = {"mode": mode, "stage": stage, "workload": workload.name}
+        if time.monotonic() + COMPILE_SECONDS[mode] > deadline:
+            rows.append({**row, "status": f"not timed: budget (compiling takes >= {COMPILE_SECONDS[mode]:g} s)"})
+            continue
+        try:
+            torch._dynamo.reset()
+            model = build(workload, device)
+            compiled = torch.compile(model, mode=mode)
+            compiled_workload = dryrun.Workload(workload.name, lambda: compiled, workload.backward,
+                                                lambda _: workload.optimizer(model), workload.steps, workload.length,
+                                                workload.runs, workload.clip_norm, workload.batch)
+            result = time_workload(compiled_workload, device, warmup, repeats, compiled)
+            rows.append({**row, "status": "timed", "compile_and_first_step_s": result["first_step_s"],
+                         "step_s": result["step_s"], "tokens_per_s": result["tokens_per_s"],
+                         "kernels_per_step": result["kernels_per_step"]})
+        except Exception as err:  # noqa: BLE001 - a compiler failure is a finding, recorded
+            rows.append({**row, "status": "error", "error": f"{type(err).__name__}: {str(err)[:300]}"})
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the table and the command
+
+def render(result: dict[str, Any]) -> str:
+    """A plain-text summary: environment, tests, ceilings, one line per workload, what was not timed."""
+    env, ceil = result["environment"], result["ceilings"]
+    lines = [f"{env['card']} | driver {env.get('driver')} | torch {env['torch']} | CUDA {env['cuda']} | "
+             f"precision {result['precision']} | {result['mode']} | {result['profile']} workloads",
+             f"ceilings: matmul fp32 {ceil['matmul_tflops_fp32']:g} / tf32 {ceil['matmul_tflops_tf32']:g} / bf16 "
+             f"{ceil['matmul_tflops_bf16']:g} TFLOP/s (n = {ceil['matmul_size']}), copy {ceil['copy_gbps']:g} GB/s"]
+    tests = result.get("tests")
+    if tests:
+        lines.append(f"tests on {tests['device']}: exit {tests['exit']}, {tests.get('passed', '?')} passed, "
+                     f"{tests.get('failed', '?')} failed, {tests.get('errors', '?')} errors, "
+                     f"{tests.get('skipped', '?')} skipped in {tests['seconds']:g} s")
+        lines += [f"  FAILED {name}" for name in tests.get("failing", [])[:20]]
+    lines.append(f"{'stage':24s} {'workload':34s} {'step ms':>9s} {'pred ms':>9s} {'tok/s':>10s} {'MFU':>6s} "
+                 f"{'kernels':>8s} {'pred':>8s} {'vs nn.LSTM':>10s} {'GiB':>6s}")
+    for row in result["workloads"]:
+        if row["status"] != "timed":
+            lines.append(f"{row['stage']:24s} {row['workload'][:34]:34s} {row['status']}: {row.get('error', '')}"[:160])
+            continue
+        pred = row.get("predicted_step_s")
+        lines.append(
+            f"{row['stage']:24s} {row['workload'][:34]:34s} {row['step_s'] * 1e3:9.2f} "
+            f"{pred * 1e3 if pred else float('nan'):9.2f} {row['tokens_per_s']:10.0f} {row.get('mfu', float('nan')):6.3f} "
+            f"{row['kernels_per_step']:8d} {row.get('predicted_kernels', 0):8d} "
+            f"{row.get('over_reference', float('nan')):9.2f}x "
+            f"{row['peak_memory_gib'] if row['peak_memory_gib'] is not None else float('nan'):6.2f}")
+    for row in result.get("compile", []):
+        lines.append(f"compile {row['mode']}: {row['status']}"
+                     + (f", first step {row['compile_and_first_step_s']:.1f} s, step {row['step_s'] * 1e3:.2f} ms"
+                        if row["status"] == "timed" else f" {row.get('error', '')}"))
+    skipped = result["not_timed"]
+    if skipped:
+        lines.append(f"not timed ({len(skipped)}): " + ", ".join(f"{r['stage']}:{r['workload']} ({r['reason']})"
+                                                                 for r in skipped))
+    lines.append(f"elapsed {result['elapsed_s']:.0f} s of a {result['budget_s']:g} s budget -> {result['path']}")
+    return "\n".join(lines)
+
+
+def output_name(env: dict[str, Any], mode: str, today: datetime.date) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", env["card"].lower()).strip("-")
+    return f"cpu-check-{today.isoformat()}.json" if mode == "cpu check" else f"gpu-{slug}-{today.isoformat()}.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cpu", action="store_true", help="check mode: on the CPU, the smoke profile's workloads "
+                        "with sequences cut to 2 positions, one per stage, one timed step, small ceilings")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    parser.add_argument("--budget", type=float, default=300.0, help="seconds for everything after the tests")
+    parser.add_argument("--tests", action="store_true", help="run the unit suite on the device first")
+    parser.add_argument("--pytest-args", default='-m "not slow" tests/', help="what --tests runs (one string)")
+    parser.add_argument("--tests-limit", type=float, default=150.0, help="seconds the test run may take")
+    parser.add_argument("--stages", nargs="*", default=None, help=f"default: all of {', '.join(dryrun.STAGES)}")
+    parser.add_argument("--per-stage", type=int, default=None, help="at most this many workloads per stage")
+    parser.add_argument("--compile", nargs="*", default=[], choices=sorted(COMPILE_SECONDS), metavar="MODE")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dryrun", type=Path, default=REPO / "results" / "dryrun.json")
+    args = parser.parse_args(argv)
+    if not args.cpu and not torch.cuda.is_available():
+        parser.error("no CUDA device here: run on a GPU machine, or use --cpu for the check mode")
+    start = time.monotonic()
+    device = torch.device("cpu" if args.cpu else "cuda")
+    mode = "cpu check" if args.cpu else "gpu"
+    stages = dryrun.check_stages(args.stages)
+    params = load_params()
+    precision = section_params("compute", params).precision["paper"]
+    cap: dryrun.Cap = (lambda n: min(n, 2)) if args.cpu else (lambda n: n)
+    profile = "smoke" if args.cpu else "paper"  # the same builders and steps; small models in the check mode
+    per_stage = 1 if args.cpu and args.per_stage is None else args.per_stage
+    warmup, repeats = (1, 1) if args.cpu else (args.warmup, args.repeats)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    env = environment(device)
+    tests = None
+    if args.tests:
+        tests = run_tests(args.out, args.tests_limit, shlex.split(args.pytest_args), device)
+    deadline = time.monotonic() + args.budget
+    ceiling = ceilings(device, quick=args.cpu)
+    configure(precision)
+    dry = None if args.cpu else json.loads(args.dryrun.read_text())  # check mode: counted per workload
+    order = plan(stages, params, profile, cap, precision, per_stage)
+    measured, not_timed = measure_workloads(order, device, deadline, warmup, repeats, dry, precision,
+                                            ceiling[f"matmul_tflops_{precision}"])
+    compiled = compile_timings(order, args.compile, device, deadline, warmup, repeats)
+    configure("fp32")
+    path = args.out / output_name(env, mode, datetime.date.today())
+    result = {"schema": SCHEMA, "mode": mode, "profile": profile, "precision": precision,
+              "max_length": 2 if args.cpu else None, "environment": env, "tests": tests, "ceilings": ceiling,
+              "workloads": measured, "compile": compiled, "not_timed": not_timed, "budget_s": args.budget,
+              "elapsed_s": round(time.monotonic() - start, 1), "path": str(path.relative_to(args.out.parent)
+                                                                           if path.is_relative_to(args.out.parent)
+                                                                           else path)}
+    path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    print(render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
