@@ -63,6 +63,7 @@ def cmd_data_summary(args) -> int:
     out = root / args.out
     write_json_atomic(out, summary)
     checksums = {f"{c}/{f.name}": f.sha256 for c in settings.corpora for f in get_corpus(c).files}
+    checksums.update({f"{c}/{d.name}": d.listing_sha256 for c in settings.corpora for d in get_corpus(c).folders})
     for key, sha in checksums.items():
         if sha is None:
             checksums[key] = sha256_of(data_root / key)
