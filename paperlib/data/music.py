@@ -190,18 +190,20 @@ def piano_roll_summary(rolls: PianoRolls) -> dict[str, Any]:
 
 
 def pad_songs(songs: Sequence[Tensor], dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
-    """Songs ``[T_i, 88]`` as one batch ``[B, max T_i, 88]`` (silent frames after each song's end) and lengths [B].
+    """Songs ``[T_i, N]`` (N = 88 for the piano) as one batch ``[B, max T_i, N]``, silent after each song's end,
+    and their lengths [B].
 
     Models that read frames in order never see the padding before a song's last real frame; losses
     average over the real frames only (:func:`paperlib.models.rnn_nade.frame_mean_log_likelihood`).
     """
     if not songs:
         raise ValueError("pad_songs needs at least one song")
-    if any(song.dim() != 2 or song.shape[1] != NOTES or song.shape[0] < 1 for song in songs):
-        raise ValueError(f"every song must be a non-empty [T, {NOTES}] piano roll, got shapes "
+    notes = songs[0].shape[-1]
+    if any(song.dim() != 2 or song.shape[1] != notes or song.shape[0] < 1 for song in songs):
+        raise ValueError(f"every song must be a non-empty [T, N] piano roll with one N, got shapes "
                          f"{[tuple(s.shape) for s in songs]}")
     lengths = torch.tensor([song.shape[0] for song in songs])
-    batch = torch.zeros(len(songs), int(lengths.max()), NOTES, dtype=dtype)
+    batch = torch.zeros(len(songs), int(lengths.max()), notes, dtype=dtype)
     for row, song in enumerate(songs):
         batch[row, : song.shape[0]] = song.to(dtype)
     return batch, lengths
