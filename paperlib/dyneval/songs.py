@@ -70,8 +70,10 @@ def _check_songs(songs: Sequence[Tensor], notes: int | None) -> None:
                              f"got shape {tuple(song.shape)}")
 
 
-def _model_dtype(model: nn.Module) -> torch.dtype:
-    return next(model.parameters()).dtype
+def _as_model_input(model: nn.Module, frames: Tensor) -> Tensor:
+    """Frames on the model's device, in its floating dtype."""
+    like = next(model.parameters())
+    return frames.to(device=like.device, dtype=like.dtype)
 
 
 def dynamic_evaluate_songs(
@@ -102,7 +104,6 @@ def dynamic_evaluate_songs(
         raise ValueError(f"segment_len must be a positive integer, got {segment_len!r}")
     _check_songs(songs, getattr(model, "notes", None))
     hyper = dict(rule=rule, lr=lr, decay=decay, eps=eps, momentum=None, alpha=None, ms_g=ms_g, rms_decay=rms_decay)
-    dtype = _model_dtype(model)
     losses = []
     with _eval_mode(model):
         names = adapted_parameters(model, adapt)
@@ -113,7 +114,7 @@ def dynamic_evaluate_songs(
         oracle = _direct_oracle(call, per_stream=True, step_losses=_negative_log_likelihood)
         for song in songs:
             params = {n: p.clone() for n, p in theta_g.items()}  # the weights reset at every song boundary
-            frames = song.to(dtype).unsqueeze(0)  # [1, T, N]
+            frames = _as_model_input(model, song).unsqueeze(0)  # [1, T, N]
             result = _run(oracle, params, theta_g, hyper, _segments(frames, segment_len), None, callback)
             losses.append(result.losses[0])
     return SongEvaluation(losses)
@@ -127,8 +128,8 @@ def static_evaluate_songs(model: nn.Module, songs: Sequence[Tensor], batch_size:
     with _eval_mode(model):
         for start in range(0, len(songs), batch_size):
             chunk = songs[start : start + batch_size]
-            frames, lengths = pad_songs(chunk, _model_dtype(model))
-            log_probs, _ = model(frames)
+            frames, lengths = pad_songs(chunk)
+            log_probs, _ = model(_as_model_input(model, frames))
             losses += [-log_probs[row, :length] for row, length in enumerate(lengths.tolist())]
     return SongEvaluation(losses)
 
@@ -160,7 +161,9 @@ def song_mean_squared_gradients(
         for start in range(0, len(songs), batch_size):
             if max_batches is not None and batches >= max_batches:
                 break
-            frames, lengths = pad_songs(songs[start : start + batch_size], _model_dtype(model))
+            frames, lengths = pad_songs(songs[start : start + batch_size])
+            frames = _as_model_input(model, frames)
+            lengths = lengths.to(frames.device)
             leaves = {n: named[n].detach().requires_grad_() for n in names}
             with torch.enable_grad():
                 log_probs, _ = functional_call(model, {**frozen, **leaves}, (frames,))
