@@ -46,7 +46,7 @@ def test_corpus_results_have_static_rows_per_seed_and_tuned_dynamic_rows(tmp_pat
         songs = rows[key]["test_song_ll"]
         assert len(songs) == 3 and rows[key]["test_ll"] == pytest.approx(sum(songs) / 3)  # equal lengths: mean of songs
     assert rows["sgd"]["valid_ll"] == max(t["valid_ll"] for t in rows["sgd"]["trials"])
-    assert result["thesis"]["static"] == -5.28
+    assert result["thesis"]["static"] == -5.28 and "nade" not in rows
     again = corpus_results(rolls, settings, train_model, lambda m: None)  # the finished runs are read back
     assert again["seeds"] == result["seeds"] and again["rows"]["static"] == rows["static"]
 
@@ -61,3 +61,20 @@ def test_music_settings_are_checked():
     with pytest.raises(ValueError, match="dyneval.sgd_lr"):
         _settings(dyneval={"segment_len": 3, "sgd_lr": [], "global_rms_lr": [0.1], "gradient_batch_size": 4,
                            "gradient_max_batches": None})
+
+
+def test_frame_nade_row_is_trained_when_asked_and_lies_below_its_untrained_start(tmp_path):
+    rolls = _rolls()
+    settings = _settings(seeds=[0], frame_nade={"jsb_chorales": {"hidden_size": 6, "train": {
+        "batch_size": 4, "lr": 0.02, "optimizer": "adam", "max_epochs": 4}}})
+    train_model = _train_or_load(settings, "jsb_chorales", rolls, tmp_path, torch.device("cpu"), False, lambda m: None)
+    rows = corpus_results(rolls, settings, train_model, lambda m: None)["rows"]
+    assert rows["nade"]["parameters"] == 2 * 88 * 6 + 6 + 88
+    from paperlib.dyneval.songs import static_evaluate_songs
+    from paperlib.models.nade import NADE
+
+    torch.manual_seed(0)
+    untrained = static_evaluate_songs(NADE(88, 6), rolls.split("test")).log_likelihood_per_frame()
+    assert rows["nade"]["test_ll"] > untrained + 5.0
+    with pytest.raises(ValueError, match="frame_nade.nottingham: not one of corpora"):
+        _settings(frame_nade={"nottingham": {"hidden_size": 6, "train": {}}})

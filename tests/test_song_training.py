@@ -60,3 +60,17 @@ def test_batches_hold_songs_of_similar_length_and_bad_settings_are_rejected():
         SongTrainConfig(optimizer="lbfgs")
     with pytest.raises(ValueError, match="bptt"):
         SongTrainConfig(bptt=0)
+
+
+def test_the_frame_independent_nade_trains_and_evaluates_as_a_model_of_songs():
+    from paperlib.models.nade import NADE
+
+    torch.manual_seed(0)
+    nade = NADE(10, 8)
+    train, valid = _songs(16, seed=5), _songs(4, seed=6)
+    before = static_evaluate_songs(nade, valid).log_likelihood_per_frame()
+    result = train_on_songs(nade, train, valid, SongTrainConfig(batch_size=4, lr=0.02, optimizer="adam", max_epochs=5))
+    frames = torch.cat(valid).float()
+    with torch.no_grad():
+        assert result.best_valid_ll == pytest.approx(float(nade.log_prob(frames).mean()), abs=1e-5)
+    assert result.best_valid_ll > before + 1.0

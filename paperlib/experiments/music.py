@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -25,6 +25,7 @@ from paperlib.dyneval.songs import dynamic_evaluate_songs, song_mean_squared_gra
 from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.config import register_experiment
 from paperlib.experiments.runs import json_safe
+from paperlib.models.nade import NADE
 from paperlib.models.rnn_nade import LSTMNADE
 from paperlib.reference.music import table_4_6
 from paperlib.song_training import SongTrainConfig, train_on_songs
@@ -53,7 +54,8 @@ class MusicParams:
     set per run from ``seeds``). ``dyneval``: ``segment_len`` (frames per update), the learning-rate grids
     ``sgd_lr`` and ``global_rms_lr`` searched on the validation songs, and the training batches of MS_g
     (``gradient_batch_size`` songs, at most ``gradient_max_batches``, null for all). ``valid_songs`` /
-    ``test_songs``: the first songs of each split used (null: all).
+    ``test_songs``: the first songs of each split used (null: all). ``frame_nade`` (optional) maps a corpus to
+    ``{"hidden_size": H, "train": {...}}``: Table 4.6's "NADE (1 frame only)" row, trained with the first seed.
     """
 
     corpora: list[str]
@@ -63,6 +65,7 @@ class MusicParams:
     dyneval: dict
     valid_songs: int | None = None
     test_songs: int | None = None
+    frame_nade: dict = field(default_factory=dict)
     threads: int = 2
 
     def __post_init__(self) -> None:
@@ -87,6 +90,14 @@ class MusicParams:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1 or null, got {value}")
+        for corpus, block in self.frame_nade.items():
+            if corpus not in self.corpora:
+                raise ValueError(f"frame_nade.{corpus}: not one of corpora {self.corpora}")
+            _require_keys(f"frame_nade.{corpus}", block, ("hidden_size", "train"))
+            try:
+                SongTrainConfig(**block["train"])
+            except TypeError as err:
+                raise ValueError(f"frame_nade.{corpus}.train: {err}") from None
         if self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads}")
 
@@ -115,7 +126,8 @@ def _tuned_dynamic_evaluation(model: LSTMNADE, valid: Sequence[Tensor], test: Se
 def corpus_results(rolls: PianoRolls, settings: MusicParams, train_model: Callable[[int], tuple[LSTMNADE, dict]],
                    log: Callable[[str], None]) -> dict[str, Any]:
     """Table 4.6's rows for one corpus: static per seed (models from ``train_model(seed)``), then SGD and global
-    RMS dynamic evaluation of the first seed's model, tuned on the validation songs."""
+    RMS dynamic evaluation of the first seed's model, tuned on the validation songs, and the frame-independent
+    NADE when ``frame_nade`` names the corpus."""
     valid = rolls.split("valid")[: settings.valid_songs]
     test = rolls.split("test")[: settings.test_songs]
     seeds = []
@@ -137,6 +149,17 @@ def corpus_results(rolls: PianoRolls, settings: MusicParams, train_model: Callab
     for rule in RULES:
         rows[rule] = _tuned_dynamic_evaluation(model, valid, test, rule, dyn[f"{rule}_lr"],
                                                ms_g if rule == "global_rms" else None, dyn["segment_len"], log)
+    if rolls.name in settings.frame_nade:
+        block = settings.frame_nade[rolls.name]
+        torch.manual_seed(settings.seeds[0])
+        nade = NADE(88, block["hidden_size"])
+        config = SongTrainConfig(**{**block["train"], "seed": settings.seeds[0]})
+        trained = train_on_songs(nade, rolls.split("train"), valid, config)
+        nade_test = static_evaluate_songs(nade, test)
+        rows["nade"] = {"valid_ll": trained.best_valid_ll, "test_ll": nade_test.log_likelihood_per_frame(),
+                        "test_song_ll": nade_test.song_log_likelihoods().tolist(),
+                        "parameters": sum(p.numel() for p in nade.parameters())}
+        log(f"  NADE (1 frame only): valid {trained.best_valid_ll:.3f}  test {rows['nade']['test_ll']:.3f} nats/frame")
     test_lls = torch.tensor([s["test_ll"] for s in seeds], dtype=torch.float64)
     return {
         "frame": rolls.frame,

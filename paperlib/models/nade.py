@@ -80,7 +80,10 @@ def check_frames(frames: Tensor, notes: int) -> None:
 class NADE(nn.Module):
     """A NADE over single frames, eqs. (2.58)-(2.63): each frame modelled independently of the others.
 
-    This is the "NADE (1 frame only)" baseline of Table 4.6. ``forward(frames [..., N]) -> log P [...]``.
+    This is the "NADE (1 frame only)" baseline of Table 4.6. :meth:`log_prob` gives log P(frame) ``[...]`` for
+    frames ``[..., N]``; ``forward(frames [B, T, N], state=None) -> (log P [B, T], None)`` is the interface of a
+    model of songs (:mod:`paperlib.models.rnn_nade`), with no state since frames are independent, so the
+    baseline trains and evaluates with the same tools as the LSTM-NADE.
     Initialisation (unstated in the seeds): weights U(-1/√H, 1/√H) for ``weight_in`` and U(-1/√N, 1/√N)
     for ``weight_out`` (PyTorch's linear-layer default for their fan-in), biases zero.
     """
@@ -111,9 +114,12 @@ class NADE(nn.Module):
             mask = frames.new_empty(*frames.shape[:-1], self.hidden_size).bernoulli_(keep).div_(keep)
         return nade_logits(frames, self.weight_in, self.weight_out, bias_hidden, bias_out, self.activation, mask)
 
-    def forward(self, frames: Tensor) -> Tensor:
+    def log_prob(self, frames: Tensor) -> Tensor:
         check_frames(frames, self.notes)
         return nade_log_prob(frames, self.logits(frames))
+
+    def forward(self, frames: Tensor, state: None = None) -> tuple[Tensor, None]:
+        return self.log_prob(frames), None
 
     def extra_repr(self) -> str:
         return f"notes={self.notes}, hidden_size={self.hidden_size}, activation={self.activation}, dropout={self.dropout}"
