@@ -20,6 +20,6 @@ __all__ = [
     "CORPORA", "EOS", "END_OF_WORD", "MIRROR_ENV", "NOTES", "SPLITS", "UNK", "Corpus", "CorpusFile", "CorpusFolder",
     "DataError", "PianoRolls", "ReverseCopyData", "SentenceBatch", "TokenizedCorpus", "Vocabulary", "WordList",
     "batchify", "bptt_windows", "english_word_list", "fetch_corpus", "get_corpus", "is_fetched", "load_corpus",
-    "load_piano_rolls", "num_windows", "pad_sentences", "pad_songs", "piano_roll_summary", "reverse_copy", "sentence_batches",
-    "split_tokens", "split_types", "tokenize", "truncate_sentences", "uniform_symbols",
+    "load_piano_rolls", "num_windows", "pad_sentences", "pad_songs", "piano_roll_summary", "reverse_copy",
+    "sentence_batches", "split_tokens", "split_types", "tokenize", "truncate_sentences", "uniform_symbols",
 ]

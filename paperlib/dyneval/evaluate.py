@@ -105,8 +105,8 @@ def dynamic_evaluate(
                     codec_other = _StateCodec(start)
                     statistics = parallel(_vmap_oracle(model, frozen, codec_other), params,
                                           [t.unsqueeze(1) for t in codec_other.pack(start)])
-                result = _run(_vmap_oracle(model, frozen, codec), params, theta_g, hyper, bptt_windows(streams, segment_len),
-                              packed, callback, statistics)
+                result = _run(_vmap_oracle(model, frozen, codec), params, theta_g, hyper,
+                              bptt_windows(streams, segment_len), packed, callback, statistics)
                 result.state = codec.unpack([t.squeeze(1) for t in result.state])
     if tokens.dim() == 1:
         result.losses = result.losses[0]

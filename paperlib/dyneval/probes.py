@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call
-from paperlib.dyneval.core import AdaptSpec, Params, _eval_mode, adapted_parameters
 from paperlib.data.batching import bptt_windows
+from paperlib.dyneval.core import AdaptSpec, Params, _eval_mode, adapted_parameters
 from paperlib.dyneval.evaluate import _run
 from paperlib.dyneval.gradients import _direct_oracle
 from paperlib.dyneval.rules import _check_rule_args

@@ -136,7 +136,8 @@ def corpus_results(rolls: PianoRolls, settings: MusicParams, train_model: Callab
         model, info = train_model(seed)
         static_valid = static_evaluate_songs(model, valid).log_likelihood_per_frame()
         static_test = static_evaluate_songs(model, test)
-        seeds.append({"seed": seed, **info, "valid_ll": static_valid, "test_ll": static_test.log_likelihood_per_frame()})
+        seeds.append({"seed": seed, **info, "valid_ll": static_valid,
+                      "test_ll": static_test.log_likelihood_per_frame()})
         log(f"  seed {seed}: static valid {static_valid:.3f}  test {seeds[-1]['test_ll']:.3f} nats/frame")
         if first is None:
             first = model, static_test

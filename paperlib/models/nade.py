@@ -122,4 +122,5 @@ class NADE(nn.Module):
         return self.log_prob(frames), None
 
     def extra_repr(self) -> str:
-        return f"notes={self.notes}, hidden_size={self.hidden_size}, activation={self.activation}, dropout={self.dropout}"
+        return (f"notes={self.notes}, hidden_size={self.hidden_size}, activation={self.activation}, "
+                f"dropout={self.dropout}")
