@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from paperlib.data.music import pad_songs, piano_roll
-from paperlib.models.nade import NADE, nade_log_prob, nade_logits
+from paperlib.models.nade import NADE, nade_log_prob, nade_logits, sparse_nade_logits
 from paperlib.models.rnn_nade import LSTMNADE, frame_mean_log_likelihood, thesis_lstm_nade
 
 
@@ -24,12 +24,20 @@ def all_binary_vectors(n: int) -> torch.Tensor:
     return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=torch.float64)  # [2^n, n]
 
 
+FORMS = [nade_logits, sparse_nade_logits]  # eq. (2.61) over all notes, and over the sounding notes only
+
+
+def _log_prob(form, nade: NADE, x: torch.Tensor) -> torch.Tensor:
+    logits = form(x, nade.weight_in, nade.weight_out, nade.bias_hidden, nade.bias_out, nade.activation)
+    return nade_log_prob(x, logits)
+
+
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("activation", ["relu", "sigmoid"])
 @pytest.mark.parametrize("notes", [1, 3, 7])
-def test_nade_probabilities_of_all_binary_vectors_sum_to_one(activation, notes):
+def test_nade_probabilities_of_all_binary_vectors_sum_to_one(form, activation, notes):
     nade = _random_nade(notes, 5, activation)
-    x = all_binary_vectors(notes)
-    total = nade.log_prob(x).exp().sum()
+    total = _log_prob(form, nade, all_binary_vectors(notes)).exp().sum()
     assert total.item() == pytest.approx(1.0, abs=1e-12)
 
 
@@ -57,12 +65,15 @@ def _note_by_note_log_prob(x, weight_in, weight_out, bias_hidden, bias_out, act)
     return total
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("activation", ["relu", "sigmoid"])
-def test_nade_log_likelihood_equals_the_note_by_note_loop(activation):
+def test_nade_log_likelihood_equals_the_note_by_note_loop(form, activation):
     nade = _random_nade(12, 6, activation, seed=3)
     act = torch.relu if activation == "relu" else torch.sigmoid
     x = (torch.rand(20, 12, generator=torch.Generator().manual_seed(1)) < 0.4).double()
-    ours = nade.log_prob(x)
+    x[0] = 0  # a silent frame
+    x[1] = 1  # every note sounding
+    ours = _log_prob(form, nade, x)
     for row in range(20):
         expected = _note_by_note_log_prob(x[row], nade.weight_in, nade.weight_out, nade.bias_hidden, nade.bias_out, act)
         assert ours[row].item() == pytest.approx(expected, abs=1e-10)
@@ -79,7 +90,8 @@ def test_first_note_depends_on_its_bias_alone():
     assert torch.equal(nade.logits(flipped)[:, :3], logits[:, :3])
 
 
-def test_nade_gradients_pass_gradcheck_in_float64():
+@pytest.mark.parametrize("form", FORMS)
+def test_nade_gradients_pass_gradcheck_in_float64(form):
     torch.manual_seed(0)
     x = (torch.rand(3, 6) < 0.5).double()
     params = [torch.randn(4, 6, dtype=torch.float64, requires_grad=True),  # W_in
@@ -87,7 +99,20 @@ def test_nade_gradients_pass_gradcheck_in_float64():
               torch.randn(3, 4, dtype=torch.float64, requires_grad=True),  # per-frame b_h
               torch.randn(3, 6, dtype=torch.float64, requires_grad=True)]  # per-frame b_y
     for activation in ("relu", "sigmoid"):
-        assert torch.autograd.gradcheck(lambda *p: nade_log_prob(x, nade_logits(x, *p, activation)), params)
+        assert torch.autograd.gradcheck(lambda *p: nade_log_prob(x, form(x, *p, activation)), params)
+
+
+def test_sparse_and_dense_forms_agree_on_piano_roll_batches_with_dropout_masks():
+    generator = torch.Generator().manual_seed(4)
+    x = (torch.rand(3, 7, 88, generator=generator, dtype=torch.float64) < 0.05).double()  # [B, T, N]
+    x[0, 0] = 0
+    args = (torch.randn(40, 88, generator=generator, dtype=torch.float64),
+            torch.randn(88, 40, generator=generator, dtype=torch.float64),
+            torch.randn(3, 7, 40, generator=generator, dtype=torch.float64),
+            torch.randn(3, 7, 88, generator=generator, dtype=torch.float64))
+    mask = (torch.rand(3, 7, 40, generator=generator) < 0.5).double() * 2
+    dense, sparse = nade_logits(x, *args, "relu", mask), sparse_nade_logits(x, *args, "relu", mask)
+    assert sparse.shape == (3, 7, 88) and torch.allclose(sparse, dense, atol=1e-10)
 
 
 def _tiny_lstm_nade(seed: int = 0, **options) -> LSTMNADE:
