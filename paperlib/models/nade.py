@@ -16,7 +16,8 @@ notes and takes K + 1 distinct values in a frame with K sounding notes among not
 Nottingham frames hold about 4 of 88). It takes the cumulative sum over the sounding notes only, applies
 eq. (2.62) to those K + 1 hidden vectors, computes eq. (2.63)'s inner product of every output row with each
 of them in one matrix product, and gives note n + 1 the one belonging to the number of sounding notes among
-1..n. On a batch of JSB frames this is about 18 times faster than the dense form (forward and backward).
+1..n. On 912 frames with JSB's density of sounding notes and H = 400, its forward and backward pass take
+about 18 times less time than the dense form's on one CPU thread.
 Weights: ``weight_in`` [H, N] holds the columns W_{hx_m},
 ``weight_out`` [N, H] the rows W_{yh_n}ᵀ (the thesis indexes the output weights by the hidden state; we
 index them by the note they predict, n + 1, which is the same set of vectors).
