@@ -79,3 +79,11 @@ def test_frame_nade_row_is_trained_when_asked_and_lies_below_its_untrained_start
     assert rows["nade"]["test_ll"] > untrained + 5.0
     with pytest.raises(ValueError, match="frame_nade.nottingham: not one of corpora"):
         _settings(frame_nade={"nottingham": {"hidden_size": 6, "train": {}}})
+
+
+def test_thesis_column_of_table_4_6_is_read_by_corpus_name():
+    from paperlib.reference.music import table_4_6
+
+    assert table_4_6("nottingham")["global_rms"] == -1.27 and table_4_6("jsb_chorales")["nade"] == -7.19
+    with pytest.raises(ValueError, match="Table 4.6 has no corpus 'ptb'"):
+        table_4_6("ptb")
