@@ -31,7 +31,7 @@ def cmd_data_list(args) -> int:
     for corpus in CORPORA.values():
         state = "fetched" if is_fetched(corpus, root) else "missing"
         pinned = "" if all(f.sha256 for f in corpus.files) else " (no pinned sha256)"
-        print(f"{corpus.name:10s} {state:8s} {corpus.description}{pinned}")
+        print(f"{corpus.name:12s} {state:8s} {corpus.description}{pinned}")
     return 0
 
 
