@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from paperlib.experiments.claims import VERDICTS
+from paperlib.compendium.results_index.quotes import QUOTES, SEEDS
 
 from paperlib.compendium.results_index.text import INDEX, Results, SEED_ITEMS, _PART, _top_level, plain, shorten
 from paperlib.compendium.results_index.word_generation import WG_NOISE_USED
@@ -144,11 +145,12 @@ def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | 
     return "\n".join(lines) + "\n"
 
 
-def build_index(items: list[dict[str, str]], results: Results) -> list[dict[str, str]]:
+def build_index(items: list[dict[str, str]], results: Results) -> list[dict[str, Any]]:
     """One rendered row per seed item, in the seed table's order; unknown ids are an error. Each row: the seed
     item's id, seed, kind and title, our file, the paper's text, ours, scale, the verdict text, its word
     (``status``), the one-line ``reason`` and the short cells of the table (``paper_short``, ``ours_short``), in
-    plain names (:func:`plain`)."""
+    plain names (:func:`plain`), and ``quotes``, the seed sentences the row judges (``(seed, section, text)``,
+    verbatim, from :data:`.quotes.QUOTES`)."""
     unknown = [item["id"] for item in items if item["id"] not in ROWS]
     if unknown:
         raise ValueError(f"no index row for seed item(s) {', '.join(unknown)}; add them to ROWS")
@@ -157,7 +159,8 @@ def build_index(items: list[dict[str, str]], results: Results) -> list[dict[str,
         row = ROWS[item["id"]]
         rendered = {k: v if k == "status" else plain(v) for k, v in row.render(results).items()}
         table.append({"id": item["id"], "seed": item["seed"], "kind": item["kind"], "title": item["title"],
-                      "file": row.file, "paper": plain(row.paper), **rendered})
+                      "file": row.file, "paper": plain(row.paper), **rendered,
+                      "quotes": QUOTES.get(item["id"], [])})
     return table
 
 
@@ -347,14 +350,25 @@ def _evidence_lines(clause: str, indent: str = "  ") -> list[str]:
     return [f"{indent}- {clause}"]
 
 
-def render_details(row: Mapping[str, str]) -> list[str]:
-    """One item's detail section: its anchor, heading, verdict and reason, files, the paper's text, ours, the
-    scale and the evidence, one line per part (a part's evidence one level deeper)."""
+def render_quote(seed: str, section: str, text: str) -> str:
+    """One seed quote as a line of the details: the verbatim text, then the seed, its file and the section."""
+    name, file = SEEDS[seed]
+    return f"“{text}” — {name} (`{file}`), {section}"
+
+
+def render_details(row: Mapping[str, Any]) -> list[str]:
+    """One item's detail section: its anchor, heading, verdict and reason, files, the paper's text, the seed
+    sentences the row judges, ours, the scale and the evidence, one line per part (a part's evidence one level
+    deeper)."""
     body = row["verdict"].split(": ", 1)[1] if ": " in row["verdict"] else ""
     lines = [f'<a id="{anchor(row["id"])}"></a>', "", f"### {row['id']} — {row['title']}", "",
              f"**{row['status']}** — {row['reason']}", ""]
-    for name, key in (("Files", "file"), ("Paper", "paper"), ("Ours", "ours"), ("Scale", "scale")):
-        if row[key] not in ("", "—"):
+    for name, key in (("Files", "file"), ("Paper", "paper"), ("Seed text", "quotes"), ("Ours", "ours"),
+                      ("Scale", "scale")):
+        if key == "quotes":
+            quotes = row.get("quotes") or []
+            lines += [f"- **{name}:**"] * bool(quotes) + [f"  - {render_quote(*quote)}" for quote in quotes]
+        elif row[key] not in ("", "—"):
             lines.append(f"- **{name}:** {row[key]}")
     parts = _top_level(body) if body and body != row["reason"] else []
     if parts:
