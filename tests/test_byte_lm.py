@@ -59,9 +59,9 @@ def test_a_missing_or_corrupt_corpus_is_a_clear_error(tmp_path, data_root):
         load_bytes("wikitext3", tmp_path)
 
 
-def _results(mlstm_bpb, lstm_bpb, seeds=1, std=0.0):
+def _results(mlstm_bpb, lstm_bpb, seeds=1, std=0.0, parameters=46_000_000):
     def entry(bpb):
-        return {"test_bpb": bpb, "test_bpb_std": std, "seeds": seeds, "parameters": 1_000_000,
+        return {"test_bpb": bpb, "test_bpb_std": std, "seeds": seeds, "parameters": parameters,
                 "test_word_ppl": 2 ** (bpb * 5.1165)}
 
     return {"summary": {"mlstm": entry(mlstm_bpb), "lstm": entry(lstm_bpb)}}
@@ -86,3 +86,16 @@ def test_claim_rules():
     only_mlstm = {"summary": {"mlstm": _results(1.9, 2.0)["summary"]["mlstm"]}}
     assert list(verdicts(only_mlstm)) == [on_par]
     assert byte_claim(only_mlstm).not_run == ("mLSTM vs LSTM (not both trained)",)  # the paper profile trains one
+
+
+def test_on_par_with_word_level_models_is_not_run_for_a_byte_mlstm_far_below_the_thesis_size():
+    """An absolute perplexity of 46M-parameter models cannot be reached by a model of 1M parameters: that part is
+    not run at this scale (named with both sizes), not a failure; the seed-margin comparison is still judged."""
+    small = _results(1.847, 1.851, seeds=3, std=0.003, parameters=980_000)  # margin 0.0049
+    claim = byte_claim(small)
+    assert [p.label for p in claim.parts] == ["mLSTM beats LSTM"]
+    assert claim.not_run == ("byte mLSTM on par with word-level VD LSTMs (at this scale: 0.98M params against "
+                             "the thesis' 46M cannot reach the word-level models' perplexity)",)
+    assert claim.verdict == "within noise"  # not "not reproduced"
+    assert [p.label for p in byte_claim(_results(1.847, 1.851, parameters=23_000_000)).parts] == [
+        "mLSTM beats LSTM", "byte mLSTM on par with word-level VD LSTMs"]

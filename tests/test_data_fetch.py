@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from paperlib.compendium.cli import main as cli_main
-from paperlib.data.corpora import MIRROR_ENV, Corpus, CorpusFile, DataError, fetch_corpus, get_corpus, is_fetched, sha256_of
+from paperlib.data.corpora import (MIRROR_ENV, Corpus, CorpusFile, CorpusFolder, DataError, fetch_corpus, get_corpus,
+                                   is_fetched, listing_sha256, sha256_of)
 
 FILES = {"tiny.train.txt": b"a b c\nb c\n", "tiny.valid.txt": b"a c\n", "tiny.test.txt": b"c b\n"}
 
@@ -209,3 +210,78 @@ def test_cli_unknown_corpus_is_one_line_and_nonzero(tmp_path, capsys):
     code = cli_main(["data", "fetch", "penn", "--root", str(tmp_path), "--mirror", str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "unknown corpus 'penn'" in err and "\n" not in err
+
+
+MIDI_FILES = {"a.mid": b"MThd-one", "b.mid": b"MThd-two", "c.mid": b"MThd-three"}
+
+
+def tiny_folder_corpus(url: str, files=MIDI_FILES, member="tiny-1234/MIDI") -> Corpus:
+    listing = "".join(f"{_sha(data)}  {name}\n" for name, data in sorted(files.items()))
+    folder = CorpusFolder("MIDI", member, "tiny/MIDI", _sha(listing.encode()), len(files), ".mid")
+    return Corpus(name="tiny", description="test corpus", url=url, level="piano_roll", licence="none", files=(),
+                  folders=(folder,))
+
+
+def _mirror_folder(tmp_path: Path, files=MIDI_FILES) -> Path:
+    mirror = tmp_path / "mirror"
+    (mirror / "tiny" / "MIDI").mkdir(parents=True)
+    for name, data in files.items():
+        (mirror / "tiny" / "MIDI" / name).write_bytes(data)
+    (mirror / "tiny" / "MIDI" / "README").write_bytes(b"not part of the folder")
+    return mirror
+
+
+def test_folder_listing_checksum_equals_sha256sum_of_sorted_files(tmp_path):
+    mirror = _mirror_folder(tmp_path)
+    expected = "".join(f"{_sha(MIDI_FILES[n])}  {n}\n" for n in ("a.mid", "b.mid", "c.mid"))
+    assert listing_sha256(mirror / "tiny" / "MIDI", ".mid") == (_sha(expected.encode()), 3)
+
+
+def test_folder_from_mirror_is_copied_verified_and_refetched_when_tampered(tmp_path):
+    mirror = _mirror_folder(tmp_path)
+    corpus = tiny_folder_corpus("http://127.0.0.1:9/unused.zip")
+    folder = fetch_corpus(corpus, tmp_path / "raw", mirror=mirror)
+    assert sorted(p.name for p in (folder / "MIDI").iterdir()) == sorted(MIDI_FILES)
+    (folder / "MIDI" / "b.mid").write_bytes(b"tampered")
+    assert not is_fetched(corpus, tmp_path / "raw")
+    fetch_corpus(corpus, tmp_path / "raw", mirror=mirror)
+    assert (folder / "MIDI" / "b.mid").read_bytes() == MIDI_FILES["b.mid"]
+
+
+def test_corrupt_or_incomplete_mirror_folder_is_rejected_and_nothing_is_left(tmp_path):
+    corpus = tiny_folder_corpus("http://127.0.0.1:9/unused.zip")
+    mirror = _mirror_folder(tmp_path, dict(MIDI_FILES, **{"c.mid": b"MThd-thre3"}))
+    with pytest.raises(DataError, match="checksum mismatch for folder MIDI"):
+        fetch_corpus(corpus, tmp_path / "raw", mirror=mirror)
+    assert leftovers(tmp_path / "raw" / "tiny") == []
+    (mirror / "tiny" / "MIDI" / "c.mid").unlink()
+    with pytest.raises(DataError, match="has 2 .mid files, expected 3"):
+        fetch_corpus(corpus, tmp_path / "raw", mirror=mirror)
+    assert leftovers(tmp_path / "raw" / "tiny") == []
+
+
+def test_folder_download_keeps_only_the_folders_own_files(http_server, tmp_path):
+    www, base = http_server
+    members = {f"tiny-1234/MIDI/{n}": d for n, d in MIDI_FILES.items()}
+    members["tiny-1234/MIDI/melody/a.mid"] = b"a part, not a tune"
+    members["tiny-1234/README.md"] = b"readme"
+    with zipfile.ZipFile(www / "tiny.zip", "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    corpus = tiny_folder_corpus(f"{base}/tiny.zip")
+    folder = fetch_corpus(corpus, tmp_path / "raw", timeout=10)
+    assert {p.name: p.read_bytes() for p in (folder / "MIDI").iterdir()} == MIDI_FILES
+    assert is_fetched(corpus, tmp_path / "raw")
+
+
+def test_registry_pins_the_manifest_music_checksums(mirror):
+    import json
+
+    music = json.loads((mirror / "MANIFEST.json").read_text())["music"]
+    jsb = get_corpus("jsb_chorales").files[0]
+    assert (jsb.mirror_path, jsb.sha256, jsb.size) == (music["jsb_chorales"]["path"], music["jsb_chorales"]["sha256"],
+                                                       music["jsb_chorales"]["bytes"])
+    midi = get_corpus("nottingham").folders[0]
+    assert (midi.mirror_path + "/", midi.listing_sha256, midi.count) == (
+        music["nottingham"]["path"], music["nottingham"]["listing_sha256"], music["nottingham"]["files"])
+    assert listing_sha256(mirror / midi.mirror_path, midi.suffix) == (midi.listing_sha256, midi.count)

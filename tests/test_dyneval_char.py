@@ -289,7 +289,7 @@ def test_tiny_run_end_to_end_with_zero_learning_rate_reproduces_static_and_reuse
     (recovery,) = recovery_claim(results).parts
     assert recovery.label == "the mLSTM recovers faster than the LSTM"
     assert recovery.verdict == direction_word(found["gap"], found["margin"])
-    assert set(claims(results)) == set(CLAIMS)
+    assert set(claims(results)) == set(CLAIMS) - {"K-F3.2"}  # the tiny run sweeps the mLSTM's sizes only
     assert results["paper"]["table_4_4"]["global_rms"] == 1.08
     provenance = json.loads(out.with_name("dyneval_char.provenance.json").read_text())
     assert provenance["profile"] == "smoke" and {"train_mlstm", "table_mlstm", "recovery"} <= set(provenance["seconds"])

@@ -44,6 +44,27 @@ def test_each_table_claims_its_own_pairs_of_the_papers_ranking():
     assert table.loc[("mogrifier_lstm", "paper (Melis T2.1, 24M params)"), "test"] == 51.0
 
 
+def test_tables_4_1_and_4_2_name_the_chapter_4_mogrifier_as_not_run_or_judge_it_against_chapter_2s():
+    """Table 4.1 / 4.2 also claim that ch. 4's setup beats ch. 2's Mogrifier (51.0 -> 48.5 ppl): without a model
+    trained with that setup the part is named as not run, and the row cannot read plain "reproduced"."""
+    def summary(models):
+        return {m: {"test_ppl": v, "test_ppl_std": 0.5, "seeds": 3, "parameters": 1} for m, v in models.items()}
+
+    plain = {"level": "word", "summary": summary({"lstm": 139.3, "mogrifier_lstm": 134.1, "mogrifier_rlstm": 128.7})}
+    claim = ordering_claim(plain, "M-T4.1")
+    assert [p.verdict for p in claim.parts] == ["reproduced", "reproduced"]
+    assert claim.not_run == ("Mogrifier (ch. 4 setup) vs Mogrifier (the ch. 4 setup not trained)",)
+    assert claim.verdict == "partly"
+    assert ordering_claim(plain, "M-T2.1").not_run == ()  # Table 2.1 makes no such claim
+    both = {"level": "word", "summary": summary({"lstm": 139.3, "mogrifier_lstm": 134.1,
+                                                 "mogrifier_lstm_ch4": 131.0, "mogrifier_rlstm": 128.7})}
+    claim = ordering_claim(both, "M-T4.1")
+    assert claim.parts[-1].label == "Mogrifier (ch. 4 setup) better than Mogrifier" and claim.verdict == "reproduced"
+    assert "thesis: 51.0 vs 48.5 ppl, Tables 2.1 / 4.1" in claim.parts[-1].claim
+    both["summary"]["mogrifier_lstm_ch4"]["test_ppl"] = 135.0
+    assert ordering_claim(both, "M-T4.1").parts[-1].verdict == "not reproduced"
+
+
 def test_an_ordering_part_is_within_noise_inside_the_margin_and_with_one_seed():
     def results(gap, std, seeds):
         summary = {m: {"test_bpc": v, "test_bpc_std": std, "seeds": seeds, "parameters": 1}
@@ -107,17 +128,18 @@ def test_ablation_findings_are_judged_against_the_measured_seed_spread():
     ppl = {"lstm": 100, "mogrifier_r2": 95, "mogrifier_r4": 90, "full_rank": 91, "no_zigzag": 89, "mlstm": 99}
     assert verdicts(ppl) == {
         "more rounds help": "reproduced",
-        "full rank within 2% of low rank": "reproduced",
+        "full rank close behind low rank": "partly reproduced",  # ahead by 1 < 1.63; 1 from it < 10 / 2
         "zigzag helps": "not reproduced",  # 89 vs 90: the other way, inside 1.63
         "mLSTM no better than LSTM": "reproduced",  # 99 vs 100: within noise, so not an improvement
     }
     ppl.update(no_zigzag=91)
     assert verdicts(ppl)["zigzag helps"] == "within noise"  # the thesis' way by 1, inside the margin
     ppl.update(mogrifier_r4=97, mlstm=95, no_zigzag=93, full_rank=99)  # r2 -> r4 rises by 2 > 1.63
-    assert verdicts(ppl) == {"more rounds help": "not reproduced", "full rank within 2% of low rank": "not reproduced",
+    assert verdicts(ppl) == {"more rounds help": "not reproduced",
+                             "full rank close behind low rank": "partly reproduced",  # 4 behind r=2, 4 > 5 / 2
                              "zigzag helps": "not reproduced", "mLSTM no better than LSTM": "not reproduced"}
     claim = ablation_claim({"models": models, "summary": summary(ppl)})
-    assert "Mogrifier r=2 -> Mogrifier r=4 rises by 2.0" in claim.parts[0].evidence and claim.verdict == "not reproduced"
+    assert "Mogrifier r=2 -> Mogrifier r=4 rises by 2.0" in claim.parts[0].evidence and claim.verdict == "partly"
     one = verdicts({**ppl, "no_zigzag": 99}, std=0.0, seeds=1)  # no margins: a gap the thesis' way is within noise,
     assert one["zigzag helps"] == "within noise" and one["mLSTM no better than LSTM"] == "not reproduced"  # else fails
     # Fig. 2.3 is the rounds alone; a finding whose models were not trained is left out
@@ -130,6 +152,46 @@ def test_ablation_findings_are_judged_against_the_measured_seed_spread():
     assert "mLSTM no better than LSTM" not in verdicts(ppl)
     assert ablation_claim({"models": models, "summary": summary(ppl)}).not_run == (
         "mLSTM no better than LSTM (its models not trained)",)
+
+
+def test_table_2_3s_numbers_are_shown_and_the_full_rank_finding_is_judged_against_them():
+    from paperlib.compendium.results_index import ROWS
+    from paperlib.reference.language_models import TABLE_2_3
+
+    assert TABLE_2_3 == {"mogrifier_lstm": 54.1, "full_rank": 54.6, "no_zigzag": 55.0, "lstm": 57.5, "mlstm": 57.8}
+    paper = ROWS["M-T2.3"].paper
+    assert "lost" not in paper and all(f" {ppl}" in paper for ppl in TABLE_2_3.values())
+    models = {"lstm": {"cell": "lstm"}, "full_rank": {"cell": "mogrifier_lstm", "options": {"mogrifier_rank": 0}},
+              "mogrifier_r4": {"cell": "mogrifier_lstm", "options": {"mogrifier_rounds": 4}}}
+
+    def full_rank(ppl):
+        summary = {k: {"valid_ppl": v, "valid_ppl_std": 0.5, "seeds": 3} for k, v in ppl.items()}
+        parts = {p.label: p for p in ablation_claim({"models": models, "summary": summary}).parts}
+        return parts["full rank close behind low rank"]
+
+    # the thesis' own pattern: low rank ahead beyond the margin (0.82), full rank nearer to it than to the LSTM
+    part = full_rank({"lstm": 57.5 * 3, "mogrifier_r4": 54.1 * 3, "full_rank": 54.6 * 3})
+    assert part.verdict == "reproduced" and "54.6" in part.claim and "57.5" in part.claim
+    # full rank far ahead of low rank (as at our scale) is neither "behind" nor "close"
+    assert full_rank({"lstm": 174, "mogrifier_r4": 165, "full_rank": 159}).verdict == "not reproduced"
+    assert full_rank({"lstm": 174, "mogrifier_r4": 165, "full_rank": 162}).verdict == "partly reproduced"  # close
+
+
+def test_the_rounds_claim_is_the_effect_of_r_among_mogrifiers_not_the_lstm_gap():
+    """Fig. 2.3: r = 2 / 4 / 6 flat (165.6 / 164.8 / 165.4) does not show that more rounds help, however far the LSTM
+    (r = 0) lies behind them; the LSTM is shown, not judged, and unmatched parameter counts are stated."""
+    models = {"lstm": {"cell": "lstm"}, **{f"mogrifier_r{r}": {"cell": "mogrifier_lstm",
+                                                              "options": {"mogrifier_rounds": r}} for r in (2, 4, 6)}}
+    ppl = {"lstm": 173.8, "mogrifier_r2": 165.6, "mogrifier_r4": 164.8, "mogrifier_r6": 165.4}
+    params = {"lstm": 2.52e6, "mogrifier_r2": 2.58e6, "mogrifier_r4": 2.65e6, "mogrifier_r6": 2.71e6}
+    summary = {k: {"valid_ppl": v, "valid_ppl_std": 0.9, "seeds": 3, "parameters": params[k]} for k, v in ppl.items()}
+    claim = ablation_claim({"models": models, "summary": summary}, "M-F2.3")
+    part = claim.parts[0]
+    assert part.verdict == "within noise" and claim.verdict == "within noise"  # r=2 -> 6: +0.2 inside 1.5
+    assert "r=2 165.6, r=4 164.8, r=6 165.4" in part.evidence and "the LSTM (r=0) 173.8" in part.evidence
+    assert "2.58M / 2.65M / 2.71M (not matched)" in part.evidence
+    summary["mogrifier_r6"]["valid_ppl"] = 160.0
+    assert ablation_claim({"models": models, "summary": summary}, "M-F2.3").verdict == "reproduced"
 
 
 def test_a_gap_counts_only_beyond_two_standard_errors_of_the_difference_of_seed_means():
@@ -153,9 +215,10 @@ def test_table_4_1_compares_the_rlstm_with_the_chapter_4_mogrifier_when_one_was_
                "mogrifier_rlstm": row(128.0)}
     claim = ordering_claim({"level": "word", "summary": summary}, "M-T4.1")
     assert [p.label for p in claim.parts] == ["Mogrifier better than LSTM",
-                                              "Mogrifier RLSTM better than Mogrifier (ch. 4 setup)"]
+                                              "Mogrifier RLSTM better than Mogrifier (ch. 4 setup)",
+                                              "Mogrifier (ch. 4 setup) better than Mogrifier"]
     # the RLSTM (128) beats the ch. 2 Mogrifier (135) but not the ch. 4 one (125), which it is compared with
-    assert [p.verdict for p in claim.parts] == ["reproduced", "not reproduced"]
+    assert [p.verdict for p in claim.parts] == ["reproduced", "not reproduced", "reproduced"]
     assert "thesis: 48.5 vs 47.9 ppl, Table 4.1" in claim.parts[1].claim
     assert "thesis: 54.6 vs 51.0 ppl, Table 2.1" in claim.parts[0].claim  # Table 4.1 has no LSTM row
 
@@ -166,7 +229,8 @@ def test_a_pair_whose_models_were_not_trained_is_named_as_not_run():
 
     claim = ordering_claim({"level": "char", "summary": {"lstm": row(1.8), "mogrifier_lstm": row(1.7)}}, "M-T4.2")
     assert [p.verdict for p in claim.parts] == ["reproduced"] and claim.verdict == "partly"
-    assert claim.not_run == ("Mogrifier RLSTM vs Mogrifier (not both trained)",)
+    assert claim.not_run == ("Mogrifier RLSTM vs Mogrifier (not both trained)",
+                             "Mogrifier (ch. 4 setup) vs Mogrifier (the ch. 4 setup not trained)")
     assert ordering_claim({"level": "char", "summary": {"lstm": row(1.8), "mogrifier_lstm": row(1.7)}},
                           "M-T2.2").verdict == "reproduced"
 

@@ -243,3 +243,27 @@ def test_on_the_committed_results_each_recomputed_comparison_agrees_with_the_sta
                 assert not any(w in c.shown for w in ("dreg1", "vimco1", "_kl", "_renyi")), c.shown
     assert [r.name for r in readings(results, "Table 5.1")] == [
         "latents barely change the best perplexity", "Table 5.1's optima are at low latent usage"]
+
+
+def test_a_gap_whose_seed_spread_the_ladder_measured_at_this_budget_is_judged_against_that_margin():
+    """The fixed 0.02 tie stands in for a noise that is not measured; where the budget ladder ran the same two curves
+    at the stage's budget with several seeds, their margin decides, and the evidence says which margin was used."""
+    levels = {"dreg1.train": 0.98, "dreg16_kl.train": 1.0, "dreg16_renyi.train": 1.0}  # HV gap 0.013 < 0.02
+    results = _results(levels, steps=150)
+    assert readings(results, "5.8")[0].verdict == "within noise"
+
+    def ladder(margin, steps=150, profile="cpu"):
+        rungs = [{"steps": steps, "gap": 0.013, "margin": margin}, {"steps": 2 * steps, "gap": 0.02, "margin": 0.01}]
+        return {"profile": profile, "ladders": {"5.8": {"kind": "better", "rungs": rungs,
+                                                        "curves": ["dreg16_renyi.train", "dreg1.train"]}}}
+
+    judged = readings(results, "5.8", ladder(0.005))[0]
+    words = {c.key: c.word for c in judged.comparisons}
+    assert words == {"5.8 dreg16_kl.train": "within noise", "5.8 dreg16_renyi.train": "reproduced"}
+    assert judged.verdict == "partly reproduced"
+    assert "more than the 0.0050 seed margin" in judged.part().evidence
+    assert "the others against the 0.02 tie" in judged.part().evidence
+    # a wider seed margin, a rung of another budget or a ladder of another profile: no change from the tie reading
+    assert readings(results, "5.8", ladder(0.03))[0].verdict == "within noise"
+    assert readings(results, "5.8", ladder(0.005, steps=300))[0].verdict == "within noise"
+    assert readings(results, "5.8", ladder(0.005, profile="smoke"))[0].verdict == "within noise"

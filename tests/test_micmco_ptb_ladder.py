@@ -1,4 +1,4 @@
-"""The PTB MICMCO budget ladder (issue #22): one run scored at each rung is the main stage's trial of that budget bit
+"""The PTB MICMCO budget ladder: one run scored at each rung is the main stage's trial of that budget bit
 for bit (checked through main_stage_check against run_experiment), finished runs are read back and other rungs
 train anew, and the summary's gaps and margins are the closed forms they claim to be on constructed trials."""
 
@@ -152,7 +152,7 @@ def test_the_dropout_ladder_is_the_seed_mean_of_the_best_nll_gap():
     assert out["labels"] == ["DReG 16 Rényi (shared masks)", "DReG 16 Rényi (L2, no dropout)"]
     assert out["reading"] == "no trend"  # +0.067 ± 0.12 at both rungs
     part = ladder_claim_part({"ladders": {"5.11-dropout": out}}, "5.11-dropout")
-    assert part.verdict == "not reproduced"
+    assert part.verdict == "within noise"  # no trend, its top rung the thesis' way inside its margin
     assert ("best validation NLL, DReG 16 Rényi (L2, no dropout) − DReG 16 Rényi (shared masks): "
             f"+{statistics.fmean(gaps):.3f} ± ") in part.evidence
 

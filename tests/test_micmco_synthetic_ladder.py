@@ -1,4 +1,4 @@
-"""The synthetic MICMCO budget ladder (issue #22): a rung of one run is the run of that budget bit for bit, finished
+"""The synthetic MICMCO budget ladder: a rung of one run is the run of that budget bit for bit, finished
 runs are read back and changed settings train anew, and the summary's gaps, margins and readings are the closed
 forms they claim to be on constructed frontiers."""
 

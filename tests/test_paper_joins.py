@@ -1,4 +1,4 @@
-"""The paper's numbers sit beside ours by key (method, model, rank, length), never by position (issue #24).
+"""The paper's numbers sit beside ours by key (method, model, rank, length), never by position.
 
 Results JSON files are written with sorted keys, so our rows need not come in the order the paper lists them. Each
 test runs a notebook's own setup cell and table cell (no kernel) on results whose order differs from the paper's,

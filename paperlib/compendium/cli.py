@@ -31,7 +31,7 @@ def cmd_data_list(args) -> int:
     for corpus in CORPORA.values():
         state = "fetched" if is_fetched(corpus, root) else "missing"
         pinned = "" if all(f.sha256 for f in corpus.files) else " (no pinned sha256)"
-        print(f"{corpus.name:10s} {state:8s} {corpus.description}{pinned}")
+        print(f"{corpus.name:12s} {state:8s} {corpus.description}{pinned}")
     return 0
 
 
@@ -63,6 +63,7 @@ def cmd_data_summary(args) -> int:
     out = root / args.out
     write_json_atomic(out, summary)
     checksums = {f"{c}/{f.name}": f.sha256 for c in settings.corpora for f in get_corpus(c).files}
+    checksums.update({f"{c}/{d.name}": d.listing_sha256 for c in settings.corpora for d in get_corpus(c).folders})
     for key, sha in checksums.items():
         if sha is None:
             checksums[key] = sha256_of(data_root / key)

@@ -1,10 +1,11 @@
 """Registry of corpora and their verified fetching.
 
 Every corpus names its canonical archive, the archive members we keep, and the sha256 of every
-file. `fetch_corpus` either downloads the archive (``urllib``) or, when a mirror folder laid out
-like ``shared/data`` is given (``PAPERLIB_DATA_MIRROR``), copies the files from there. Either way
-each file is written to a temporary name, verified, and only then renamed into place, so a
-checksum mismatch or a truncated download leaves nothing behind.
+file; a folder of many small files (the Nottingham MIDI files) is verified as a whole by the sha256 of
+its checksum listing (:func:`listing_sha256`). `fetch_corpus` either downloads the archive (``urllib``)
+or, when a mirror folder laid out like ``shared/data`` is given (``PAPERLIB_DATA_MIRROR``), copies the
+files from there. Either way each file (or folder) is written to a temporary name, verified, and only then
+renamed into place, so a checksum mismatch or a truncated download leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +43,18 @@ class CorpusFile:
 
 
 @dataclass(frozen=True)
+class CorpusFolder:
+    """A folder of many files verified as a whole: the sha256 of its listing (:func:`listing_sha256`)."""
+
+    name: str  # folder name under data/raw/<corpus>/
+    member: str  # folder inside the canonical archive (only its direct children are kept)
+    mirror_path: str  # folder relative to a mirror laid out like shared/data
+    listing_sha256: str
+    count: int  # number of files
+    suffix: str  # only files whose name ends with it belong to the folder
+
+
+@dataclass(frozen=True)
 class Corpus:
     """A corpus: its canonical archive and files, plus the facts the loaders rely on."""
 
@@ -48,10 +62,11 @@ class Corpus:
     description: str
     url: str
     files: tuple[CorpusFile, ...]
-    level: str  # "word" or "char"
+    level: str  # "word", "char" or "piano_roll"
     licence: str
     vocab_size: int | None = None  # including <eos>
     note: str = ""
+    folders: tuple[CorpusFolder, ...] = ()
 
     def file(self, split: str) -> CorpusFile:
         for f in self.files:
@@ -62,6 +77,8 @@ class Corpus:
 
 _MIKOLOV = "http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz"
 _WIKITEXT2 = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-v1.zip"
+_JSB_COMMIT = "9a7f733ddb4ed91f48da64ac7f0f621c34aadd4d"
+_NOTTINGHAM_COMMIT = "0992bb6cd864f6d4b90d6663e08c0ef53ffaa08f"
 
 CORPORA: dict[str, Corpus] = {
     "ptb": Corpus(
@@ -133,6 +150,34 @@ CORPORA: dict[str, Corpus] = {
         note="split 90M/5M/5M characters into train/valid/test as is customary",
         files=(CorpusFile("text8", "text8", "text8/text8", None, 100_000_000),),
     ),
+    # Polyphonic music of Boulanger-Lewandowski et al. (2012), Krause thesis §4.8 and Table 4.6; loaded as
+    # piano rolls by paperlib.data.music.
+    "jsb_chorales": Corpus(
+        name="jsb_chorales",
+        description="JSB Chorales at quarter-note resolution, Boulanger-Lewandowski's split (229/76/77 chorales)",
+        url=f"https://github.com/czhuang/JSB-Chorales-dataset/archive/{_JSB_COMMIT}.zip",
+        level="piano_roll",
+        licence="the chorales are public domain; the encoding is research data redistributed with the papers",
+        note="canonical origin: JSB Chorales.pickle of Boulanger-Lewandowski's ICML 2012 data page",
+        files=(
+            CorpusFile("jsb-chorales-quarter.json", f"JSB-Chorales-dataset-{_JSB_COMMIT}/jsb-chorales-quarter.json",
+                       "music/jsb-chorales/jsb-chorales-quarter.json",
+                       "2db9329f1881a1d3f49703ec556bf1d6f84b4f6c1d702c156536e93cf31e1c91", 407_200),
+        ),
+    ),
+    "nottingham": Corpus(
+        name="nottingham",
+        description="Nottingham Music Database (cleaned, jukedeck): 1,034 folk tunes as two-track MIDI files",
+        url=f"https://github.com/jukedeck/nottingham-dataset/archive/{_NOTTINGHAM_COMMIT}.zip",
+        level="piano_roll",
+        licence="GNU GPLv3 (the cleaned files); the tunes are traditional",
+        note="no split ships with the files; paperlib.data.music defines a deterministic one",
+        files=(),
+        folders=(
+            CorpusFolder("MIDI", f"nottingham-dataset-{_NOTTINGHAM_COMMIT}/MIDI", "music/nottingham/MIDI",
+                         "367d720d99626ffdd5b4f09fc45083d5e3bbd6ad259cdc7597b44687569aa8e5", 1034, ".mid"),
+        ),
+    ),
 }
 
 
@@ -148,10 +193,16 @@ def pinned_checksums(*names: str) -> dict[str, str]:
 
     Keys are file names for one corpus and ``<corpus>/<file>`` for several; files without a pinned checksum are
     left out. Results record this in their provenance.
+    Folders appear under their name with the sha256 of their listing.
     """
     prefix = len(names) > 1
-    return {(f"{name}/{f.name}" if prefix else f.name): f.sha256
-            for name in names for f in get_corpus(name).files if f.sha256}
+    sums = {}
+    for name in names:
+        corpus = get_corpus(name)
+        entries = [(f.name, f.sha256) for f in corpus.files if f.sha256]
+        entries += [(d.name, d.listing_sha256) for d in corpus.folders]
+        sums.update({(f"{name}/{key}" if prefix else key): sha for key, sha in entries})
+    return sums
 
 
 def sha256_of(path: str | os.PathLike) -> str:
@@ -160,6 +211,17 @@ def sha256_of(path: str | os.PathLike) -> str:
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def listing_sha256(folder: str | os.PathLike, suffix: str) -> tuple[str, int]:
+    """(sha256 of the folder's listing, number of files) over the files of ``folder`` ending in ``suffix``.
+
+    The listing is one line ``<sha256 of file>  <file name>\\n`` per file, files sorted by name, which is what
+    ``LC_ALL=C sha256sum $(ls | LC_ALL=C sort)`` prints; ``shared/data/MANIFEST.json`` pins its sha256.
+    """
+    paths = sorted(p for p in Path(folder).iterdir() if p.is_file() and p.name.endswith(suffix))
+    listing = "".join(f"{sha256_of(p)}  {p.name}\n" for p in paths)
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest(), len(paths)
 
 
 def corpus_dir(name: str, root: str | os.PathLike) -> Path:
@@ -175,6 +237,10 @@ def is_fetched(corpus: Corpus, root: str | os.PathLike) -> bool:
             return False
         expected = f.sha256 or _recorded_sha(path)
         if expected is None or sha256_of(path) != expected:
+            return False
+    for spec in corpus.folders:
+        path = folder / spec.name
+        if not path.is_dir() or listing_sha256(path, spec.suffix) != (spec.listing_sha256, spec.count):
             return False
     return True
 
@@ -221,6 +287,12 @@ def _fetch_from_mirror(corpus: Corpus, folder: Path, mirror: Path) -> None:
             raise DataError(f"{corpus.name}: {f.mirror_path} is missing from the mirror {mirror}")
         with open(source, "rb") as fh:
             _write_verified(fh, folder / f.name, f, corpus.name)
+    for spec in corpus.folders:
+        source = mirror / spec.mirror_path
+        if not source.is_dir():
+            raise DataError(f"{corpus.name}: folder {spec.mirror_path} is missing from the mirror {mirror}")
+        members = sorted(p for p in source.iterdir() if p.is_file() and p.name.endswith(spec.suffix))
+        _write_verified_folder(((p.name, p.open("rb")) for p in members), folder / spec.name, spec, corpus.name)
 
 
 def _fetch_from_archive(corpus: Corpus, folder: Path, timeout: float) -> None:
@@ -238,6 +310,9 @@ def _fetch_from_archive(corpus: Corpus, folder: Path, timeout: float) -> None:
         for f in corpus.files:
             with _open_member(archive, f.member, corpus) as fh:
                 _write_verified(fh, folder / f.name, f, corpus.name)
+        for spec in corpus.folders:
+            _write_verified_folder(_folder_members(archive, spec.member, corpus), folder / spec.name, spec,
+                                   corpus.name)
 
 
 def _normalise(member: str) -> str:
@@ -305,6 +380,62 @@ def _write_verified(source: io.BufferedIOBase, target: Path, spec: CorpusFile, c
             _record_sha(target, seen)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _folder_members(archive: Path, member: str, corpus: Corpus) -> Iterator[tuple[str, io.BufferedIOBase]]:
+    """(file name, open file) of every direct child file of folder ``member`` in a .zip or .tar(.gz) archive."""
+    prefix = _normalise(member) + "/"
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                for name in sorted(zf.namelist()):
+                    rest = _normalise(name)[len(prefix):]
+                    if _normalise(name).startswith(prefix) and rest and "/" not in rest and not name.endswith("/"):
+                        with zf.open(name) as fh:
+                            yield rest, fh
+        elif tarfile.is_tarfile(archive):
+            with tarfile.open(archive) as tf:
+                for info in tf:
+                    rest = _normalise(info.name)[len(prefix):]
+                    if _normalise(info.name).startswith(prefix) and rest and "/" not in rest and info.isfile():
+                        fh = tf.extractfile(info)
+                        if fh is not None:
+                            yield rest, fh
+        else:
+            raise DataError(f"{corpus.name}: {corpus.url} is not a zip or tar archive")
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as err:
+        raise DataError(f"{corpus.name}: archive from {corpus.url} is corrupt ({err})") from None
+
+
+def _write_verified_folder(members: Iterable[tuple[str, io.BufferedIOBase]], target: Path, spec: CorpusFolder,
+                           corpus: str) -> None:
+    """Copy ``members`` (name, file) into a temporary folder beside ``target``, check the listing, then rename.
+
+    A wrong count or listing checksum leaves nothing behind; an old, failing copy of the folder is replaced.
+    """
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part"))
+    try:
+        for name, source in members:
+            if not name.endswith(spec.suffix):
+                continue
+            try:
+                with source, open(tmp / name, "wb") as out:
+                    shutil.copyfileobj(source, out, _CHUNK)
+            except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as err:
+                raise DataError(f"{corpus}: reading {spec.name}/{name} failed ({err}); the source is truncated "
+                                "or corrupt") from None
+        seen, count = listing_sha256(tmp, spec.suffix)
+        if count != spec.count:
+            raise DataError(f"{corpus}: folder {spec.name} has {count} {spec.suffix} files, expected {spec.count}")
+        if seen != spec.listing_sha256:
+            raise DataError(f"{corpus}: checksum mismatch for folder {spec.name}: listing sha256 {seen}, "
+                            f"expected {spec.listing_sha256}")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
 
 
 def _record_sha(path: Path, sha: str) -> None:

@@ -10,13 +10,20 @@ import torch
 
 from paperlib.data.batching import truncate_sentences
 from paperlib.data.corpora import get_corpus
+from paperlib.data.music import load_piano_rolls, piano_roll_summary
 from paperlib.data.text import SPLITS, load_corpus
 
 
 def corpus_summary(name: str, root: str | os.PathLike, max_rank: int, sentence_max_len: int) -> dict[str, Any]:
     """Token/line/type counts per split, vocabulary size, the training rank-frequency curve, and
-    the share of tokens lost by truncating sentences to `sentence_max_len` (Melis thesis §5.7.2)."""
+    the share of tokens lost by truncating sentences to `sentence_max_len` (Melis thesis §5.7.2).
+
+    A music corpus (level ``piano_roll``) gets songs, frames and notes per frame per split instead
+    (:func:`paperlib.data.music.piano_roll_summary`)."""
     corpus = get_corpus(name)
+    if corpus.level == "piano_roll":
+        return {**piano_roll_summary(load_piano_rolls(corpus, root)), "description": corpus.description,
+                "level": corpus.level}
     data = load_corpus(corpus, root)
     splits = {}
     for split in SPLITS:

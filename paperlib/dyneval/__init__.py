@@ -57,7 +57,8 @@ memory traffic of S weight copies (``benchmarks/dyneval.py``); sparse batching s
 The package, one module per part, in the order of the thesis' chapter 4: :mod:`.core` (the result of an
 evaluation, which parameters adapt), :mod:`.rules` (the update rules), :mod:`.sparse` (sparse adaptation, eq. 4.8),
 :mod:`.gradients` (a segment's gradients, direct or vmapped, and MS_g), :mod:`.evaluate` (dynamic and static
-evaluation), :mod:`.probes` (§5.3's update probes), :mod:`.tune` (hyperparameters on validation data) and
+evaluation), :mod:`.songs` (the same rules on songs of piano-roll frames, weights reset per song, §4.8),
+:mod:`.probes` (§5.3's update probes), :mod:`.tune` (hyperparameters on validation data) and
 :mod:`.cache` (the neural cache, the adaptive baseline of §2.2.1). Everything a user calls is importable from
 ``paperlib.dyneval`` itself.
 """
@@ -71,6 +72,8 @@ from paperlib.dyneval.gradients import GradientOracle, functorch_compatible, mea
 from paperlib.dyneval.probes import UpdateProbe, probe_updates, related_words
 from paperlib.dyneval.rules import (RMS_AVERAGES, RULES, GlobalRMSRule, NonLocalRMSpropRule, SGDRule, StatisticsStream,
                                     TorchOptimizerRule, UpdateRule, make_update_rule, rms_norm)
+from paperlib.dyneval.songs import (SONG_RULES, SongEvaluation, dynamic_evaluate_songs, song_mean_squared_gradients,
+                                    static_evaluate_songs)
 from paperlib.dyneval.sparse import (SPARSE_MODES, DecoderInputAdaptation, RecurrentSparseAdaptation, SparseCall,
                                      sparse_adaptation, with_recurrent_adaptation)
 from paperlib.dyneval.tune import TUNABLE, TuningResult, finite_nll, learning_rate_sweep, tune_dynamic_evaluation
@@ -78,10 +81,11 @@ from paperlib.dyneval.tune import TUNABLE, TuningResult, finite_nll, learning_ra
 __all__ = [
     "AdaptSpec", "CacheInputs", "CacheTuning", "DecoderInputAdaptation", "DynamicEvalResult", "GlobalRMSRule",
     "GradientOracle", "LN2", "NonLocalRMSpropRule", "Params", "RMS_AVERAGES", "RULES", "RecurrentSparseAdaptation",
-    "SGDRule", "SPARSE_MODES", "SparseCall", "StatisticsStream", "TUNABLE", "TorchOptimizerRule", "TuningResult",
-    "UpdateProbe", "UpdateRule", "adapted_parameters", "cache_distribution", "cache_target_probabilities",
-    "collect_cache_inputs", "dynamic_evaluate", "finite_nll", "functorch_compatible", "learning_rate_sweep",
-    "make_update_rule", "mean_squared_gradients", "mix_log_probs", "neural_cache_losses", "neural_cache_losses_from",
-    "probe_updates", "related_words", "rms_norm", "sparse_adaptation", "static_evaluate", "tune_dynamic_evaluation",
-    "tune_neural_cache", "with_recurrent_adaptation",
+    "SGDRule", "SONG_RULES", "SPARSE_MODES", "SongEvaluation", "SparseCall", "StatisticsStream", "TUNABLE",
+    "TorchOptimizerRule", "TuningResult", "UpdateProbe", "UpdateRule", "adapted_parameters", "cache_distribution",
+    "cache_target_probabilities", "collect_cache_inputs", "dynamic_evaluate", "dynamic_evaluate_songs",
+    "finite_nll", "functorch_compatible", "learning_rate_sweep", "make_update_rule", "mean_squared_gradients",
+    "mix_log_probs", "neural_cache_losses", "neural_cache_losses_from", "probe_updates", "related_words",
+    "rms_norm", "song_mean_squared_gradients", "sparse_adaptation", "static_evaluate", "static_evaluate_songs",
+    "tune_dynamic_evaluation", "tune_neural_cache", "with_recurrent_adaptation",
 ]

@@ -3,7 +3,7 @@ Algorithm 1): each segment is scored before the model is updated on it."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -81,7 +81,7 @@ def dynamic_evaluate(
             params = {"adaptation": zero.repeat(count, 1, 1)}  # [S, H, H], every stream its own M
             theta_g = {"adaptation": zero}
             oracle = _direct_oracle(lambda p, x, s: call(p["adaptation"], x, s), per_stream=True)
-            result = _run(oracle, params, theta_g, hyper, streams, segment_len, state, callback,
+            result = _run(oracle, params, theta_g, hyper, bptt_windows(streams, segment_len), state, callback,
                           parallel(oracle, params, state))
         else:
             names = adapted_parameters(model, adapt)
@@ -92,7 +92,7 @@ def dynamic_evaluate(
                 params = {n: p.clone() for n, p in theta_g.items()}
                 call = lambda p, x, s: functional_call(model, {**frozen, **p}, (x, s))  # noqa: E731
                 oracle = _direct_oracle(call, per_stream=True)
-                result = _run(oracle, params, theta_g, hyper, streams, segment_len, state, callback,
+                result = _run(oracle, params, theta_g, hyper, bptt_windows(streams, segment_len), state, callback,
                               parallel(oracle, params, state))
             else:
                 params = {n: p.unsqueeze(0).repeat(count, *([1] * p.dim())) for n, p in theta_g.items()}  # [S, ...]
@@ -105,8 +105,8 @@ def dynamic_evaluate(
                     codec_other = _StateCodec(start)
                     statistics = parallel(_vmap_oracle(model, frozen, codec_other), params,
                                           [t.unsqueeze(1) for t in codec_other.pack(start)])
-                result = _run(_vmap_oracle(model, frozen, codec), params, theta_g, hyper, streams, segment_len,
-                              packed, callback, statistics)
+                result = _run(_vmap_oracle(model, frozen, codec), params, theta_g, hyper,
+                              bptt_windows(streams, segment_len), packed, callback, statistics)
                 result.state = codec.unpack([t.squeeze(1) for t in result.state])
     if tokens.dim() == 1:
         result.losses = result.losses[0]
@@ -126,13 +126,17 @@ def _statistics_streams(rule: str, streams: Tensor, statistics_tokens: Tensor | 
     return other
 
 
-def _run(oracle: GradientOracle, params: Params, theta_g: Params, hyper: dict, streams: Tensor, segment_len: int,
+def _run(oracle: GradientOracle, params: Params, theta_g: Params, hyper: dict, segments: Iterable[tuple[Tensor, Any]],
          state: Any, callback, statistics: StatisticsStream | None = None) -> DynamicEvalResult:
-    """Algorithm 1 with an update rule: score a segment, take its gradient, update, carry the state on."""
+    """Algorithm 1 with an update rule: score a segment, take its gradient, update, carry the state on.
+
+    ``segments`` yields the oracle's (inputs, targets) per segment: ``bptt_windows`` of token streams, or
+    frames with no separate targets for songs (:mod:`paperlib.dyneval.songs`).
+    """
     hyper = dict(hyper)
     rule = make_update_rule(hyper.pop("rule"), params, theta_g, statistics=statistics, **hyper)
     losses = []
-    for index, (inputs, targets) in enumerate(bptt_windows(streams, segment_len)):
+    for index, (inputs, targets) in enumerate(segments):
         grads, segment_losses, state = oracle(params, inputs, targets, state)
         losses.append(segment_losses)
         rule.step(params, grads)

@@ -28,14 +28,19 @@ def _token_losses(logits: Tensor, targets: Tensor) -> Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none").view(targets.shape)
 
 
-def _direct_oracle(call: Callable[[Params, Tensor, Any], tuple[Tensor, Any]], per_stream: bool) -> GradientOracle:
-    """Gradients of Σ_s mean_t L[s, t] (``per_stream``, each row its own weights) or of mean L (shared weights)."""
+def _direct_oracle(call: Callable[[Params, Tensor, Any], tuple[Tensor, Any]], per_stream: bool,
+                   step_losses: Callable[[Tensor, Any], Tensor] = _token_losses) -> GradientOracle:
+    """Gradients of Σ_s mean_t L[s, t] (``per_stream``, each row its own weights) or of mean L (shared weights).
+
+    ``step_losses(outputs, targets) -> L [S, n]`` turns the model's outputs into per-step losses: token
+    cross-entropy by default; the negative frame log-likelihood for songs (:mod:`paperlib.dyneval.songs`).
+    """
 
     def oracle(params: Params, inputs: Tensor, targets: Tensor, state: Any) -> tuple[Params, Tensor, Any]:
         leaves = {k: v.detach().requires_grad_() for k, v in params.items()}
         with torch.enable_grad():
             logits, new_state = call(leaves, inputs, state)
-            losses = _token_losses(logits, targets)  # [S, n]
+            losses = step_losses(logits, targets)  # [S, n]
             loss = losses.mean(1).sum() if per_stream else losses.mean()
             grads = torch.autograd.grad(loss, list(leaves.values()))
         return dict(zip(leaves, grads)), losses.detach(), detach_state(new_state)

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call
+from paperlib.data.batching import bptt_windows
 from paperlib.dyneval.core import AdaptSpec, Params, _eval_mode, adapted_parameters
 from paperlib.dyneval.evaluate import _run
 from paperlib.dyneval.gradients import _direct_oracle
@@ -106,7 +107,7 @@ def probe_updates(
                 inputs, state = pending.pop(index)
                 after.append(log_probs(weights, inputs, state, wanted[index]))
 
-        _run(oracle, params, theta_g, hyper, tokens[:stop].unsqueeze(0), segment_len, None, probe)
+        _run(oracle, params, theta_g, hyper, bptt_windows(tokens[:stop].unsqueeze(0), segment_len), None, probe)
     return UpdateProbe(order, torch.cat(before), torch.cat(after))
 
 

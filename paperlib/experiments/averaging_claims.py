@@ -27,11 +27,12 @@ ON_PAR = f"2TA's best loss at most {ON_PAR_NATS} nats above the other's (0.5% pe
 def _better(label: str, claim: str, gap: float, evidence: str) -> Part:
     """``gap`` > 0 is the thesis' way; beyond :data:`ON_PAR_NATS` it holds, inside it is within noise."""
     return Part(label=label, claim=claim, verdict=direction_word(gap, ON_PAR_NATS),
-                evidence=f"{evidence}: gap {gap:+.5f}, margin {ON_PAR_NATS}", rule=BETTER)
+                evidence=f"{evidence}: gap {gap:+.5f}, margin {ON_PAR_NATS}", rule=BETTER, kind="fixed margin")
 
 
-def _strict(label: str, claim: str, gap: float, evidence: str, rule: str) -> Part:
-    return Part(label=label, claim=claim, verdict=strict_word(gap), evidence=evidence, rule=rule)
+def _strict(label: str, claim: str, gap: float, evidence: str, rule: str, kind: str) -> Part:
+    """A part that holds when ``gap`` > 0; ``kind`` is its rule's kind (a threshold, a count, ...)."""
+    return Part(label=label, claim=claim, verdict=strict_word(gap), evidence=evidence, rule=rule, kind=kind)
 
 
 def main_claim(results: Results) -> Claim:
@@ -49,10 +50,10 @@ def main_claim(results: Results) -> Claim:
                 "better of them)"),
         _strict("on par with tuned TA", "2TA's best loss is very close to tuned TA's, or better",
                 ta["best"] + ON_PAR_NATS - two["best"],
-                f"2TA {two['best']:.4f} vs TA {ta['best']:.4f} nats, allowance {ON_PAR_NATS}", ON_PAR),
+                f"2TA {two['best']:.4f} vs TA {ta['best']:.4f} nats, allowance {ON_PAR_NATS}", ON_PAR, "threshold"),
         _strict("on par with tuned EMA", "2TA's best loss is very close to tuned EMA's, or better",
                 ema["best"] + ON_PAR_NATS - two["best"],
-                f"2TA {two['best']:.4f} vs EMA {ema['best']:.4f} nats, allowance {ON_PAR_NATS}", ON_PAR),
+                f"2TA {two['best']:.4f} vs EMA {ema['best']:.4f} nats, allowance {ON_PAR_NATS}", ON_PAR, "threshold"),
     ))
 
 
@@ -63,7 +64,7 @@ def period_claim(results: Results) -> Claim:
     return Claim("§3.6", (_strict(
         "best loss robust to E", "2TA's best loss barely changes with the evaluation period",
         ON_PAR_NATS - spread, "; ".join(f"{k.removeprefix('2ta_')}: {v:.4f}" for k, v in sorted(periods.items()))
-        + f" nats (spread {spread:.4f})", f"the best losses of every period within {ON_PAR_NATS} nats"),))
+        + f" nats (spread {spread:.4f})", f"the best losses of every period within {ON_PAR_NATS} nats", "threshold"),))
 
 
 def overfit_claim(results: Results) -> Claim:
@@ -74,10 +75,10 @@ def overfit_claim(results: Results) -> Claim:
     return Claim("M-F3.5", (
         _strict("raw loss rises when overfitting", "the raw weights' validation loss rises in the overfitting run",
                 raw[-1] - min(raw) - ON_PAR_NATS, f"final {raw[-1]:.3f} vs best {min(raw):.3f} nats",
-                f"the final loss above the best by more than {ON_PAR_NATS} nats"),
+                f"the final loss above the best by more than {ON_PAR_NATS} nats", "fixed margin"),
         _strict("resets fire", "2TA's reset heuristic fires in the overfitting run", len(resets),
                 f"{len(resets)} resets" + (f", the first at step {resets[0]}" if resets else ""),
-                "at least one reset"),
+                "at least one reset", "count"),
     ))
 
 
@@ -127,14 +128,14 @@ def lengths_claim(results: Results) -> Claim:
     if len(h["peaks"]) < 2:
         part = Part(label="peaks and valleys rise", claim="the heights of peaks and valleys of L rise",
                     verdict="not reproduced", evidence=f"2TA switched {len(h['peaks'])} time(s) with a non-empty long "
-                    "average: too few for peaks and valleys", rule=RISING)
+                    "average: too few for peaks and valleys", rule=RISING, kind="count")
         return Claim("M-F3.4", (part,))
     parts = []
     for key, label, said in (("peaks", "peaks of L rise", "the peaks of L (just before each switch)"),
                              ("valleys", "valleys rise", "the valleys of L (just after each switch)")):
         holds, evidence = almost_rising(h[key], h["evaluation"])
         parts.append(Part(label=label, claim=f"{said} rise almost monotonically", verdict=strict_word(float(holds)),
-                          evidence=evidence, rule=RISING))
+                          evidence=evidence, rule=RISING, kind="count"))
     return Claim("M-F3.4", tuple(parts))
 
 
@@ -165,14 +166,15 @@ def schematic_claim(results: Results) -> Claim:
         _strict("S never longer than L", "after every evaluation the long average is at least as long as the short",
                 -float(len(longer)) if longer else 1.0,
                 f"S > L after {len(longer)} of {len(short)} evaluations"
-                + (f" (first: evaluation {longer[0]})" if longer else ""), SCHEMATIC),
+                + (f" (first: evaluation {longer[0]})" if longer else ""), SCHEMATIC, "count"),
         _strict("a switch hands S to L", "at a switch the short average becomes the long one and restarts empty",
                 -float(len(handed)) if handed else float(switches),
                 f"{switches} switches, {len(handed)} not of that form"
                 + (f" (first: evaluation {handed[0]})" if handed else ""),
-                SCHEMATIC + "; L after a switch = S before it + E, or 0 where Alg. 2 fell back to the raw weights"),
+                SCHEMATIC + "; L after a switch = S before it + E, or 0 where Alg. 2 fell back to the raw weights",
+                "count"),
         _strict("L intervals recur", "the long average is switched out again and again", peaks - 1.0,
-                f"{peaks} switches from a non-empty long average", "at least two such switches"),
+                f"{peaks} switches from a non-empty long average", "at least two such switches", "count"),
     ))
 
 

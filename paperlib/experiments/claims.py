@@ -71,12 +71,10 @@ def strict_word(gap: float | None) -> str:
 
 
 LADDER_WORDS = ("reproduced", "trend toward the claim", "no trend", "trend against")
-_LADDER_PART = {"reproduced": "reproduced", "trend toward the claim": "partly reproduced", "no trend": "not reproduced",
-                "trend against": "not reproduced"}
 
 
 def ladder_word(rungs: Sequence[tuple[float, float]]) -> str:
-    """A scale ladder's reading (issue #22), from (gap, standard error) per rung in budget order, the gap signed
+    """A scale ladder's reading, from (gap, standard error) per rung in budget order, the gap signed
     positive in the paper's direction: the top rung beyond twice its standard error -> "reproduced"; else the
     change of the gap from the first rung to the top, against twice its standard error: toward the paper ->
     "trend toward the claim", away -> "trend against", inside -> "no trend"."""
@@ -133,12 +131,48 @@ def convergence(values_at_three_quarters: Sequence[float], values_at_rung: Seque
     return {"fall": mean, "margin": margin, "converged": mean <= margin}
 
 
-def ladder_part(word: str) -> str:
-    """A ladder reading as a part verdict: a trend toward the claim is partly reproduced, no trend or a trend
-    against it not reproduced."""
-    if word not in _LADDER_PART:
+def ladder_part(word: str, top_gap: float | None) -> str:
+    """A ladder reading as a part verdict, the one rule for every ladder: "reproduced" stays so; a trend toward
+    the claim is partly reproduced; a trend against it is not reproduced; with no trend the ladder reads as its top
+    rung's comparison (:func:`direction_word` without a margin, since a top rung beyond its margin would have read
+    "reproduced"): the paper's way -> "within noise", else "not reproduced". ``top_gap`` is the top rung's gap,
+    signed positive in the paper's direction."""
+    if word not in LADDER_WORDS:
         raise ValueError(f"ladder reading {word!r} must be one of {', '.join(LADDER_WORDS)}")
-    return _LADDER_PART[word]
+    if word == "no trend":
+        return direction_word(top_gap, None)
+    return {"reproduced": "reproduced", "trend toward the claim": "partly reproduced",
+            "trend against": "not reproduced"}[word]
+
+
+# Every way a part is judged, with what it means; a part names its rule's kind (or several joined by " + " when it
+# combines comparisons judged differently), and the results index prints this table in its header.
+RULE_KINDS = {
+    "seed margin": "A beats B by more than twice the standard error over seeds: of the difference of two seed means, "
+                   "2·√(s₁²/n₁ + s₂²/n₂), or of a per-seed difference; inside it the paper's way is within noise; with "
+                   "one seed there is no margin and the paper's way is within noise",
+    "sampling margin": "as a seed margin, with the standard error over evaluated positions of one model instead of "
+                       "over seeds",
+    "hypervolume tie": "a normalised hypervolume beats another by more than the fixed tie; on PTB, the seed margin the "
+                       "budget ladder measured for the same two curves at the stage's budget where it did",
+    "fixed margin": "A beats B by more than a fixed margin that stands in for a spread one run cannot measure (one "
+                    "trajectory, one seed per grid point)",
+    "strict": "A beats B by any amount: one model evaluated deterministically, no spread to tie within",
+    "threshold": "a number that gives the paper's words a meaning (solved, on par, negligible, close, near-optimal, "
+                 "low, uses its noise), met or not",
+    "count": "a property checked on every element, or a count of them (every evaluation, at least one, none, an "
+             "order kept)",
+    "ladder reading": "a budget ladder read by ladder_word and ladder_part: the top rung beyond its seed margin; else a "
+                      "trend toward the claim (partly), a trend against (not), or no trend read as the top rung's "
+                      "comparison",
+}
+
+
+def check_kind(kind: str) -> None:
+    """``kind`` is one of :data:`RULE_KINDS`, or several joined by " + "."""
+    unknown = [k for k in kind.split(" + ") if k not in RULE_KINDS]
+    if not kind or unknown:
+        raise ValueError(f"rule kind {kind!r} must be one of {', '.join(RULE_KINDS)} (or several joined by ' + ')")
 
 
 @dataclass(frozen=True)
@@ -148,7 +182,7 @@ class Part:
     ``label`` is a few words for the index's reason column; ``claim`` says what the seed claims in a sentence;
     ``evidence`` gives our compared numbers (never a verdict word); ``rule`` states the comparison's direction and
     tie rule with the margin's source; ``verdict`` is one of :data:`PART_VERDICTS`; ``corpus`` names the data when
-    a claim spans several.
+    a claim spans several; ``kind`` names the rule's kind in :data:`RULE_KINDS` (required).
     """
 
     label: str
@@ -157,8 +191,10 @@ class Part:
     evidence: str
     rule: str
     corpus: str | None = None
+    kind: str = ""
 
     def __post_init__(self) -> None:
+        check_kind(self.kind)
         if self.verdict not in PART_VERDICTS:
             raise ValueError(f"part verdict {self.verdict!r} must be one of {', '.join(PART_VERDICTS)}")
         if any(word in self.evidence for word in ("reproduced", "within noise")):

@@ -1,4 +1,4 @@
-"""What the scale ladders (issue #22) share: starting the stage, planning and running their independent runs,
+"""What the scale ladders share: starting the stage, planning and running their independent runs,
 and reading a ladder.
 
 A ladder trains each run once to its top rung and scores it at every rung (the optimisers have constant learning
@@ -136,10 +136,10 @@ def claim_part(entry: Mapping[str, Any], shown: str, rule: str) -> Part | None:
     converged = " ".join("unknown" if r["converged"] is None else "flat" if r["converged"] else "still improving"
                          for r in rungs)
     return Part(label=f"ladder: {entry['claim']}", claim=f"{entry['claim']}, more clearly as the training budget grows",
-                verdict=ladder_part(reading_),
+                verdict=ladder_part(reading_, rungs[-1].get("gap")),
                 evidence=("" if reading_ == "reproduced" else f"{reading_}; ") + f"{shown} at {budgets} steps; last "
                          f"quarter of each rung: {converged}",
-                rule=rule)
+                rule=rule, kind="ladder reading")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ the results' curves and Table 5.1 rows as the stage computed them (:func:`~paper
 compare_hypervolumes` on the same curves, reference margin and KL cap), never read back from its evidence text. A
 hypervolume comparison (the claims in :data:`DIRECTIONAL`) is read by
 :func:`~paperlib.experiments.micmco_synthetic_claims.comparison_word`: held (beyond the 0.02 tie) -> reproduced;
-the thesis' way inside the tie -> within noise; no lead or the other way -> not reproduced. The others (perplexity
+the thesis' way inside the tie -> within noise; no lead or the other way -> not reproduced. Where the budget ladder
+measured the seed spread of the very same gap at the stage's own budget (:func:`seed_margins`), twice its standard
+error replaces the fixed tie for that comparison. The others (perplexity
 and KL thresholds, best NLLs, orders kept, spreads) hold or not. A claim's part verdict over its comparisons is
 :func:`~paperlib.experiments.claims.part_word`.
 
@@ -64,6 +66,10 @@ LADDER_ITEMS: dict[str, tuple[str, ...]] = {"M-F5.8": ("5.8",), "M-F5.9": ("5.9"
                                             "M-T5.1": ("T5.1-perplexity", "T5.1-latents")}
 # The claims whose comparisons are hypervolume gaps in the thesis' direction.
 DIRECTIONAL = frozenset({MASKS, SAMPLES, DISCRETE, POWER, BOTH_TERMS, GENERALISE, COMPUTE})
+# How each claim's comparisons are judged (paperlib.experiments.claims.RULE_KINDS).
+READING_KINDS = {**{name: "hypervolume tie" for name in DIRECTIONAL}, COMPUTE: "strict + hypervolume tie",
+                 PERPLEXITY: "threshold", LOW_LATENTS: "threshold", DROPOUT: "strict", KEEPS_ORDER: "count",
+                 SPREAD: "threshold"}
 
 
 @dataclass(frozen=True)
@@ -114,11 +120,17 @@ class Reading:
         held = sum(c.held for c in self.comparisons)
         tally = counts(self.compared) if self.name in DIRECTIONAL else \
             f"{held} of {len(self.comparisons)} comparisons hold"
+        seeded = [c.numbers["seed margin"] for c in self.comparisons if "seed margin" in c.numbers]
+        if seeded:
+            tally = tally.replace(f"beyond the {hv_tie()} tie margin", "beyond their margins")
+            tally += (f"; {len(seeded)} of them against the seed margin the budget ladder measured at this budget "
+                      f"({', '.join(f'{m:.4f}' for m in seeded)}: twice the standard error over its seeds), the "
+                      f"others against the {hv_tie()} tie")
         pooled = [f"over all the claim's figures {self.pooled[0]} of {self.pooled[1]} comparisons hold"] \
             if self.pooled else []
         evidence = "; ".join([f"rule: {self.rule}", tally, *self.notes, *(c.shown for c in self.comparisons),
                               *pooled])
-        return Part(self.name, self.name, self.verdict, evidence, self.rule)
+        return Part(self.name, self.name, self.verdict, evidence, self.rule, kind=READING_KINDS[self.name])
 
 
 # -- plain names ------------------------------------------------------------------------------------------------
@@ -181,19 +193,21 @@ def _configurations(fig: str) -> list[str]:
     return list(FIGURES[fig].configurations)
 
 
-def lead(better: str, worse: str, x: float, y: float) -> tuple[str, float]:
-    """ "HV <better> x vs <worse> y, <reading>" and the gap x - y (the thesis: positive, beyond the tie)."""
-    tie, gap = hv_tie(), x - y
+def lead(better: str, worse: str, x: float, y: float, seed_margin: float | None = None) -> tuple[str, float]:
+    """ "HV <better> x vs <worse> y, <reading>" and the gap x - y (the thesis: positive, beyond the margin): the
+    fixed hypervolume tie, or ``seed_margin`` where the seeds measured one (:func:`seed_margins`)."""
+    tie, gap = (hv_tie(), x - y) if seed_margin is None else (seed_margin, x - y)
+    margin = f"the {tie} tie margin" if seed_margin is None else f"the {tie:.4f} seed margin"
     by = f"{abs(gap):.3f}"
-    by = f"{abs(gap):.4f}" if float(by) == tie else by  # 0.0196 reads 0.0196, not 0.020, beside the 0.02 tie
+    by = f"{abs(gap):.4f}" if float(by) == round(tie, 3) else by  # 0.0196 reads 0.0196, not 0.020, beside 0.02
     if gap > tie:
-        reading = f"{better} ahead of {worse} by {by}, more than the {tie} tie margin"
+        reading = f"{better} ahead of {worse} by {by}, more than {margin}"
     elif gap > 0:
-        reading = f"{better} ahead of {worse} by only {by}, inside the {tie} tie margin: no difference detected"
+        reading = f"{better} ahead of {worse} by only {by}, inside {margin}: no difference detected"
     elif gap == 0:
         reading = "no lead (equal HV)"
     elif gap >= -tie:
-        reading = f"{better} behind {worse} by {by}, inside the {tie} tie margin: no difference detected"
+        reading = f"{better} behind {worse} by {by}, inside {margin}: no difference detected"
     else:
         reading = f"{better} behind {worse} by {by}: the opposite of the thesis"
     return f"HV {better} {x:.3f} vs {worse} {y:.3f}, {reading}", gap
@@ -217,20 +231,42 @@ def discrete_cap(results: Results) -> float:
     return min(st["kl_cap"], latents * math.log(st["categories"]) * sentences / tokens)
 
 
-def _masks(results: Results, key: str) -> Measured:  # key: a 16-sample estimator, e.g. "dreg16_kl"
+def seed_margins(results: Results, ladder: Results | None) -> dict[tuple[str, str], float]:
+    """The hypervolume gaps whose seed spread was measured: (better curve, worse curve) -> twice the standard error
+    over seeds that the budget ladder (same profile) measured for that gap at the stage's own budget, where one of
+    its "better" ladders compares exactly these two curves. A comparison found here is judged against this margin
+    instead of the fixed tie; every other one keeps the tie."""
+    if not ladder or ladder.get("profile") != results.get("profile"):
+        return {}
+    steps, out = results["settings"].get("steps"), {}
+    for entry in ladder.get("ladders", {}).values():
+        rung = next((r for r in entry.get("rungs", []) if r.get("steps") == steps and "margin" in r), None)
+        if entry.get("kind") == "better" and rung is not None:
+            out[tuple(entry["curves"])] = rung["margin"]
+    return out
+
+
+def _seeded(margin: float | None) -> dict:
+    return {} if margin is None else {"seed margin": margin}
+
+
+def _masks(results: Results, key: str, margins: Mapping[tuple[str, str], float] | None = None) -> Measured:
+    # key: a 16-sample estimator, e.g. "dreg16_kl"
     shared, naive = f"{key}.shared", f"{key}.naive"
-    hv = _hv(results, [shared, naive])
-    shown, gap = lead("shared", "naive", hv[shared], hv[naive])
-    return f"{plain_key(key, results['curves'])}: {shown}", gap, {}
+    hv, margin = _hv(results, [shared, naive]), (margins or {}).get((shared, naive))
+    shown, gap = lead("shared", "naive", hv[shared], hv[naive], margin)
+    return f"{plain_key(key, results['curves'])}: {shown}", gap, _seeded(margin)
 
 
-def _samples(results: Results, key: str) -> Measured:  # key: "<figure> <16-sample curve>"
+def _samples(results: Results, key: str, margins: Mapping[tuple[str, str], float] | None = None) -> Measured:
+    # key: "<figure> <16-sample curve>"
     name = key.split(" ", 1)[1]
     base, regime = _base(name), name.split(".", 1)[1]
     one = f"{base}1.{regime}"
     hv = _hv(results, [one, *(f"{base}16_{o}.{regime}" for o in ("kl", "renyi"))])
-    shown, gap = lead("16", "1", hv[name], hv[one])
-    return f"{plain_key(key, results['curves'])}: {shown}", gap, {}
+    margin = (margins or {}).get((name, one))
+    shown, gap = lead("16", "1", hv[name], hv[one], margin)
+    return f"{plain_key(key, results['curves'])}: {shown}", gap, _seeded(margin)
 
 
 def _discrete(results: Results, key: str) -> Measured:  # key: the objective
@@ -400,10 +436,15 @@ def _notes(results: Results, name: str, figures: list[str]) -> list[str]:
 # -- claims -------------------------------------------------------------------------------------------------------
 
 
-def reading(results: Results, record: Mapping[str, Any], where: str) -> Reading | None:
+SEEDED = frozenset({MASKS, SAMPLES})  # the claims whose comparisons a budget ladder may give a seed margin
+
+
+def reading(results: Results, record: Mapping[str, Any], where: str,
+            margins: Mapping[tuple[str, str], float] | None = None) -> Reading | None:
     """The stage's claim ``record`` (from ``results["claims"]``) read on figure ``where`` (or Table 5.1): the
     comparisons keyed by that figure when the claim keys its comparisons by figure, else all of them (a claim over
-    several figures' curves, e.g. shared against naive masks); None when it compared nothing there."""
+    several figures' curves, e.g. shared against naive masks); None when it compared nothing there. A comparison
+    with a seed margin (``margins``, :func:`seed_margins`) holds beyond it, not beyond the stage's fixed tie."""
     wins = record.get("wins", {})
     figures = sorted({k.split(" ", 1)[0] for k in wins if re.fullmatch(r"\d+\.\d+", k.split(" ", 1)[0])})
     own = {k: held for k, held in wins.items() if k.split(" ", 1)[0] == where} if figures else wins
@@ -412,19 +453,24 @@ def reading(results: Results, record: Mapping[str, Any], where: str) -> Reading 
     measure = MEASURES[record["claim"]]
     comparisons = []
     for key, held in own.items():
-        shown, gap, numbers = measure(results, key)
+        shown, gap, numbers = (measure(results, key, margins) if margins and record["claim"] in SEEDED
+                               else measure(results, key))
+        if "seed margin" in numbers:
+            held = gap is not None and gap > numbers["seed margin"]
         comparisons.append(Comparison(key, shown, bool(held), gap, numbers))
     pooled = (sum(wins.values()), len(wins)) if len(own) < len(wins) else None
     return Reading(record["claim"], record.get("rule", ""), tuple(comparisons),
                    tuple(_notes(results, record["claim"], [where] if figures else [])), pooled)
 
 
-def readings(results: Results, where: str) -> list[Reading]:
-    """The stage's claims figure ``where`` (or Table 5.1) is read for, each on its comparisons there; those that
-    compared nothing at this profile are left out."""
+def readings(results: Results, where: str, ladder: Results | None = None) -> list[Reading]:
+    """The stage's claims figure ``where`` (or Table 5.1) is read for, each on its comparisons there, with the
+    seed margins the budget ladder (``ladder``; None: none) measured where it did; those that compared nothing at
+    this profile are left out."""
     records = {c["claim"]: c for c in results["claims"]}
     names = TABLE_CLAIMS if where == TABLE else FIGURE_CLAIMS.get(where, ())
-    return [r for name in names if name in records and (r := reading(results, records[name], where))]
+    margins = seed_margins(results, ladder)
+    return [r for name in names if name in records and (r := reading(results, records[name], where, margins))]
 
 
 def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[list[Part], list[str]]:
@@ -456,7 +502,7 @@ def figure_claim(results: Results, ladder: Results | None, fig: str) -> Claim:
     budget ladder's results (``ladder``; None when not at hand). Raises
     :class:`~paperlib.experiments.claims.Unjudged` when none of the stage's claims the figure is read for compared
     anything at this profile."""
-    judged = readings(results, fig)
+    judged = readings(results, fig, ladder)
     if not judged:
         raise Unjudged(f"Fig. {fig}: none of its claims ({', '.join(FIGURE_CLAIMS.get(fig, ())) or 'none'}) "
                        "compared curves at this profile")
@@ -475,7 +521,7 @@ def table_claim(results: Results, ladder: Results | None) -> Claim:
     """Table 5.1's claim (seed item M-T5.1): its two claims on the test results, its two budget ladders, and the
     cells the profile did not run named as not run. Raises :class:`~paperlib.experiments.claims.Unjudged` when
     neither claim compared anything (no cell ran)."""
-    judged = readings(results, TABLE)
+    judged = readings(results, TABLE, ladder)
     if not judged:
         raise Unjudged("Table 5.1: no cell ran at this profile")
     parts, not_run = ladder_parts(results, ladder, "M-T5.1")

@@ -1,4 +1,4 @@
-"""A scale ladder for MICMCO on Penn Treebank (issue #22): do Melis Figs. 5.8, 5.9, 5.10/5.12 and Table 5.1 move
+"""A scale ladder for MICMCO on Penn Treebank: do Melis Figs. 5.8, 5.9, 5.10/5.12 and Table 5.1 move
 the thesis' way as the training budget grows?
 
 The ``micmco_ptb`` stage draws every frontier after one budget (``steps``). Here the curves behind the chapter's key
@@ -30,7 +30,7 @@ s + 1000 i), so seed 0 at the main stage's budget repeats that stage's start-des
 Per rung and seed the gap is signed the thesis' way: for the "better" ladders the difference of the two curves'
 normalised hypervolumes on the pair's common reference (:func:`~paperlib.experiments.micmco_ptb.compare_hypervolumes`;
 the stage's claims take the reference of a figure's whole trio of 1, 16 KL and 16 Rényi); its tie margin is twice
-the standard error over seeds, measured at that rung (issue #22), not the stage's fixed hypervolume tie ``HV_TIE``:
+the standard error over seeds, measured at that rung, not the stage's fixed hypervolume tie ``HV_TIE``:
 at this scale the latents carry a few hundredths of a nat per token, every hypervolume is a few hundredths, and the
 fixed tie would hide gaps that every seed shows (the index gives the stage's reading beside the ladder's). For
 Table 5.1 the tolerance minus the measured quantity (positive: the claim holds), margin twice the standard error.

@@ -1,4 +1,4 @@
-"""A scale ladder for the synthetic MICMCO figures (issue #22): do Melis Figs. 5.2, 5.3 and 5.6 move the thesis'
+"""A scale ladder for the synthetic MICMCO figures: do Melis Figs. 5.2, 5.3 and 5.6 move the thesis'
 way as the training budget grows?
 
 The ``micmco_synthetic`` stage draws every frontier after one budget (``steps``). Here the curves behind three of

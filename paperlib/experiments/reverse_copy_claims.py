@@ -60,7 +60,8 @@ def claim(results: Mapping[str, Any]) -> Claim:
             label=SOLVED, claim=f"both models solve lengths {thesis_lengths('solved_by_both')} (our shorter half)",
             verdict=part_word([all(ce[m][n] < SOLVED_NATS for m in MODELS) for n in short]),
             evidence="; ".join(f"{n}: LSTM {ce['lstm'][n]:.3f}, Mogrifier {ce['mogrifier'][n]:.3f} nats" for n in short),
-            rule=f"solved: both test cross-entropies below {SOLVED_NATS} nats per token; judged per length"))
+            rule=f"solved: both test cross-entropies below {SOLVED_NATS} nats per token; judged per length",
+            kind="threshold"))
     if long:
         gaps = {n: ce["lstm"][n] - ce["mogrifier"][n] for n in long}
         parts.append(Part(
@@ -70,7 +71,7 @@ def claim(results: Mapping[str, Any]) -> Claim:
             evidence="; ".join(f"{n}: LSTM {ce['lstm'][n]:.3f} vs Mogrifier {ce['mogrifier'][n]:.3f} nats "
                                f"(LSTM − Mogrifier {g:+.3f})" for n, g in gaps.items()),
             rule=f"per length, LSTM minus Mogrifier test cross-entropy beyond {BETTER_MARGIN_NATS} nats (a fixed "
-                 "margin: one seed per grid point, so no measured spread)"))
+                 "margin: one seed per grid point, so no measured spread)", kind="fixed margin"))
         tuned = all(len(results["settings"]["models"][m]["embedding_sizes"]) > 1 for m in MODELS)
         if tuned:
             sizes = {n: {m: results["best"][m][str(n)]["embedding_size"] for m in MODELS} for n in long}
@@ -78,7 +79,7 @@ def claim(results: Mapping[str, Any]) -> Claim:
                 label=EMBEDDING, claim=f"the Mogrifier's tuned embedding is much smaller ({_embeddings()})",
                 verdict=part_word([strict_word(s["lstm"] - s["mogrifier"]) for s in sizes.values()]),
                 evidence="; ".join(f"{n}: Mogrifier {s['mogrifier']} vs LSTM {s['lstm']}" for n, s in sizes.items()),
-                rule="per length, the validation-best Mogrifier's embedding size below the LSTM's"))
+                rule="per length, the validation-best Mogrifier's embedding size below the LSTM's", kind="strict"))
         else:
             not_run.append("embedding sizes not tuned")
     return Claim(ITEM, tuple(parts), tuple(not_run))

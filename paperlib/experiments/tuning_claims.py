@@ -84,7 +84,7 @@ def neighbourhood_claim(results: Mapping[str, Any], item: str) -> Claim:
     claim = (f"trials within {TUNING['neighbourhood_fraction']:.0%} of each range around the best are at most "
              f"{paper_gap} ppl off it (§2.B)")
     return Claim(item, (Part("neighbours near the best", claim, direction_word(allowed - worst, margin), evidence,
-                             rule),))
+                             rule, kind="threshold + seed margin"),))
 
 
 __all__ = ["ITEMS", "neighbourhood_claim", "neighbourhood_numbers"]

@@ -1,4 +1,4 @@
-"""A scale ladder for Schmidt & Hofmann Table 1 (issue #22): does the DSSM's cross-entropy gap to the GRU
+"""A scale ladder for Schmidt & Hofmann Table 1: does the DSSM's cross-entropy gap to the GRU
 baseline move the paper's way as the training budget grows?
 
 The ``word_generation`` stage scores every Table 1 row after one budget (``steps``). Here two of its rows, a DSSM

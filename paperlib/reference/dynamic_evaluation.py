@@ -85,7 +85,6 @@ DYNEVAL_CHAR_TABLE_6_4 = {
     "text8": {"static": 1.066, "sgd": 1.017, "global_rms": 1.003},
     "wikitext103_ppl": {"static": 26.6, "sgd": 23.0, "global_rms": 21.9},
 }
-# In-domain reference for the out-of-domain claim: the in-domain gains of Table 6.1 (Transformer-XL).
 # Fig. 5.2 (§5.1) has no numbers in the text: on enwik8 the dynamic advantage peaks after 2-3k characters,
 # on Spanish (out of domain) it keeps growing; 500 sequences of 10k characters, bins of 100.
 DYNEVAL_CHAR_FIG_5_2 = {"sequences": 500, "length": 10_000, "bin": 100, "in_domain_peak_chars": (2000, 3000)}

@@ -2,15 +2,17 @@
 
 Every row names our file, the paper's numbers (or its finding in words, where the paper gives only
 a figure), our numbers read from ``results/*.json`` at the time the index is written, the scale we
-ran at, a one-word verdict and a one-line reason. Rows whose experiment has not produced its results
-yet say which DVC stage makes them ("pending"), so nothing is silently missing. ``write_index``
+ran at, a one-word verdict and a one-line reason; its details quote the seed sentences the verdict
+judges (:data:`.quotes.QUOTES`, verbatim, with the seed file and section). Rows whose experiment has
+not produced its results yet say which DVC stage makes them ("pending"), so nothing is silently missing. ``write_index``
 renders ``results/README.md``: a table that reads at a glance, then one detail section per row with
 the full evidence; the DVC stage ``results_index`` calls it after every experiment stage.
 
 Modules: :mod:`.text` (the row record and its words), one module per experiment family building that family's rows
 from its results (:mod:`.language_models`, :mod:`.averaging`, :mod:`.dynamic_evaluation`, :mod:`.micmco_synthetic`,
-:mod:`.micmco_ptb`, :mod:`.word_generation`), :mod:`.rows` (the table of rows, one per seed item) and
-:mod:`.render` (reading results, writing the index and the README's summary).
+:mod:`.micmco_ptb`, :mod:`.word_generation`), :mod:`.rows` (the table of rows, one per seed item), :mod:`.quotes`
+(the seed sentences each row judges) and :mod:`.render` (reading results, writing the index and the README's
+summary).
 
 Verdict vocabulary (:data:`~paperlib.experiments.claims.VERDICTS`; its rules live in
 :mod:`paperlib.experiments.claims`, where experiments declare their claims): ``reproduced``, ``partly``,
@@ -40,8 +42,8 @@ from paperlib.compendium.results_index.rows import ROWS
 from paperlib.compendium.results_index.render import (
     AIM_MINUTES, BUDGET_END, BUDGET_START, HEADLINE, README_END, README_START, anchor, build_index, current_table,
     load_results, load_wall_times, read_seed_items, readme_with_summary, recorded_work, render_budget,
-    render_compute, render_definitions, render_details, render_markdown, render_summary, scratch_estimate,
-    write_index,
+    render_compute, render_definitions, render_details, render_markdown, render_quote, render_summary,
+    scratch_estimate, write_index,
 )
 
 __all__ = [
@@ -49,6 +51,6 @@ __all__ = [
     "REASON_CHARS", "ROWS", "SEED_ITEMS", "VERDICTS", "MissingResult", "NotAttempted", "Row", "anchor", "build_index",
     "current_table", "default_reason", "direction_word", "grouped_reason", "load_results", "load_wall_times",
     "model_name", "part_word", "plain", "ptb_key", "read_seed_items", "readme_with_summary", "recorded_work",
-    "render_budget", "render_compute", "render_definitions", "render_details", "render_markdown", "render_summary",
-    "scratch_estimate", "shorten", "verdict_word", "write_index",
+    "render_budget", "render_compute", "render_definitions", "render_details", "render_markdown", "render_quote",
+    "render_summary", "scratch_estimate", "shorten", "verdict_word", "write_index",
 ]

@@ -7,9 +7,10 @@ from typing import Any, Callable
 
 from paperlib.reference import dynamic_evaluation as reference_dyneval
 from paperlib.experiments.dyneval_char_claims import CLAIMS as CHAR_CLAIMS
+from paperlib.experiments.dyneval_claims import statistics_share
 
 from paperlib.compendium.results_index.text import (
-    MissingResult, Results, _claim_verdict, _f, _profile_note, model_name,
+    Results, _claim_verdict, _f, _profile_note, model_name,
 )
 
 
@@ -121,6 +122,27 @@ def _dyn_scale(results: Results) -> str:
             "averaged over parameter tensors as in the author's code (eq. 4.6)")
 
 
+def _dyn_table_scale(results: Results) -> str:
+    """K-T4.1 / K-T4.2: :func:`_dyn_scale` and how many training batches the global-RMS rules' MS_g (eq. 4.4) was
+    collected from, from the stage's recorded settings."""
+    gs = results.get("dyneval.params", {}).get("gradient_stats")
+    if not gs:
+        return _dyn_scale(results)
+    batches = "every training batch" if gs["max_batches"] is None else f"{gs['max_batches']:,} training batches"
+    return (f"{_dyn_scale(results)}; global-RMS statistics MS_g from {batches} of {gs['batch_size']}×{gs['bptt']} "
+            "tokens per corpus (eq. 4.4: every training batch)")
+
+
+def _char_timescale_scale(results: Results) -> str:
+    """K-F5.2: the character-level scale and Fig. 5.2's sequences, bins and out-of-domain text."""
+    r, paper = _char(results), reference_dyneval.DYNEVAL_CHAR_FIG_5_2
+    t = r["timescale"]
+    ood = {"wikitext2": "WikiText-2 mapped to PTB characters"}.get(r.get("ood_corpus"), r.get("ood_corpus", "?"))
+    return (f"{_char_scale(results)}; Fig. 5.2: {t['sequences']:,} sequences × {t['length']:,} characters in bins of "
+            f"{t['bin']} (thesis: {paper['sequences']:,} × {paper['length']:,} in bins of {paper['bin']}); out of "
+            f"domain: {ood} (thesis: Spanish text)")
+
+
 def _timescale_ours(results: Results) -> str:
     t = results["dyneval"]["timescale"]
     mean = {k: sum(v) / len(v) for k, v in t["curves"].items()}
@@ -144,10 +166,13 @@ def _related_ours(results: Results) -> str:
 
 def _stats_amount_ours(results: Results) -> str:
     a = results["dyneval"]["statistics_amount"]
-    rows = ", ".join(f"{100 * r['fraction']:g}% {_f(r['valid_ppl'], 0)}" for r in a["global_rms"])
+    full = (f" ({a['full_batches']:,} of {a['training_batches']:,} training batches)"
+            if a.get("training_batches", 0) > a["full_batches"] else "")
+    rows = ", ".join(f"{100 * r['fraction']:g}%{full if r['fraction'] == 1.0 else ''} {_f(r['valid_ppl'], 0)}"
+                     for r in a["global_rms"])
     rms = ", ".join(f"{r['label']} {_f(r['valid_ppl'], 0)}" for r in a["rmsprop"])
-    return f"valid ppl: static {_f(a['static_valid_ppl'], 0)}; global RMS with {rows}; {rms}" + _profile_note(
-        results, "dyneval")
+    return (f"valid ppl: static {_f(a['static_valid_ppl'], 0)}; global RMS with {rows}; {rms}; "
+            f"{statistics_share(a)}" + _profile_note(results, "dyneval"))
 
 
 def _stats_local_ours(results: Results) -> str:
@@ -260,12 +285,13 @@ def _transformer_table_paper() -> str:
 
 
 def _ood_paper() -> str:
-    """K-T6.4: Table 6.4's GPT-2 rows on enwik8 (bpc) and WikiText-103 (perplexity)."""
+    """K-T6.4: Table 6.4's GPT-2 rows on enwik8 (bpc) and WikiText-103 (perplexity), and its claim (§6.3)."""
     t = reference_dyneval.DYNEVAL_CHAR_TABLE_6_4
     chains = "; ".join(f"{name} " + " → ".join(_f(t[key][k], digits) for k in _DYN_CHAIN) + f" {unit}"
                        for key, name, unit, digits in (("enwik8", "enwik8", "bpc", 3),
                                                        ("wikitext103_ppl", "WikiText-103", "ppl", 1)))
-    return f"GPT-2 out of domain, {' → '.join(_DYN_CHAIN.values())}: {chains}"
+    return (f"GPT-2 out of domain, {' → '.join(_DYN_CHAIN.values())}: {chains}; 'improves GPT-2 by a significant "
+            "margin on all tasks'")
 
 
 def _char_timescale_paper() -> str:
@@ -289,13 +315,3 @@ def _scaling_ours(results: Results) -> str:
         for cell, points in sc.items()) + _profile_note(results, "dyneval_char")
 
 
-def _scaling_verdict(results: Results) -> str:
-    sc = _char(results)["scaling"]
-    if "mlstm" not in sc or "lstm" not in sc:
-        raise MissingResult("scaling curves of lstm and mlstm")
-    big_m, big_l = sc["mlstm"][-1], sc["lstm"][-1]
-    better = big_m["valid_bpc"] < big_l["valid_bpc"]
-    return (("partly" if better else "not reproduced") + f": at the largest size the mLSTM is "
-            f"{'better' if better else 'not better'} than the LSTM ({_f(big_m['valid_bpc'], 3)} vs "
-            f"{_f(big_l['valid_bpc'], 3)} bpc at {big_m['parameters'] / 1e3:.0f}k vs {big_l['parameters'] / 1e3:.0f}k "
-            "params); two sizes only")

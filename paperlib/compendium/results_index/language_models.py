@@ -7,7 +7,8 @@ import math
 from typing import Any, Callable, Mapping
 
 from paperlib.experiments.lm_claims import (
-    TABLE_PAIRS, TABLE_STAGES, ablation_claim, against, byte_claim, ordering_claim, ordering_pairs,
+    CHAPTER_4_ITEMS, CHAPTER_4_PAIR, TABLE_PAIRS, TABLE_STAGES, ablation_claim, against, byte_claim,
+    compare_seed_means, ordering_claim, ordering_pairs,
 )
 from paperlib.reference.byte_lm import BYTE_MLSTM, BYTE_MLSTM_SETUP, TABLE_3_3, TEST_BITS_PER_BYTE
 from paperlib.reference.language_models import CHAPTER_4_MOGRIFIER, CHAPTER_4_SUFFIX
@@ -70,8 +71,20 @@ def _lm_scale(name: str) -> Callable[[Results], str]:
         budgets = sorted({(x["steps"], x["train_tokens"]) for x in r["runs"]})
         budget = "; ".join(f"{tokens / 1e6:.2f}M training tokens ({steps:,} steps)" for steps, tokens in budgets)
         seeds = sorted({s["seeds"] for s in r["summary"].values()})
-        return f"{sizes}; each {budget}; {'/'.join(map(str, seeds))} seed(s) per model"
+        return f"{sizes}; each {budget}; {'/'.join(map(str, seeds))} seed(s) per model{_test_prefix(results, name)}"
     return scale
+
+
+def _test_prefix(results: Results, name: str) -> str:
+    """"; tested on the first N of M test <units>" when the stage evaluated a prefix of the test split (its size from
+    ``data_summary`` when at hand), else nothing."""
+    r = results[name]
+    tested = r.get("eval_tokens", {}).get("test")
+    unit = "characters" if r.get("level") == "char" else "tokens"
+    whole = results.get("data_summary", {}).get(r.get("corpus"), {}).get("splits", {}).get("test", {}).get("tokens")
+    if tested is None or (whole is not None and tested >= whole):
+        return ""
+    return f"; tested on the first {tested:,}" + (f" of the {whole:,}" if whole else "") + f" test {unit}"
 
 
 def _pair_phrase(pair: Mapping[str, Any], word: str, unit: str, digits: int) -> str:
@@ -96,6 +109,8 @@ def _ordering_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
         unit, digits = ("bpc", 3) if r["level"] == "char" else ("ppl", 1)
         pairs = [p for p in ordering_pairs(r)
                  if (p["than"].removesuffix(CHAPTER_4_SUFFIX), p["paper: better"]) in TABLE_PAIRS[item]]
+        if item in CHAPTER_4_ITEMS and all(m in r["summary"] for m in CHAPTER_4_PAIR):
+            pairs.append(compare_seed_means(r["summary"], *CHAPTER_4_PAIR, f"test_{unit}"))
         words = [p.verdict for p in judged.parts]  # the parts follow TABLE_PAIRS' order, as the pairs do
         reason = "; ".join(_pair_phrase(p, w, unit, digits) for p, w in zip(pairs, words))
         if all(w == "reproduced" for w in words):

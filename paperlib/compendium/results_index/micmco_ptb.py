@@ -168,12 +168,23 @@ def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]
             text += (f"; HV 0.000 is no area, not a failed computation: every trial of {', '.join(zero['labels'])} "
                      f"lies above the reference NLL {zero['reference']:.3f} (see 'ours')" if zero["above"] else
                      f"; HV 0.000 is no area: see 'ours' for why {', '.join(zero['labels'])} have none")
-        reason = _ptb_reason(readings(r, fig))
+        reason = _ptb_reason(readings(r, fig, ladder))
         if zero and len(reason) + 45 <= REASON_CHARS:
             reason += "; HV 0.000: no trial inside the reference box"
         ladder_reason = _ptb_ladder_reason(results, f"M-F{fig}")
         return text, _clip(f"{reason}; {ladder_reason}") if ladder_reason else reason
     return verdict
+
+
+def _tie(*judged: Reading) -> str:
+    """What "inside the tie" means in a reason: the fixed hypervolume tie, or the seed margins measured instead."""
+    seeded = sorted({c.numbers["seed margin"] for claim in judged for c in claim.comparisons
+                     if "seed margin" in c.numbers})
+    if not seeded:
+        return f"{hv_tie()} tie"
+    both = len(seeded) < sum(len(claim.comparisons) for claim in judged)
+    return ("seed margin" + ("s " if len(seeded) > 1 else " ") + "/".join(f"{m:.3f}" for m in seeded)
+            + (f" or the {hv_tie()} tie" if both else ""))
 
 
 def _ptb_reason(judged: Sequence[Reading]) -> str:
@@ -183,12 +194,12 @@ def _ptb_reason(judged: Sequence[Reading]) -> str:
     for claim in judged:
         own = _PTB_REASONS.get(claim.name, lambda c: None)(claim)
         subject = _PTB_SUBJECTS.get(claim.name, claim.name)
-        texts.append(own if own and claim.verdict != "reproduced" else f"{subject}: {_counts_short(claim.compared)}")
+        texts.append(own if own and claim.verdict != "reproduced" else f"{subject}: {_counts_short(claim.compared, _tie(claim))}")
     text = "; ".join(texts)
     if len(text) > REASON_CHARS and len(judged) > 1:
         compared = [c for claim in judged for c in claim.compared]
         subjects = " and ".join(_PTB_SUBJECTS.get(claim.name, claim.name) for claim in judged)
-        text = f"{subjects}: {_counts_short(compared)}"
+        text = f"{subjects}: {_counts_short(compared, _tie(*judged))}"
         if len(text) > REASON_CHARS:
             text = f"{len(judged)} claims: {_counts_short(compared)}"
     return _clip(text)
@@ -287,5 +298,5 @@ def _micmco_ptb_table_verdict(results: Results) -> tuple[str, str]:
     unrun = f"{cells - run} of {cells} cells not run at this profile" if run < cells else ""
     text = claim.text() + "; absolute perplexities far from the thesis' (smaller model, vocabulary and budget)"
     ladder_reason = _ptb_ladder_reason(results, "M-T5.1")
-    reason = _ptb_reason(readings(r, TABLE)) + (f"; {ladder_reason}" if ladder_reason else "")
+    reason = _ptb_reason(readings(r, TABLE, results.get("micmco_ptb_ladder"))) + (f"; {ladder_reason}" if ladder_reason else "")
     return text, _clip(reason + (f"; {unrun}" if unrun else ""))

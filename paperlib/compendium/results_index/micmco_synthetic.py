@@ -13,7 +13,7 @@ from paperlib.reference.micmco import SYNTHETIC_VOCAB_SIZE
 # -- hypervolume comparisons (Melis ch. 5) ------------------------------------------------------
 
 
-def _counts_short(compared: Compared) -> str:
+def _counts_short(compared: Compared, tie: str | None = None) -> str:
     """:func:`~paperlib.experiments.micmco_synthetic_claims.counts` for a reason: "both hold", "all 4 the thesis'
     way, inside the tie", "1 of 2 holds, 1 the other way"."""
     n = len(compared)
@@ -24,7 +24,7 @@ def _counts_short(compared: Compared) -> str:
     if noise == n:
         gaps = sorted(g for _, g in compared if g is not None)
         by = "" if len(gaps) < n else f" by {gaps[0]:.3f}" + (f"–{gaps[-1]:.3f}" if gaps[-1] > gaps[0] else "")
-        return f"{every} the thesis' way{by}, inside the {hv_tie()} tie"
+        return f"{every} the thesis' way{by}, inside the {tie or f'{hv_tie()} tie'}"
     if other == n:
         return f"{every} the other way"
     if failed == n:

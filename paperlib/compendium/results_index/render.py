@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from paperlib.experiments.claims import VERDICTS
+from paperlib.compendium.results_index.quotes import QUOTES, SEEDS
 
 from paperlib.compendium.results_index.text import INDEX, Results, SEED_ITEMS, _PART, _top_level, plain, shorten
 from paperlib.compendium.results_index.word_generation import WG_NOISE_USED
@@ -29,10 +30,14 @@ def read_seed_items(path: str | os.PathLike) -> list[dict[str, str]]:
 
 
 def load_results(root: str | os.PathLike) -> dict[str, Any]:
-    """Every ``results/<name>.json`` except provenance records, keyed by name."""
+    """Every ``results/<name>.json`` keyed by name, and the settings each stage ran with (its provenance record's
+    ``params``) keyed by ``<name>.params``, for the scale facts a result does not repeat."""
     out = {}
     for path in sorted(Path(root, "results").glob("*.json")):
         if path.name.endswith(".provenance.json"):
+            params = json.loads(path.read_text()).get("params")
+            if isinstance(params, dict):
+                out[path.name.removesuffix(".provenance.json") + ".params"] = params
             continue
         out[path.stem] = json.loads(path.read_text())
     return out
@@ -140,11 +145,12 @@ def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | 
     return "\n".join(lines) + "\n"
 
 
-def build_index(items: list[dict[str, str]], results: Results) -> list[dict[str, str]]:
+def build_index(items: list[dict[str, str]], results: Results) -> list[dict[str, Any]]:
     """One rendered row per seed item, in the seed table's order; unknown ids are an error. Each row: the seed
     item's id, seed, kind and title, our file, the paper's text, ours, scale, the verdict text, its word
     (``status``), the one-line ``reason`` and the short cells of the table (``paper_short``, ``ours_short``), in
-    plain names (:func:`plain`)."""
+    plain names (:func:`plain`), and ``quotes``, the seed sentences the row judges (``(seed, section, text)``,
+    verbatim, from :data:`.quotes.QUOTES`)."""
     unknown = [item["id"] for item in items if item["id"] not in ROWS]
     if unknown:
         raise ValueError(f"no index row for seed item(s) {', '.join(unknown)}; add them to ROWS")
@@ -153,7 +159,8 @@ def build_index(items: list[dict[str, str]], results: Results) -> list[dict[str,
         row = ROWS[item["id"]]
         rendered = {k: v if k == "status" else plain(v) for k, v in row.render(results).items()}
         table.append({"id": item["id"], "seed": item["seed"], "kind": item["kind"], "title": item["title"],
-                      "file": row.file, "paper": plain(row.paper), **rendered})
+                      "file": row.file, "paper": plain(row.paper), **rendered,
+                      "quotes": QUOTES.get(item["id"], [])})
     return table
 
 
@@ -174,7 +181,7 @@ def render_definitions() -> list[str]:
     from paperlib.experiments.dyneval_claims import ON_PAR, STATISTICS_SPREAD
     from paperlib.experiments.reverse_copy_claims import SOLVED_NATS
     from paperlib.experiments.averaging_claims import ON_PAR_NATS as AVERAGING_NATS
-    from paperlib.experiments.lm_claims import FULL_RANK_TOLERANCE
+    from paperlib.experiments.claims import RULE_KINDS
 
     syn_margin = MicmcoSyntheticParams.__dataclass_fields__["hypervolume_margin"].default
     ptb_margin = MicmcoPtbParams.__dataclass_fields__["hv_margin"].default
@@ -215,6 +222,15 @@ def render_definitions() -> list[str]:
         "",
         "An item whose judged parts all hold but some of whose curves or cells we did not run reads **partly**.",
         "",
+        "### How a part is judged",
+        "",
+        "Every judged part names one of these rules (`RULE_KINDS` in `paperlib/experiments/claims.py`), or several",
+        "when it combines comparisons judged differently; its details state the rule with its numbers.",
+        "",
+        "| rule | how a part is judged |",
+        "|---|---|",
+        *(f"| {kind} | {text} |" for kind, text in RULE_KINDS.items()),
+        "",
         "### Tie margins and thresholds",
         "",
         "- **Seed-noise margin** (language models: M-T2.1-M-T4.2, C-T1, C-T2, M-F2.3, M-T2.3, K-T3.3): two models differ",
@@ -223,7 +239,10 @@ def render_definitions() -> list[str]:
         "  (`paperlib.experiments.lm_claims.compare_seed_means`). With one seed there is no margin.",
         "- **Hypervolume tie** (Melis ch. 5, M-F5.2-M-F5.29): two curves differ only when their normalised",
         f"  hypervolumes (below) differ by more than {HV_TIE} (`paperlib.experiments.micmco_synthetic.HV_TIE`, {HV_TIE:.0%} of the ideal",
-        "  area); \"A beats B\" means HV(A) > HV(B) + the tie.",
+        "  area); \"A beats B\" means HV(A) > HV(B) + the tie. On PTB, where the budget ladder measured the seed",
+        "  spread of the same two curves' gap at the stage's own budget (M-F5.8-M-F5.12: 16 vs 1 sample, shared vs",
+        "  naive masks), twice its standard error replaces the fixed tie for that comparison, and its evidence says so",
+        "  (`paperlib.experiments.micmco_ptb_claims.seed_margins`).",
         "- **One averaged trajectory** (Melis ch. 3, M-F3.3-M-F3.5): every averager watches the same run, so no seed",
         f"  spread is measured; a fixed {AVERAGING_NATS} nats (0.5% perplexity) stands in for one: 2TA is \"better\"",
         "  only by more than that, \"on par\" (the thesis' \"very close\") within it, and a loss \"rises\" by more",
@@ -232,20 +251,22 @@ def render_definitions() -> list[str]:
         f"{STATISTICS_SPREAD:.0%}; \"on par\" with global RMS (K-T5.7) within {ON_PAR:.0%}",
         "  (`paperlib.experiments.dyneval_claims`; the other dynamic-evaluation comparisons are strict: one model,",
         "  evaluated deterministically);",
-        f"  full rank \"close behind\" low rank (M-T2.3) within {FULL_RANK_TOLERANCE:.0%}; a reverse-copy length is solved below "
+        "  full rank \"close behind\" low rank (M-T2.3) within half low rank's gain over the LSTM; a reverse-copy length is solved below "
         f"{SOLVED_NATS} nats (M-F2.4);",
         f"  \"near-optimal\" (M-F5.6) is within {NEAR_OPTIMAL_NATS} nats of ln V at MI = {HIGH_MI_FRACTION:g} ln V; "
         f"Table 5.1's \"barely",
         f"  changes\" is within {PPL_TOLERANCE:.0%} perplexity and its \"low latent usage\" at most {LOW_KL} nats "
         "of KL per token;",
         f"  a DSSM \"uses its noise\" (S-F1) when Ī > {WG_NOISE_USED}.",
-        "- **Scale ladders** (S-T1, M-F5.2, M-F5.3, M-F5.6, M-F5.8, M-F5.9, M-F5.10, M-F5.11, M-F5.12, M-T5.1; issue #22): a",
+        "- **Scale ladders** (S-T1, M-F5.2, M-F5.3, M-F5.6, M-F5.8, M-F5.9, M-F5.10, M-F5.11, M-F5.12, M-T5.1): a",
         "  claim's gap measured at training budgets growing geometrically (×4 per rung; ×2 for the PTB MICMCO",
         "  ladder at `cpu`), with a margin at each rung: twice the standard error over seeds (for a synthetic MICMCO",
         "  hypervolume gap at least the hypervolume tie). The ladder reads \"reproduced\" when the top rung's gap is beyond its margin, else",
         "  \"trend toward the claim\" / \"trend against\" when the gap's change from the first rung to the top exceeds",
-        "  the two margins combined, else \"no trend\" (`paperlib.experiments.claims.ladder_word`); as a part of the",
-        "  row a trend toward the claim counts as partly reproduced. A model has converged at a rung when its score",
+        "  the two margins combined, else \"no trend\" (`paperlib.experiments.claims.ladder_word`). As a part of the",
+        "  row (`ladder_part`) a trend toward the claim counts as partly reproduced, a trend against as not reproduced,",
+        "  and no trend as the top rung's comparison: within noise when its gap points the paper's way, else not",
+        "  reproduced. A model has converged at a rung when its score",
         "  moved by no more than twice the standard error of its per-seed change over the rung's last quarter.",
         "",
         "### Normalised hypervolume",
@@ -329,14 +350,25 @@ def _evidence_lines(clause: str, indent: str = "  ") -> list[str]:
     return [f"{indent}- {clause}"]
 
 
-def render_details(row: Mapping[str, str]) -> list[str]:
-    """One item's detail section: its anchor, heading, verdict and reason, files, the paper's text, ours, the
-    scale and the evidence, one line per part (a part's evidence one level deeper)."""
+def render_quote(seed: str, section: str, text: str) -> str:
+    """One seed quote as a line of the details: the verbatim text, then the seed, its file and the section."""
+    name, file = SEEDS[seed]
+    return f"“{text}” — {name} (`{file}`), {section}"
+
+
+def render_details(row: Mapping[str, Any]) -> list[str]:
+    """One item's detail section: its anchor, heading, verdict and reason, files, the paper's text, the seed
+    sentences the row judges, ours, the scale and the evidence, one line per part (a part's evidence one level
+    deeper)."""
     body = row["verdict"].split(": ", 1)[1] if ": " in row["verdict"] else ""
     lines = [f'<a id="{anchor(row["id"])}"></a>', "", f"### {row['id']} — {row['title']}", "",
              f"**{row['status']}** — {row['reason']}", ""]
-    for name, key in (("Files", "file"), ("Paper", "paper"), ("Ours", "ours"), ("Scale", "scale")):
-        if row[key] not in ("", "—"):
+    for name, key in (("Files", "file"), ("Paper", "paper"), ("Seed text", "quotes"), ("Ours", "ours"),
+                      ("Scale", "scale")):
+        if key == "quotes":
+            quotes = row.get("quotes") or []
+            lines += [f"- **{name}:**"] * bool(quotes) + [f"  - {render_quote(*quote)}" for quote in quotes]
+        elif row[key] not in ("", "—"):
             lines.append(f"- **{name}:** {row[key]}")
     parts = _top_level(body) if body and body != row["reason"] else []
     if parts:

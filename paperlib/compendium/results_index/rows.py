@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from paperlib.experiments.lm_claims import TABLE_STAGES
-from paperlib.reference.language_models import ABLATION_FINDINGS, LM_PTB, LM_PTB_CHAR
+from paperlib.reference.language_models import LM_PTB, LM_PTB_CHAR, TABLE_2_3
+from paperlib.reference.names import model_name
 from paperlib.reference.tuning import TUNING
 from paperlib.compendium.figure_style import micmco_ptb_figure_file
 
@@ -19,9 +20,10 @@ from paperlib.compendium.results_index.averaging import (
 )
 from paperlib.compendium.results_index.dynamic_evaluation import (
     _adaptive_paper, _char_claim, _char_ood_ours, _char_scale, _char_table_ours, _char_timescale_ours,
-    _char_timescale_paper, _dyn_claim, _dyn_paper, _dyn_scale, _dyn_table_ours, _epsilon_paper, _momentum_paper,
+    _char_timescale_paper, _char_timescale_scale, _dyn_claim, _dyn_paper, _dyn_scale, _dyn_table_ours,
+    _dyn_table_scale, _epsilon_paper, _momentum_paper,
     _ood_paper, _opt_ours, _recovery_ours, _recovery_paper, _related_ours, _related_paper, _scaling_ours,
-    _scaling_verdict, _seen_ours, _seen_paper, _sparse_table_paper, _stats_amount_ours, _stats_amount_paper,
+    _seen_ours, _seen_paper, _sparse_table_paper, _stats_amount_ours, _stats_amount_paper,
     _stats_local_ours, _stats_local_paper, _timescale_ours, _transformer_table_paper,
 )
 from paperlib.compendium.results_index.micmco_synthetic import _MICMCO_LADDERS, _micmco_figure, _micmco_scale
@@ -77,7 +79,9 @@ ROWS: dict[str, Row] = {
                   scale=lambda r: (f"vocabulary {r['reverse_copy']['settings'].get('vocab_size', 100)}, lengths "
                                    f"{r['reverse_copy']['lengths'][0]}–{r['reverse_copy']['lengths'][-1]}, "
                                    f"{r['reverse_copy']['settings']['parameter_budget']:,} params, "
-                                   f"{r['reverse_copy']['settings']['steps']:,} steps"),
+                                   f"{r['reverse_copy']['settings']['steps']:,} steps; one seed "
+                                   f"({r['reverse_copy']['settings']['seed']}) per model and length, so no seed "
+                                   "spread is measured"),
                   verdict=_reverse_copy_verdict, needs=("reverse_copy",)),
     "M-F2.5": Row(file="`notebooks/tuning.ipynb`, `figures/tuning_parallel.png`, `figures/tuning_sensitivity.png`",
                   paper=_tuning_paper("lstm"),
@@ -140,7 +144,8 @@ ROWS["M-T5.1"] = Row(file="`notebooks/micmco_ptb.ipynb`, `results/micmco_ptb.jso
 
 _LM_PTB_PAPER = _lm_paper(LM_PTB, "ppl")
 _LM_CHAR_PAPER = _lm_paper(LM_PTB_CHAR, "bpc")
-_LM_PTB_PARAMS = f" ({TUNING['parameters'] / 1e6:.0f}M params)"  # Tables 2.1 / 4.1's model size
+_LM_PTB_PARAMS = f" ({TUNING['parameters'] / 1e6:.0f}M params)"  # Tables 2.1 / 2.3 / 4.1's model size
+_TABLE_2_3 = "valid ppl " + ", ".join(f"{model_name(m)} {ppl}" for m, ppl in TABLE_2_3.items())
 _LM_PTB_SHORT = _lm_paper(LM_PTB, "ppl", short=True) + _LM_PTB_PARAMS
 _LM_CHAR_SHORT = _lm_paper(LM_PTB_CHAR, "bpc", short=True)
 
@@ -158,8 +163,10 @@ ROWS.update({
     "M-T2.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER + "; MWC and enwik8 rows not "
                   "attempted (GPU-scale corpora)", paper_short=_LM_CHAR_SHORT, **_lm("M-T2.2")),
     "M-T2.3": Row(file=_LM_NB + ", `results/lm_ptb_ablation.json`",
-                  paper="findings in words (numbers lost in our copy): " + "; ".join(ABLATION_FINDINGS),
-                  paper_short="(in words) more rounds help; full rank close behind; no zigzag worse; mLSTM no better",
+                  paper=_TABLE_2_3 + f"{_LM_PTB_PARAMS}; §2.3.1: perplexity falls with the rounds r (Fig. 2.3), low rank "
+                  "helps a bit with full rank close behind, no zigzag underperforms (on par with r = 2), the mLSTM does "
+                  "not improve on the LSTM",
+                  paper_short=_TABLE_2_3 + _LM_PTB_PARAMS,
                   ours=_ablation_ours, scale=_lm_scale("lm_ptb_ablation"), verdict=_ablation_verdict("M-T2.3"),
                   needs=("lm_ptb_ablation",)),
     "M-T2.4": Row(file="`paperlib/search_spaces.py` (`lstm`, `mogrifier`)", paper="tuning ranges, all tasks but enwik8",
@@ -197,7 +204,7 @@ ROWS["K-F2.8"] = Row(file="—", paper="diagram (RNN-NADE)", ours="—", scale="
 
 ROWS.update({
     "K-F3.2": Row(file="`notebooks/dyneval_char.ipynb`", paper="mLSTM below the LSTM at every size on enwik8 (figure)",
-                  ours=_scaling_ours, scale=_char_scale, verdict=_scaling_verdict, needs=("dyneval_char",)),
+                  ours=_scaling_ours, scale=_char_scale, verdict=_char_claim("K-F3.2"), needs=("dyneval_char",)),
     "K-F3.3": Row(file="`notebooks/dyneval_char.ipynb`, `figures/dyneval_char_recovery.png`",
                   paper=_recovery_paper(), ours=_recovery_ours, scale=_char_scale,
                   verdict=_char_claim("K-F3.3"), needs=("dyneval_char",)),
@@ -206,9 +213,10 @@ ROWS.update({
     "K-T3.3": Row(file="`notebooks/byte_lm.ipynb`, `figures/byte_lm.png`, `results/lm_wt2_bytes.json`",
                   paper=_byte_lm_paper(), ours=_byte_lm_ours, scale=_byte_lm_scale,
                   verdict=_byte_lm_verdict, needs=("lm_wt2_bytes",)),
-    "K-T4.1": Row(file=_DYN_NB, paper=_dyn_paper("ptb"), ours=_dyn_table_ours("ptb"), scale=_dyn_scale,
+    "K-T4.1": Row(file=_DYN_NB, paper=_dyn_paper("ptb"), ours=_dyn_table_ours("ptb"), scale=_dyn_table_scale,
                   verdict=_dyn_claim("K-T4.1"), needs=("dyneval",)),
-    "K-T4.2": Row(file=_DYN_NB, paper=_dyn_paper("wikitext2"), ours=_dyn_table_ours("wikitext2"), scale=_dyn_scale,
+    "K-T4.2": Row(file=_DYN_NB, paper=_dyn_paper("wikitext2"), ours=_dyn_table_ours("wikitext2"),
+                  scale=_dyn_table_scale,
                   verdict=_dyn_claim("K-T4.2"), needs=("dyneval",)),
     "K-T4.3": _not_attempted("text8 word-level needs the text8 corpus (no pinned checksum offline)"),
     "K-T4.4": Row(file="`notebooks/dyneval_char.ipynb`, `figures/dyneval_char.png`",
@@ -221,7 +229,7 @@ ROWS.update({
                   ours=_timescale_ours, scale=_dyn_scale,
                   verdict=_dyn_claim("K-F5.1"), needs=("dyneval",)),
     "K-F5.2": Row(file="`notebooks/dyneval_char.ipynb`, `figures/dyneval_char.png`",
-                  paper=_char_timescale_paper(), ours=_char_timescale_ours, scale=_char_scale,
+                  paper=_char_timescale_paper(), ours=_char_timescale_ours, scale=_char_timescale_scale,
                   verdict=_char_claim("K-F5.2"), needs=("dyneval_char",)),
     "K-T5.1": Row(file=_DYN_NB, paper=_seen_paper(), ours=_seen_ours, scale=_dyn_scale,
                   verdict=_dyn_claim("K-T5.1"), needs=("dyneval",)),

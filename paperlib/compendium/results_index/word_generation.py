@@ -43,11 +43,13 @@ def _wg_t2_paper() -> str:
 
 
 def _wg_t3_paper() -> str:
-    """S-T3: Table 3a's legible, stable cells with a learned generative flow (the paper calls ID unsuited for F_g)."""
+    """S-T3: Table 3a's legible, stable cells with a learned generative flow (the paper calls ID unsuited for F_g)
+    and §5.3's reading of the table."""
     table = PAPER_TABLE3["H_test"]
     cells = [f"{g}×{q} {_f(table[g][q][0])}" for g in PAPER_TABLE3_FLOWS[1:] for q in PAPER_TABLE3_FLOWS
              if isinstance(table[g][q], list)]
-    return f"H_test: {', '.join(cells)}; combinations with TRIL inference unstable"
+    return (f"H_test: {', '.join(cells)}; combinations with TRIL inference unstable; §5.3: a powerful F_g is essential, "
+            "simplistic F_q such as ID degrade performance")
 
 
 WG_I_BAR_RANGE = paper_i_bar_range()
