@@ -27,7 +27,7 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
    time measured on a CPU (:data:`COMPILE_SECONDS`).
 
 The output is one JSON file, ``gpu-<card>-<date>.json`` (``cpu-check-<date>.json`` in check mode) under ``--out``,
-and a table on standard output; a lent session commits the JSON under ``benchmarks/results/``.
+and a table on standard output; commit the JSON of a GPU run under ``benchmarks/results/``.
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ def _pinning_worker(rank: int, port: int, out: str) -> None:
 
 
 def test_under_two_processes_each_rank_gets_its_own_gpu(tmp_path):
-    """The corpus of rank r must go to cuda:r; a bare "cuda" is cuda:0 on every rank (finding 3 of #20)."""
+    """The corpus of rank r must go to cuda:r; a bare "cuda" is cuda:0 on every rank."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

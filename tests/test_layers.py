@@ -8,6 +8,7 @@ anywhere in a module count, including those inside functions, as in ``tests/test
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,7 @@ def test_the_layer_rule_flags_each_backward_arrow():
     assert not bad_imports("paperlib.train", {"paperlib", "paperlib.models.state"})
 
 
-# Issue #25: no module over 600 lines, in any layer (long experiment drivers and the results index are packages of
+# No module over 600 lines, in any layer (long experiment drivers and the results index are packages of
 # one module per part: micmco_ptb/, micmco_synthetic/, word_generation/, compendium/results_index/, dyneval/).
 MAX_MODULE_LINES = 600
 
@@ -75,3 +76,21 @@ MAX_MODULE_LINES = 600
 def test_every_module_is_at_most_600_lines():
     long = {name: n for name, path in modules() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by idea): {long}"
+
+
+# Words about how the product was built (ticket numbers, work sessions) belong to the history, not to the product.
+PROCESS_WORDS = re.compile(r"""issue\s*#\s*\d+|(?<![\w&/"'])#\d{1,3}\b(?![0-9a-fA-F])|\bsession \d+\b|the issue hoped""",
+                           re.IGNORECASE)
+
+
+def test_the_product_speaks_of_itself_not_of_how_it_was_built():
+    """No ticket numbers or work sessions in the package, the notebooks, the benchmarks, the configuration, the README
+    and the results index (executed notebooks and figures are generated from these)."""
+    root = Path(__file__).resolve().parents[1]
+    files = [*root.joinpath("paperlib").rglob("*.py"), *root.joinpath("notebooks").glob("*.ipynb"),
+             *root.joinpath("benchmarks").glob("*.py"), *root.joinpath("benchmarks").glob("*.sh"),
+             *root.joinpath("docs").rglob("*.md"), root / "README.md", root / "results" / "README.md",
+             root / "params.yaml", root / "dvc.yaml"]
+    found = [f"{path.relative_to(root)}: {match.group(0)!r}" for path in files if path.is_file()
+             for match in PROCESS_WORDS.finditer(path.read_text())]
+    assert not found, found
