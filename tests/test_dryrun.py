@@ -204,3 +204,59 @@ def test_a_cuda_run_resumes_from_its_checkpoint(tmp_path, restore_precision):
     assert resumed.step == 6 and result.steps == 6 and math.isfinite(result.best_valid_nll)
     assert [h["step"] for h in result.history if "valid_nll" in h] == [3, 6]
     assert all(s["exp_avg_sq"].device.type == "cuda" for s in resumed.optimizer.state.values())
+
+
+# -- estimates for another profile, and constants fitted to a GPU measurement -------------------------------------
+
+def _measurement(mfu: float, latency: float, peaks=(50.0, 380.0, 760.0), precision="tf32", skew=None):
+    """A benchmarks/gpu.py result whose steps follow the time model exactly (``skew`` scales one row's step)."""
+    peak = dict(zip(("fp32", "tf32", "bf16"), peaks))[precision] * 1e12
+    rows = []
+    for i, (flops, kernels) in enumerate([(5e11, 6000), (9e12, 20000), (4e11, 300), (2e10, 150), (1.5e12, 70)]):
+        step = max(flops / (mfu * peak), kernels * latency) * (skew if skew and i == 0 else 1.0)
+        rows.append({"stage": "s", "workload": f"w{i}", "status": "timed", "step_s": step, "flops_per_step": flops,
+                     "predicted_kernels": kernels})
+    rows.append({"stage": "s", "workload": "oom", "status": "out of memory"})
+    return {"environment": {"card": "NVIDIA H200"}, "precision": precision, "workloads": rows,
+            "ceilings": {f"matmul_tflops_{p}": v for p, v in zip(("fp32", "tf32", "bf16"), peaks)}}
+
+
+def test_calibration_recovers_the_mfu_and_time_per_kernel_a_measurement_follows():
+    from paperlib.experiments.gpu_time import calibrate
+
+    constants, fit = calibrate(_measurement(0.2, 8e-6), "gpu.json")
+    grid = 10 ** 0.02  # the fit's grid step, both axes
+    assert 0.2 / grid <= constants.mfu <= 0.2 * grid and 8e-6 / grid <= constants.kernel_latency_s <= 8e-6 * grid
+    assert constants.peak_flops["tf32"] == 380e12 and constants.gpu == "NVIDIA H200" and constants.source == "gpu.json"
+    assert fit["workloads"] == 5 and fit["max_ratio"] <= grid  # the out-of-memory row is left out
+    _, skewed = calibrate(_measurement(0.2, 8e-6, skew=3.0))
+    assert skewed["max_ratio"] > 1.5  # a step the model cannot follow shows as a worse fit, never hidden
+    with pytest.raises(ValueError, match="no timed workload"):
+        calibrate({**_measurement(0.2, 8e-6), "workloads": []})
+
+
+def test_the_dry_run_counts_another_profiles_settings_and_estimates_with_fitted_constants():
+    from paperlib.experiments.gpu_time import Constants, estimate
+
+    smoke = dryrun.dry_run(["micmco_synthetic_ladder"], max_length=2, profile="smoke")
+    paper = dryrun.dry_run(["micmco_synthetic_ladder"], max_length=2)
+    smoke_w, paper_w = (next(iter(r["stages"]["micmco_synthetic_ladder"]["workloads"].values())) for r in (smoke, paper))
+    assert smoke_w["parameters"] < paper_w["parameters"]  # the ladder reads micmco_synthetic's smoke model too
+    slow = Constants("card", {"fp32": 1e12, "tf32": 1e12, "bf16": 1e12}, 0.5, 1e-3, "m.json")
+    assert estimate(1e12, 10_000, 3600, "tf32", slow)["gpu_hours"] == pytest.approx(10.0)  # launch: 10k x 1 ms
+    assert estimate(1e12, 1, 3600, "tf32", slow)["gpu_hours"] == pytest.approx(2.0)  # compute: 1 TFLOP at 0.5 TFLOP/s
+    assert estimate(1e12, 1, 3600, "tf32", slow)["bound"] == "compute"
+    calibrated = dryrun.dry_run(["micmco_synthetic_ladder"], max_length=2, constants=slow)
+    assert calibrated["assumptions"]["constants"] == "m.json" and calibrated["assumptions"]["mfu"] == 0.5
+    assert "Constants fitted to m.json" in dryrun.render_tables(calibrated)
+
+
+def test_the_cli_estimates_with_a_measurements_constants(tmp_path, capsys):
+    measured = tmp_path / "gpu-nvidia-h200-2026-12-01.json"
+    measured.write_text(json.dumps(_measurement(0.25, 6e-6)))
+    out = tmp_path / "dry.json"
+    assert main(["dryrun", "micmco_synthetic_ladder", "--max-length", "2", "--quiet", "--profile", "smoke",
+                 "--calibration", str(measured), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["calibration"]["workloads"] == 5 and result["assumptions"]["profile"] == "smoke"
+    assert "calibrated on 5 measured workloads" in capsys.readouterr().out

@@ -261,7 +261,20 @@ def cmd_dryrun(args) -> int:
             max_length = section_params("dryrun", params).max_length[active_profile(None, params)]
         except ParamsError:
             pass
-    result = dry_run(args.stages, max_length=max_length, progress=progress)
+    constants = calibration = None
+    if args.calibration:
+        import json
+
+        from paperlib.experiments.gpu_time import calibrate
+
+        constants, calibration = calibrate(json.loads(Path(args.calibration).read_text()), args.calibration)
+        print(f"calibrated on {calibration['workloads']} measured workloads: MFU {constants.mfu:.3g}, "
+              f"{constants.kernel_latency_s * 1e6:.3g} us per kernel, model within {calibration['max_ratio']:g}x of "
+              "every measured step")
+    result = dry_run(args.stages, max_length=max_length, progress=progress, profile=args.profile,
+                     **({"constants": constants} if constants else {}))
+    if calibration:
+        result["calibration"] = calibration
     print(render_tables(result), end="")
     if args.json:
         from paperlib.atomic_files import write_json_atomic
@@ -426,6 +439,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "peak memory, FLOPs, kernels and estimated GPU-hours per stage (no GPU needed)")
     p.add_argument("stages", nargs="*", metavar="STAGE", help="experiment stages (default: all)")
     p.add_argument("--json", help="also write the numbers here, e.g. results/dryrun.json")
+    p.add_argument("--profile", default="paper", choices=("smoke", "cpu", "paper"),
+                   help="whose settings to count (default: paper)")
+    p.add_argument("--calibration", metavar="GPU_JSON",
+                   help="estimate with the MFU and time per kernel fitted to a benchmarks/gpu.py measurement")
     p.add_argument("--max-length", type=int, help="cap every sequence length (a quick check, not the paper's numbers)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_dryrun)

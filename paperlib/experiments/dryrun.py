@@ -9,9 +9,10 @@ the peak of live memory in a steady-state step (parameters, gradients, the optim
 activations, temporaries), FLOPs (``torch.utils.flop_counter``'s formulas: matmuls, convolutions, attention) and
 kernels (ATen operators other than views and allocations, each one eager CUDA launch); the stage's adapter says how
 many steps each run takes and how many runs (seeds, trials, grid points) there are. The GPU time of a workload is
-the larger of compute-bound time, FLOPs / (:data:`MFU` x peak at the profile's ``compute.precision``), and
-launch-bound time, kernels x :data:`KERNEL_LATENCY_S` (:func:`estimate`): recurrent models loop over time steps in
-Python with small matmuls, so on a GPU they mostly wait for kernel launches.
+the larger of compute-bound time, FLOPs / (MFU x peak at the profile's ``compute.precision``), and launch-bound
+time, kernels x the time per kernel (:func:`paperlib.experiments.gpu_time.estimate`, with a datasheet's constants or
+ones fitted to a GPU measurement): recurrent models loop over time steps in Python with small matmuls, so on a GPU
+they mostly wait for kernel launches. ``profile`` picks the settings (``paper`` by default).
 
 Assumptions and departures (also in the JSON):
 
@@ -50,15 +51,10 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
 from paperlib.experiments.config import experiment_params, load_params, section_params
+from paperlib.experiments.gpu_time import (DATASHEET, GPU, KERNEL_LATENCY_S, MFU, PEAK_FLOPS, Constants, estimate,
+                                           render_tables)
 from paperlib.data.corpora import CORPORA
 
-# The GPU of the estimate (NVIDIA H100 SXM5 datasheet, dense rates), the fraction of peak a well-fed training step
-# reaches, and one eager kernel launch with PyTorch's dispatch overhead. Here rather than in params.yaml: they
-# describe the estimate, not a setting of any stage.
-GPU = "NVIDIA H100 SXM"
-PEAK_FLOPS = {"fp32": 67e12, "tf32": 495e12, "bf16": 989e12}
-MFU = 0.3
-KERNEL_LATENCY_S = 5e-6
 FAKE_DEVICE = "cpu"  # see the module docstring
 NO_KERNEL = ("empty", "new_empty", "detach", "_unsafe_view", "lift_fresh")  # allocations and aliases
 # fused RNN layers (nn.LSTM as one oneDNN call, as cuDNN on a GPU) have no FLOP formula in torch: x forward FLOPs
@@ -230,17 +226,6 @@ def measure(workload: Workload, cache: dict | None = None) -> dict[str, int]:
     return {k: round(a[k] + (b[k] - a[k]) * (workload.length - low) / (high - low)) for k in a}
 
 
-def estimate(flops_per_step: float, kernels_per_step: int, steps: int, precision: str) -> dict[str, Any]:
-    """GPU hours of ``steps`` steps: the larger of compute-bound (FLOPs / (MFU x peak at ``precision``)) and
-    launch-bound (kernels x latency) time, and which of the two it is."""
-    if precision not in PEAK_FLOPS:
-        raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PEAK_FLOPS)}")
-    compute = steps * flops_per_step / (MFU * PEAK_FLOPS[precision]) / 3600
-    launch = steps * kernels_per_step * KERNEL_LATENCY_S / 3600
-    return {"compute_bound_hours": compute, "launch_bound_hours": launch, "gpu_hours": max(compute, launch),
-            "bound": "compute" if compute >= launch else "launch"}
-
-
 # ---------------------------------------------------------------------------------------------------
 # one adapter per stage: the paper profile's settings -> workloads; ``cap`` shortens sequences (quick checks)
 
@@ -280,7 +265,8 @@ def _language_model(name: str, spec: dict[str, Any], train: dict[str, Any], voca
                     config.clip_norm if config.clip_norm > 0 else None, f"{samples}{config.batch_size}")
 
 
-def _lm_comparison(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _lm_comparison(stage: str, settings: Any, precision: str, cap: Cap,
+                   profile: str = "paper") -> Iterator[Workload]:
     """lm_ptb, lm_ptb_char, lm_ptb_ablation (:mod:`paperlib.experiments.lm_ptb`), lm_wt2_bytes (:mod:`paperlib.experiments.lm_wt2_bytes`):
     every model x seed, each model with its own ``train`` overrides."""
     from paperlib.experiments.lm_wt2_bytes import ByteCorpus
@@ -292,7 +278,8 @@ def _lm_comparison(stage: str, settings: Any, precision: str, cap: Cap) -> Itera
         yield _language_model(name, spec, train, vocab, len(settings.seeds), precision, cap)
 
 
-def _averaging(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _averaging(stage: str, settings: Any, precision: str, cap: Cap,
+               profile: str = "paper") -> Iterator[Workload]:
     """averaging_ptb (:mod:`paperlib.experiments.averaging_ptb`): the main 2TA run and the dropout-free overfitting run."""
     vocab = CORPORA[settings.corpus].vocab_size
     yield _language_model("main", settings.model, {**settings.train, "averaging": "2ta"}, vocab, 1, precision, cap)
@@ -301,7 +288,8 @@ def _averaging(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[
                           precision, cap)
 
 
-def _tuning(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _tuning(stage: str, settings: Any, precision: str, cap: Cap,
+            profile: str = "paper") -> Iterator[Workload]:
     """tuning_ptb (:mod:`paperlib.tuning`): ``trials`` full trainings per search space and the probes of the best
     trial's neighbourhood (``neighbours`` + ``reruns``), a trial at the centre of the Table 2.4 ranges (Melis §2.A)."""
     from paperlib.search_spaces import get_space
@@ -315,7 +303,8 @@ def _tuning(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Wor
                               settings.trials + settings.neighbours + settings.reruns, precision, cap)
 
 
-def _dyneval(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _dyneval(stage: str, settings: Any, precision: str, cap: Cap,
+             profile: str = "paper") -> Iterator[Workload]:
     """dyneval (:mod:`paperlib.dyneval`): the AWD-LSTM-sized model trained once per corpus (Krause §4.7.1)."""
     for corpus in settings.corpora:
         if corpus not in settings.checkpoints:
@@ -323,7 +312,8 @@ def _dyneval(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Wo
                                   cap)
 
 
-def _dyneval_char(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _dyneval_char(stage: str, settings: Any, precision: str, cap: Cap,
+                  profile: str = "paper") -> Iterator[Workload]:
     """dyneval_char (:mod:`paperlib.experiments.dyneval_char`): every model, then the Fig. 3.2 scaling models it trains."""
     vocab = CORPORA[settings.corpus].vocab_size
     for name, spec in settings.models.items():
@@ -342,7 +332,8 @@ def _adam(lr: float, weight_decay: float = 0.0) -> Callable[[nn.Module], torch.o
                                           weight_decay=weight_decay)
 
 
-def _micmco_synthetic(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _micmco_synthetic(stage: str, settings: Any, precision: str, cap: Cap,
+                      profile: str = "paper") -> Iterator[Workload]:
     """micmco_synthetic (:mod:`paperlib.experiments.micmco_synthetic`): ``trials`` trainings per configuration of
     Melis §5.7.1, each step one batch of symbols through
     :func:`paperlib.experiments.micmco_synthetic.step_surrogates` (or the VQ-VAE loss)."""
@@ -350,12 +341,13 @@ def _micmco_synthetic(stage: str, settings: Any, precision: str, cap: Cap) -> It
         yield _symbol_workload(name, settings, settings.steps, settings.trials)
 
 
-def _micmco_synthetic_ladder(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _micmco_synthetic_ladder(stage: str, settings: Any, precision: str, cap: Cap,
+                             profile: str = "paper") -> Iterator[Workload]:
     """micmco_synthetic_ladder (:mod:`paperlib.experiments.micmco_synthetic_ladder`): its curves, one run per seed
     and trial to the top rung, with the ``micmco_synthetic`` settings of the paper profile."""
     from paperlib.experiments.micmco_synthetic import EXPERIMENT
 
-    main = experiment_params(EXPERIMENT, "paper")
+    main = experiment_params(EXPERIMENT, profile)
     for name in settings.curves:
         yield _symbol_workload(name, main, settings.rungs[-1], len(settings.seeds) * settings.trials)
 
@@ -380,7 +372,8 @@ def _symbol_workload(name: str, settings: Any, steps: int, runs: int) -> Workloa
                     batch=f"{config.num_samples}x{settings.batch_size}")
 
 
-def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap,
+                profile: str = "paper") -> Iterator[Workload]:
     """micmco_ptb (:mod:`paperlib.experiments.micmco_ptb`): ``trials`` trainings per curve of Melis §5.7.2, each step a batch
     of sentences of ``max_len`` tokens through the curve's estimator, per-token loss."""
     from paperlib.experiments.micmco_ptb import CURVES
@@ -389,12 +382,13 @@ def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator
         yield _sentence_workload(name, settings, settings.steps * CURVES[name].steps_factor, settings.trials, cap)
 
 
-def _micmco_ptb_ladder(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _micmco_ptb_ladder(stage: str, settings: Any, precision: str, cap: Cap,
+                       profile: str = "paper") -> Iterator[Workload]:
     """micmco_ptb_ladder (:mod:`paperlib.experiments.micmco_ptb_ladder`): its curves, one run per seed and trial to
     the top rung, with the ``micmco_ptb`` settings of the paper profile."""
     from paperlib.experiments.micmco_ptb import EXPERIMENT
 
-    main = experiment_params(EXPERIMENT, "paper")
+    main = experiment_params(EXPERIMENT, profile)
     for name in settings.curves:
         yield _sentence_workload(name, main, settings.rungs[-1], len(settings.seeds) * settings.trials, cap)
 
@@ -441,7 +435,8 @@ def _word_workload(name: str, spec: dict[str, Any], settings: Any, steps: int, r
                     cap(settings.max_len + 1), runs, settings.clip_norm, f"{samples}x{settings.batch_size}")
 
 
-def _word_generation(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _word_generation(stage: str, settings: Any, precision: str, cap: Cap,
+                     profile: str = "paper") -> Iterator[Workload]:
     """word_generation (:mod:`paperlib.experiments.word_generation`): every planned run (model spec x split x
     seed)."""
     from paperlib.experiments.word_generation import complete_spec, plan_runs
@@ -453,18 +448,20 @@ def _word_generation(stage: str, settings: Any, precision: str, cap: Cap) -> Ite
         yield _word_workload(", ".join(labels), spec, settings, settings.steps, count, cap)
 
 
-def _word_generation_ladder(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _word_generation_ladder(stage: str, settings: Any, precision: str, cap: Cap,
+                            profile: str = "paper") -> Iterator[Workload]:
     """word_generation_ladder (:mod:`paperlib.experiments.word_generation_ladder`): its two rows, one run per seed
     to the top rung, with the ``word_generation`` settings of the paper profile (read from ``params.yaml``)."""
     from paperlib.experiments.word_generation import NAME, complete_spec
     from paperlib.experiments.word_generation_ladder import main_settings
 
-    main = main_settings(settings, experiment_params(NAME, "paper"))
+    main = main_settings(settings, experiment_params(NAME, profile))
     for row in (settings.dssm, settings.baseline):
         yield _word_workload(row, complete_spec(main.table1[row]), main, settings.rungs[-1], len(settings.seeds), cap)
 
 
-def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap,
+                  profile: str = "paper") -> Iterator[Workload]:
     """reverse_copy (:mod:`paperlib.experiments.reverse_copy`): every grid point of Melis §2.3.3 (points that differ only in
     learning rate and L2 are one workload), teacher-forced on [B, L] examples. One model runs at every length of the
     grid: it is measured at the two shortest and extrapolated to the others."""
@@ -493,7 +490,7 @@ def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap) -> Iterat
                        str(batch), key=(name, *shape), probes=probes)
 
 
-ADAPTERS: dict[str, Callable[[str, Any, str, Cap], Iterator[Workload]]] = {
+ADAPTERS: dict[str, Callable[[str, Any, str, Cap, str], Iterator[Workload]]] = {
     "lm_ptb": _lm_comparison, "lm_ptb_char": _lm_comparison, "lm_ptb_ablation": _lm_comparison,
     "lm_wt2_bytes": _lm_comparison, "averaging_ptb": _averaging, "tuning_ptb": _tuning, "dyneval": _dyneval,
     "dyneval_char": _dyneval_char, "micmco_synthetic": _micmco_synthetic,
@@ -517,18 +514,22 @@ def check_stages(stages: Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(stages)) if stages else list(STAGES)
 
 
-def assumptions(precision: str, max_length: int | None = None) -> dict[str, Any]:
+def assumptions(precision: str, max_length: int | None = None, constants: Constants = DATASHEET,
+                profile: str = "paper") -> dict[str, Any]:
     """The constants and choices every estimate rests on (written into the JSON)."""
-    return {"gpu": GPU, "precision": precision, "peak_tflops": PEAK_FLOPS[precision] / 1e12, "mfu": MFU,
-            "kernel_latency_us": KERNEL_LATENCY_S * 1e6, "fake_device": FAKE_DEVICE, "torch": torch.__version__,
-            "max_length": max_length,
+    extra = {} if constants is DATASHEET else {"profile": profile, "constants": constants.source}
+    return {"gpu": constants.gpu, "precision": precision, "peak_tflops": constants.peak_flops[precision] / 1e12,
+            "mfu": constants.mfu, "kernel_latency_us": constants.kernel_latency_s * 1e6, "fake_device": FAKE_DEVICE,
+            "torch": torch.__version__, "max_length": max_length, **extra,
             "counts": "training steps only (no evaluation, no weight averaging); every sequence at full length; "
                       "tuned shape hyperparameters at the centre of their ranges; every trial run to the end"}
 
 
 def dry_run(stages: Sequence[str] | None = None, params: dict[str, Any] | None = None,
-            max_length: int | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Measure every workload of ``stages`` (default: all) in the ``paper`` profile and estimate its GPU time.
+            max_length: int | None = None, progress: Callable[[str], None] | None = None, profile: str = "paper",
+            constants: Constants = DATASHEET) -> dict[str, Any]:
+    """Measure every workload of ``stages`` (default: all) in ``profile`` and estimate its GPU time with
+    ``constants`` (the datasheet's, or fitted to a GPU measurement).
 
     ``max_length`` caps every sequence length (a quick check that the configs build and step; the numbers are then
     not the paper's). Returns ``{"assumptions": ..., "stages": {stage: {"gpu_hours", "peak_memory_bytes",
@@ -536,14 +537,14 @@ def dry_run(stages: Sequence[str] | None = None, params: dict[str, Any] | None =
     """
     chosen = check_stages(stages)
     params = params if params is not None else load_params()
-    precision = section_params("compute", params).precision["paper"]
+    precision = section_params("compute", params).precision[profile]
     cap: Cap = (lambda length: length) if max_length is None else (lambda length: min(length, max_length))
-    out: dict[str, Any] = {"assumptions": assumptions(precision, max_length), "stages": {}}
+    out: dict[str, Any] = {"assumptions": assumptions(precision, max_length, constants, profile), "stages": {}}
     for stage in chosen:
-        settings = experiment_params(stage, "paper", params)
+        settings = experiment_params(stage, profile, params)
         cache: dict = {}
         workloads: dict[str, dict[str, Any]] = {}
-        for workload in ADAPTERS[stage](stage, settings, precision, cap):
+        for workload in ADAPTERS[stage](stage, settings, precision, cap, profile):
             if progress is not None:
                 progress(f"{stage}: {workload.name}")
             step = measure(workload, cache)
@@ -552,42 +553,14 @@ def dry_run(stages: Sequence[str] | None = None, params: dict[str, Any] | None =
                 **step, "batch": workload.batch, "length": workload.length, "steps_per_run": workload.steps,
                 "runs": workload.runs, "total_flops": step["flops_per_step"] * steps,
                 **{k: round(v, 4) if isinstance(v, float) else v
-                   for k, v in estimate(step["flops_per_step"], step["kernels_per_step"], steps, precision).items()}}
+                   for k, v in estimate(step["flops_per_step"], step["kernels_per_step"], steps, precision,
+                                        constants).items()}}
         out["stages"][stage] = {"gpu_hours": round(sum(w["gpu_hours"] for w in workloads.values()), 4),
                                 "peak_memory_bytes": max(w["peak_memory_bytes"] for w in workloads.values()),
                                 "workloads": workloads}
     return out
 
 
-def _si(value: float) -> str:
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g}{unit}"
-    return f"{value:.3g}"
-
-
-def render_tables(result: dict[str, Any]) -> str:
-    """One plain-text table per stage: parameters, peak memory, FLOPs and kernels per step, steps x runs, the
-    bound and the estimated GPU-hours, with the stage's total."""
-    a = result["assumptions"]
-    lines = [f"Estimated on one {a['gpu']} at {a['precision']} ({a['peak_tflops']:g} TFLOP/s dense, MFU {a['mfu']:g}) "
-             f"or {a['kernel_latency_us']:g} us per kernel launch, whichever is slower; {a['counts']}."]
-    if a["max_length"] is not None:
-        lines.append(f"QUICK CHECK: sequences cut to {a['max_length']} positions, not the paper's numbers.")
-    header = f"{'workload':44s} {'batch':>8s} {'len':>4s} {'params':>7s} {'peak mem':>9s} {'FLOP/step':>9s} " \
-             f"{'kernels':>8s} {'steps x runs':>15s} {'bound':>7s} {'GPU-h':>9s}"
-    for stage, entry in result["stages"].items():
-        lines += ["", f"{stage}: {entry['gpu_hours']:,.1f} GPU-hours, peak memory "
-                      f"{entry['peak_memory_bytes'] / 2**30:.2f} GiB", header]
-        for name, w in entry["workloads"].items():
-            lines.append(f"{name[:44]:44s} {w['batch']:>8s} {w['length']:>4d} {_si(w['parameters']):>7s} "
-                         f"{w['peak_memory_bytes'] / 2**30:>5.2f} GiB {_si(w['flops_per_step']):>9s} "
-                         f"{w['kernels_per_step']:>8,d} {w['steps_per_run']:>7,d} x {w['runs']:<5d} "
-                         f"{w['bound']:>7s} {w['gpu_hours']:>9,.2f}")
-    total = sum(entry["gpu_hours"] for entry in result["stages"].values())
-    return "\n".join(lines + ["", f"total: {total:,.1f} GPU-hours"]) + "\n"
-
-
-__all__ = ["ADAPTERS", "FAKE_DEVICE", "GPU", "KERNEL_LATENCY_S", "MFU", "PEAK_FLOPS", "STAGES", "Workload",
+__all__ = ["ADAPTERS", "DATASHEET", "Constants", "FAKE_DEVICE", "GPU", "KERNEL_LATENCY_S", "MFU", "PEAK_FLOPS", "STAGES", "Workload",
            "assumptions", "check_stages", "dry_run", "estimate", "materialise", "measure", "measure_step",
            "num_parameters", "render_tables"]

@@ -1,0 +1,123 @@
+"""GPU time from counted work: the model the dry run (:mod:`paperlib.experiments.dryrun`) estimates with, its
+constants (a datasheet's or fitted to a measurement), and the tables it prints.
+
+A training step takes the larger of its compute-bound time, FLOPs / (MFU x peak at the precision), and its
+launch-bound time, kernels x the time per kernel (:func:`estimate`). :data:`DATASHEET` holds an NVIDIA H100 SXM's
+dense peaks with an assumed MFU and launch latency. :func:`calibrate` replaces the assumptions by what a GPU run of
+``benchmarks/gpu.py`` measured: the card's own matmul peaks, and the MFU and the time per counted kernel that make
+the model's step times closest to the measured ones (the smallest worst-case ratio over the timed workloads; the
+kernels are the dry run's counts of ATen operators, so the fitted time per kernel also absorbs how many CUDA kernels
+one operator launches). ``paperlib dryrun --calibration FILE`` estimates with those constants.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+# The GPU of the estimate (NVIDIA H100 SXM5 datasheet, dense rates), the fraction of peak a well-fed training step
+# reaches, and one eager kernel launch with PyTorch's dispatch overhead. Here rather than in params.yaml: they
+# describe the estimate, not a setting of any stage.
+GPU = "NVIDIA H100 SXM"
+PEAK_FLOPS = {"fp32": 67e12, "tf32": 495e12, "bf16": 989e12}
+MFU = 0.3
+KERNEL_LATENCY_S = 5e-6
+
+
+@dataclass(frozen=True)
+class Constants:
+    """What turns counts into time: the GPU, its dense peak per precision, the fraction of peak a step reaches and
+    the time per counted kernel. :data:`DATASHEET` by default; :func:`calibrate` fits
+    ``mfu`` and ``kernel_latency_s`` to a GPU measurement (``benchmarks/gpu.py``), with its measured peaks."""
+
+    gpu: str
+    peak_flops: dict
+    mfu: float
+    kernel_latency_s: float
+    source: str = "datasheet"
+
+
+DATASHEET = Constants(GPU, PEAK_FLOPS, MFU, KERNEL_LATENCY_S)
+
+
+def estimate(flops_per_step: float, kernels_per_step: int, steps: int, precision: str,
+             constants: Constants = DATASHEET) -> dict[str, Any]:
+    """GPU hours of ``steps`` steps: the larger of compute-bound (FLOPs / (MFU x peak at ``precision``)) and
+    launch-bound (kernels x latency) time, and which of the two it is."""
+    if precision not in constants.peak_flops:
+        raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(constants.peak_flops)}")
+    compute = steps * flops_per_step / (constants.mfu * constants.peak_flops[precision]) / 3600
+    launch = steps * kernels_per_step * constants.kernel_latency_s / 3600
+    return {"compute_bound_hours": compute, "launch_bound_hours": launch, "gpu_hours": max(compute, launch),
+            "bound": "compute" if compute >= launch else "launch"}
+
+
+def _si(value: float) -> str:
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{unit}"
+    return f"{value:.3g}"
+
+
+def render_tables(result: dict[str, Any]) -> str:
+    """One plain-text table per stage: parameters, peak memory, FLOPs and kernels per step, steps x runs, the
+    bound and the estimated GPU-hours, with the stage's total."""
+    a = result["assumptions"]
+    lines = [f"Estimated on one {a['gpu']} at {a['precision']} ({a['peak_tflops']:g} TFLOP/s dense, MFU {a['mfu']:g}) "
+             f"or {a['kernel_latency_us']:g} us per kernel launch, whichever is slower; {a['counts']}."]
+    if a.get("constants"):
+        lines.append(f"Constants fitted to {a['constants']} ({a['kernel_latency_us']:.3g} us per counted kernel); "
+                     f"settings of the {a['profile']} profile.")
+    if a["max_length"] is not None:
+        lines.append(f"QUICK CHECK: sequences cut to {a['max_length']} positions, not the paper's numbers.")
+    header = f"{'workload':44s} {'batch':>8s} {'len':>4s} {'params':>7s} {'peak mem':>9s} {'FLOP/step':>9s} " \
+             f"{'kernels':>8s} {'steps x runs':>15s} {'bound':>7s} {'GPU-h':>9s}"
+    for stage, entry in result["stages"].items():
+        lines += ["", f"{stage}: {entry['gpu_hours']:,.1f} GPU-hours, peak memory "
+                      f"{entry['peak_memory_bytes'] / 2**30:.2f} GiB", header]
+        for name, w in entry["workloads"].items():
+            lines.append(f"{name[:44]:44s} {w['batch']:>8s} {w['length']:>4d} {_si(w['parameters']):>7s} "
+                         f"{w['peak_memory_bytes'] / 2**30:>5.2f} GiB {_si(w['flops_per_step']):>9s} "
+                         f"{w['kernels_per_step']:>8,d} {w['steps_per_run']:>7,d} x {w['runs']:<5d} "
+                         f"{w['bound']:>7s} {w['gpu_hours']:>9,.2f}")
+    total = sum(entry["gpu_hours"] for entry in result["stages"].values())
+    return "\n".join(lines + ["", f"total: {total:,.1f} GPU-hours"]) + "\n"
+
+
+def _model_step(row: dict[str, Any], peak: float, mfu: float, latency: float) -> float:
+    return max(row["flops_per_step"] / (mfu * peak), row["predicted_kernels"] * latency)
+
+
+def calibrate(measurement: dict[str, Any], source: str = "measurement") -> tuple[Constants, dict[str, Any]]:
+    """Constants fitted to a ``benchmarks/gpu.py`` measurement, and how well they fit.
+
+    Peaks: the card's measured matmul rates. MFU and time per kernel: on a log grid (MFU 0.01-1, 0.1 us-1 ms), the
+    pair that minimises the largest ratio, either way, between the model's step time (with the dry run's FLOPs and
+    kernel counts for each workload) and the measured one, over every timed workload with a dry-run prediction.
+    Returns (constants, {"workloads", "max_ratio", "ratios"}): ``max_ratio`` is the agreement to quote (<= 1.5 is
+    the goal).
+    """
+    rows = [r for r in measurement["workloads"]
+            if r.get("status") == "timed" and r.get("flops_per_step") and r.get("predicted_kernels")]
+    if not rows:
+        raise ValueError(f"{source}: no timed workload with a dry-run prediction to calibrate on")
+    ceilings, precision = measurement["ceilings"], measurement["precision"]
+    peaks = {p: ceilings[f"matmul_tflops_{p}"] * 1e12 for p in ("fp32", "tf32", "bf16")}
+    best: tuple[float, float, float] | None = None
+    for i in range(101):  # MFU 10^-2 .. 10^0
+        mfu = 10 ** (-2 + 2 * i / 100)
+        for j in range(201):  # latency 10^-7 .. 10^-3 s
+            latency = 10 ** (-7 + 4 * j / 200)
+            worst = max(abs(math.log(_model_step(r, peaks[precision], mfu, latency) / r["step_s"])) for r in rows)
+            if best is None or worst < best[0]:
+                best = (worst, mfu, latency)
+    worst, mfu, latency = best
+    constants = Constants(measurement["environment"]["card"], peaks, mfu, latency, source)
+    ratios = {f"{r['stage']}:{r['workload']}": round(_model_step(r, peaks[precision], mfu, latency) / r["step_s"], 3)
+              for r in rows}
+    return constants, {"workloads": len(rows), "max_ratio": round(math.exp(worst), 3), "ratios": ratios}
+
+
+__all__ = ["DATASHEET", "GPU", "KERNEL_LATENCY_S", "MFU", "PEAK_FLOPS", "Constants", "calibrate", "estimate",
+           "render_tables"]
