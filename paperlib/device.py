@@ -28,7 +28,7 @@ loss back to the host, and checks it for non-finite values, once every that many
 :class:`paperlib.train.Trainer` applies to the training forward pass (:func:`compiled`): ``default``,
 ``reduce-overhead`` (CUDA graphs on a GPU: the per-time-step recurrences launch thousands of small kernels per
 step, which CUDA graphs replay without the host), or ``max-autotune``. Measured on a CPU it does not pay
-(``benchmarks/cells.py --compile``; README "Speed"); on a GPU it is unmeasured, so no profile turns it on. The
+(``benchmarks/cells.py --compile``; docs/speed.md); on a GPU it is unmeasured, so no profile turns it on. The
 stages with their own loops (reverse copy, MICMCO, word generation) do not compile.
 
 **Checkpoints.** :func:`load_checkpoint` loads everything on the CPU and moves tensors to the device, except

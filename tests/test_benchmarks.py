@@ -136,7 +136,7 @@ def test_the_device_script_reads_junit_plans_round_robin_and_names_what_the_budg
 
 
 def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_path):
-    """paperlib index --readme fills the README's GPU block from the newest benchmarks/results/gpu-*.json (by the
+    """paperlib index --readme fills docs/gpu.md's GPU block from the newest benchmarks/results/gpu-*.json (by the
     date in its name): the card, the ceilings, the test outcome and one row per workload, a workload that was not
     timed named as such; with no measurement the block says every GPU number is the dry run's estimate."""
     import json
@@ -144,7 +144,7 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     from paperlib.compendium.gpu_measurements import END, START, newest, readme_with_measurements
 
     readme = f"# x\n{START}\nold text\n{END}\nrest\n"
-    assert "dry run's estimate" in readme_with_measurements(readme, tmp_path) and newest(tmp_path) is None
+    assert "the dry run's estimate" in readme_with_measurements(readme, tmp_path) and newest(tmp_path) is None
     folder = tmp_path / "benchmarks" / "results"
     folder.mkdir(parents=True)
     row = {"stage": "lm_ptb", "workload": "lstm", "batch": "64", "length": 70, "status": "timed", "step_s": 0.0123,
@@ -160,7 +160,7 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(result))
     text = readme_with_measurements(readme, tmp_path)
     assert "old text" not in text and text.endswith(f"{END}\nrest\n")
-    assert "gpu-nvidia-h200-2026-12-01.json" in text and "at tf32" in text and "NVIDIA H200" in text
+    assert "(../benchmarks/results/gpu-nvidia-h200-2026-12-01.json)" in text and "at tf32" in text and "NVIDIA H200" in text
     assert "950 passed, 1 failed" in text and "370 (tf32)" in text
     assert "| lm_ptb | lstm | 64 × 70 | 12.30 | 30.70 | 0.40 | 364,000 | 0.210 | 5,000 (6,135) | 0.85 | 3.20 |" in text
     assert "| lm_ptb | mogrifier_lstm | 64 × 70 | out of memory |" in text

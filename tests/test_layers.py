@@ -1,4 +1,4 @@
-"""The import graph points one way: library ← experiments ← compendium (README "Layout").
+"""The import graph points one way: library ← experiments ← compendium (docs/layout.md).
 
 The library (``paperlib`` outside ``experiments/`` and ``compendium/``) is what a user imports for the methods; it
 must not reach into the experiments (stages, ``params.yaml``) or the compendium (index, notebooks, CLI). The
@@ -94,3 +94,17 @@ def test_the_product_speaks_of_itself_not_of_how_it_was_built():
     found = [f"{path.relative_to(root)}: {match.group(0)!r}" for path in files if path.is_file()
              for match in PROCESS_WORDS.finditer(path.read_text())]
     assert not found, found
+
+
+def test_the_readme_is_an_entry_page_whose_links_resolve():
+    """README.md stays an entry page (at most 200 lines; the long texts live in docs/), and every relative link of the
+    README and of docs/*.md points to a file or folder of the repository."""
+    root = Path(__file__).resolve().parents[1]
+    readme = root / "README.md"
+    assert len(readme.read_text().splitlines()) <= 200
+    broken = []
+    for page in [readme, *sorted(root.joinpath("docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if not target.startswith(("http://", "https://")) and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(root)} -> {target}")
+    assert not broken, broken

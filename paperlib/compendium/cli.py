@@ -293,20 +293,22 @@ def cmd_index(args) -> int:
     if args.readme or args.check:
         readme = root / "README.md"
         text = results_index.readme_with_summary(readme.read_text(), table, results_index.load_wall_times(root))
-        from paperlib.compendium.gpu_measurements import readme_with_measurements
+        from paperlib.compendium.gpu_measurements import PAGE, readme_with_measurements
 
-        text = readme_with_measurements(text, root)
+        gpu_page = root / PAGE
+        gpu_text = readme_with_measurements(gpu_page.read_text(), root)
         if args.check:
             stale = [name for name, new, path in (
-                ("README.md", text, readme),
+                ("README.md", text, readme), (str(PAGE), gpu_text, gpu_page),
                 (results_index.INDEX, results_index.render_markdown(table, results_index.load_wall_times(root)),
                  root / results_index.INDEX),
             ) if not path.exists() or path.read_text() != new]
             if stale:
                 raise ValueError(f"out of date: {', '.join(stale)}; run `paperlib index --readme`")
-            print("results index and README summary are current")
+            print("results index, README summary and GPU measurements are current")
             return 0
         readme.write_text(text)
+        gpu_page.write_text(gpu_text)
     out = results_index.write_index(root)
     from paperlib.compendium.dvc_views import write_views
 

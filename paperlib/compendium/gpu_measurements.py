@@ -1,9 +1,10 @@
-"""The README's GPU measurements, generated from the newest ``benchmarks/results/gpu-*.json``.
+"""The GPU measurements in ``docs/gpu.md``, generated from the newest ``benchmarks/results/gpu-*.json``.
 
 ``benchmarks/gpu.py`` writes one JSON per run on a GPU (card, versions, the unit suite's outcome on CUDA, the card's
 measured ceilings, a training step of each ``paper`` workload beside the dry run's prediction). ``paperlib index
---readme`` puts the newest one into the README between :data:`START` and :data:`END`, so that every GPU number the
-README states was measured, and the dry run's estimates stay beside them; with none committed the block says so.
+--readme`` puts the newest one into :data:`PAGE` between :data:`START` and :data:`END`, so that every GPU number the
+documentation states was measured, and the dry run's estimates stay beside them; with none committed the block says
+so.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 START = "<!-- gpu-measurements:start (written by `paperlib index --readme` from benchmarks/results/; do not edit) -->"
 END = "<!-- gpu-measurements:end -->"
 RESULTS = Path("benchmarks") / "results"
+PAGE = Path("docs") / "gpu.md"
 _NAME = re.compile(r"^gpu-(?P<card>.+)-(?P<date>\d{4}-\d{2}-\d{2})\.json$")
 
 
@@ -61,21 +63,22 @@ def render(result: dict[str, Any], source: str) -> str:
 
 
 def block(root: str | Path) -> str:
-    """The README block: the newest measurement's table, or the sentence that there is none yet."""
+    """The block: the newest measurement's table, or the sentence that there is none yet."""
     path = newest(root)
     if path is None:
-        return ("No GPU measurement is committed yet: every GPU number in this README is the dry run's estimate. "
+        return ("No GPU measurement is committed yet: every GPU-hour here is the dry run's estimate. "
                 "`bash benchmarks/gpu.sh` on a GPU machine writes one to `benchmarks/results/`.")
-    return render(json.loads(path.read_text()), path.relative_to(root).as_posix())
+    return render(json.loads(path.read_text()), "../" + path.relative_to(root).as_posix())
 
 
 def readme_with_measurements(readme: str, root: str | Path) -> str:
-    """``readme`` with the text between :data:`START` and :data:`END` replaced by :func:`block`."""
+    """``readme`` (the text of :data:`PAGE`) with the text between :data:`START` and :data:`END` replaced by
+    :func:`block`."""
     if START not in readme or END not in readme:
-        raise ValueError("README.md lacks the gpu-measurements markers; add them where the GPU measurements belong")
+        raise ValueError(f"{PAGE} lacks the gpu-measurements markers; add them where the GPU measurements belong")
     head, rest = readme.split(START, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{START}\n{block(root)}\n{END}{tail}"
 
 
-__all__ = ["END", "START", "block", "newest", "readme_with_measurements", "render"]
+__all__ = ["END", "PAGE", "START", "block", "newest", "readme_with_measurements", "render"]
