@@ -10,10 +10,10 @@
 # slot measures compilation alone: bash benchmarks/gpu.sh --no-tests --stages lm_ptb --per-stage 2 --budget 400
 # --compile reduce-overhead default
 #
-# The image lacks optuna (tuning studies; with colorlog, alembic, Mako and SQLAlchemy's pure-Python wheel), zuko
-# (the DSSM's flows) and nltk (word-generation metrics); benchmarks/gpu-wheels.txt pins them. wordfreq (60 MB
-# installed), dvc, papermill and nbval do not travel: the tests that need them skip there, saying why. Output goes
-# to $OUT when set (the lent machine's return folder), else benchmarks/results/.
+# The image lacks optuna (tuning studies; with colorlog, alembic, Mako and SQLAlchemy), zuko
+# (the DSSM's flows), nltk (word-generation metrics) and pretty_midi (music); benchmarks/gpu-wheels.txt pins
+# them. wordfreq (60 MB installed), dvc, papermill and nbval do not travel: the tests that need them skip there,
+# saying why. Output goes to $OUT when set (the lent machine's return folder), else benchmarks/results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--fetch-wheels" ]; then
