@@ -22,7 +22,9 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
    hidden size, layers, batch and BPTT (the goals: our LSTM >= 0.8x, the Mogrifier >= 0.5x its tokens/s).
    Workloads are taken round robin over the stages (every stage's first, then every stage's second, ...) while the
    budget lasts; the ones left are listed under ``not_timed`` with the reason, never dropped silently.
-5. **Compilation** (``--compile``): the first LM workload under ``torch.compile`` in each mode asked for, its first
+5. **CUDA graphs** (``--graphs``): the first workload of each LM stage again, its whole training step captured as
+   one CUDA graph and replayed (:func:`graphed_step`): the launch-bound part of a step, measured.
+6. **Compilation** (``--compile``): the first LM workload under ``torch.compile`` in each mode asked for, its first
    step (compilation included) and steady step; skipped, and listed, when the budget cannot cover the compile
    time measured on a CPU (:data:`COMPILE_SECONDS`).
 
@@ -243,6 +245,45 @@ def step_of(workload: dryrun.Workload, model: nn.Module, device: torch.device) -
     return step
 
 
+def graphed_step(workload: dryrun.Workload, model: nn.Module, device: torch.device,
+                 warmup: int = 3) -> Callable[[], None]:
+    """The workload's training step captured once as a CUDA graph (forward, backward, clipping, the optimizer step)
+    and replayed: the host no longer launches the thousands of small kernels of a BPTT window one by one, the
+    kernels themselves stay. The optimizer is made capturable (its step counts live on the device); the batch is
+    drawn inside the graph, so each replay trains on new random tokens. Warm-up steps run on a side stream first,
+    as capture requires (PyTorch's whole-network capture recipe)."""
+    optimizer = workload.optimizer(model)
+    for group in optimizer.param_groups:
+        if "capturable" in group:
+            group["capturable"] = True
+
+    def step() -> None:
+        workload.backward(model, workload.length, device)
+        if workload.clip_norm:
+            nn.utils.clip_grad_norm_(model.parameters(), workload.clip_norm)
+        optimizer.step()
+
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            optimizer.zero_grad(set_to_none=True)
+            step()
+    torch.cuda.current_stream(device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    optimizer.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
+def time_graphed(workload: dryrun.Workload, device: torch.device, repeats: int) -> dict[str, Any]:
+    """Median replay time of :func:`graphed_step` and tokens/s (a fresh model of the workload)."""
+    replay = graphed_step(workload, build(workload, device), device)
+    median = statistics.median(timed(replay, device, 1, max(repeats, 3)))
+    return {"graph_step_s": round(median, 6), "graph_tokens_per_s": round(_tokens_per_step(workload) / median, 1)}
+
+
 def time_workload(workload: dryrun.Workload, device: torch.device, warmup: int, repeats: int,
                   model: nn.Module | None = None) -> dict[str, Any]:
     """Median step time, tokens/s, kernels per step and peak memory of one workload on ``device``."""
@@ -318,9 +359,10 @@ def plan(stages: list[str], params: dict[str, Any], profile: str, cap: dryrun.Ca
 
 def measure_workloads(order: list[tuple[str, dryrun.Workload]], device: torch.device, deadline: float,
                       warmup: int, repeats: int, dry: dict[str, Any] | None, precision: str,
-                      peak_tflops: float) -> tuple[list, list]:
-    """Time the planned workloads until ``deadline`` (``time.monotonic()``); returns (measured, not timed)."""
-    measured, not_timed, references = [], [], {}
+                      peak_tflops: float, graphs: bool = False) -> tuple[list, list]:
+    """Time the planned workloads until ``deadline`` (``time.monotonic()``); returns (measured, not timed). With
+    ``graphs`` (CUDA only), the first workload of each LM stage is also timed as a CUDA graph (:func:`graphed_step`)."""
+    measured, not_timed, references, graphed_stages = [], [], {}, set()
     for index, (stage, workload) in enumerate(order):
         if time.monotonic() > deadline:
             not_timed += [{"stage": s, "workload": w.name, "reason": "budget"} for s, w in order[index:]]
@@ -344,6 +386,13 @@ def measure_workloads(order: list[tuple[str, dryrun.Workload]], device: torch.de
                 row["reference"] = reference.name
                 row["reference_tokens_per_s"] = references[shape]
                 row["over_reference"] = round(row["tokens_per_s"] / references[shape], 3)
+            if graphs and stage in LM_STAGES and stage not in graphed_stages:
+                graphed_stages.add(stage)
+                try:
+                    row.update(time_graphed(workload, device, repeats))
+                    row["graph_speedup"] = round(row["step_s"] / row["graph_step_s"], 3)
+                except Exception as err:  # noqa: BLE001 - a step that cannot be captured is a finding
+                    row["graph_error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
             row["status"] = "timed"
         except torch.cuda.OutOfMemoryError as err:  # recorded, not fatal: the next workload may fit
             row.update(status="out of memory", error=str(err).splitlines()[0])
@@ -415,6 +464,12 @@ def render(result: dict[str, Any]) -> str:
             f"{row['kernels_per_step']:8d} {row.get('predicted_kernels', 0):8d} "
             f"{row.get('over_reference', float('nan')):9.2f}x "
             f"{row['peak_memory_gib'] if row['peak_memory_gib'] is not None else float('nan'):6.2f}")
+    for row in result["workloads"]:
+        if "graph_step_s" in row:
+            lines.append(f"CUDA graph {row['stage']}:{row['workload']}: step {row['graph_step_s'] * 1e3:.2f} ms "
+                         f"({row['graph_speedup']:.2f}x eager), {row['graph_tokens_per_s']:,.0f} tok/s")
+        elif "graph_error" in row:
+            lines.append(f"CUDA graph {row['stage']}:{row['workload']}: {row['graph_error']}")
     for row in result.get("compile", []):
         lines.append(f"compile {row['mode']}: {row['status']}"
                      + (f", first step {row['compile_and_first_step_s']:.1f} s, step {row['step_s'] * 1e3:.2f} ms"
@@ -444,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", nargs="*", default=None, help=f"default: all of {', '.join(dryrun.STAGES)}")
     parser.add_argument("--per-stage", type=int, default=None, help="at most this many workloads per stage")
     parser.add_argument("--compile", nargs="*", default=[], choices=sorted(COMPILE_SECONDS), metavar="MODE")
+    parser.add_argument("--graphs", action="store_true",
+                        help="also time the first workload of each LM stage as a CUDA graph of its whole step")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dryrun", type=Path, default=REPO / "results" / "dryrun.json")
@@ -471,8 +528,10 @@ def main(argv: list[str] | None = None) -> int:
     configure(precision)
     dry = None if args.cpu else json.loads(args.dryrun.read_text())  # check mode: counted per workload
     order = plan(stages, params, profile, cap, precision, per_stage)
+    if args.graphs and args.cpu:
+        parser.error("--graphs needs CUDA (CUDA graphs); the check mode runs on the CPU")
     measured, not_timed = measure_workloads(order, device, deadline, warmup, repeats, dry, precision,
-                                            ceiling[f"matmul_tflops_{precision}"])
+                                            ceiling[f"matmul_tflops_{precision}"], args.graphs)
     compiled = compile_timings(order, args.compile, device, deadline, warmup, repeats)
     configure("fp32")
     path = args.out / output_name(env, mode, datetime.date.today())

@@ -35,4 +35,4 @@ nvidia-smi || true
 tests=--tests
 if [ "${1:-}" = "--no-tests" ]; then tests=; shift; fi
 python3 benchmarks/gpu.py --out "$out" $tests --pytest-args '-m "not slow" -n 8 tests/' --tests-limit 120 \
-  --budget 210 --compile reduce-overhead "$@"
+  --budget 210 --graphs --compile reduce-overhead "$@"
