@@ -14,6 +14,7 @@ This module is pure Python (no torch), so the index can read the vocabulary with
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -107,6 +108,27 @@ def scoring_steps(rungs: Sequence[int]) -> list[int]:
     return sorted({s for r in rungs for s in (r - r // 4, r)})
 
 
+def paired_bootstrap(after: Sequence[float], before: Sequence[float], weights: Sequence[float],
+                     resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """(gap, standard error): the ``weights``-weighted mean of ``after − before`` over paired units (songs, blocks of
+    a test text: each unit's mean loss or log-likelihood, weighted by its frames or tokens), and the standard
+    deviation of that mean over ``resamples`` bootstrap resamples of the units, drawn with replacement by a seeded
+    generator. One unit gives no spread: the standard error is infinite."""
+    if not (len(after) == len(before) == len(weights)) or not weights:
+        raise ValueError(f"need one value per unit in each list, got {len(after)}, {len(before)}, {len(weights)}")
+    gaps = [a - b for a, b in zip(after, before)]
+    gap = sum(g * w for g, w in zip(gaps, weights)) / sum(weights)
+    if len(gaps) < 2:
+        return gap, math.inf
+    rng = random.Random(seed)
+    units = range(len(gaps))
+    means = []
+    for _ in range(resamples):
+        pick = rng.choices(units, k=len(gaps))
+        means.append(sum(gaps[i] * weights[i] for i in pick) / sum(weights[i] for i in pick))
+    return gap, statistics.stdev(means)
+
+
 def mean_se(values: Sequence[float]) -> tuple[float, float]:
     """Mean and standard error (sample standard deviation / sqrt(n)) of at least two values (seeds)."""
     return statistics.fmean(values), statistics.stdev(values) / math.sqrt(len(values))
@@ -153,6 +175,9 @@ RULE_KINDS = {
                    "one seed there is no margin and the paper's way is within noise",
     "sampling margin": "as a seed margin, with the standard error over evaluated positions of one model instead of "
                        "over seeds",
+    "bootstrap margin": "A beats B by more than twice the standard error of the mean paired difference under a "
+                        "bootstrap over the test units both were evaluated on (blocks of a test text, test songs); "
+                        "inside it the paper's way is within noise",
     "hypervolume tie": "a normalised hypervolume beats another by more than the fixed tie; on PTB, the seed margin the "
                        "budget ladder measured for the same two curves at the stage's budget where it did",
     "fixed margin": "A beats B by more than a fixed margin that stands in for a spread one run cannot measure (one "

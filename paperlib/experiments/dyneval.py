@@ -89,6 +89,7 @@ class DynEvalParams:
     threads: int = 2
     related_words: dict = field(default_factory=dict)
     statistics_study: dict = field(default_factory=dict)
+    test_block: int = 100  # tokens per block of the test prefix: Tables 4.1/4.2's paired bootstrap resamples blocks
 
     def __post_init__(self) -> None:
         from paperlib.data.corpora import CORPORA
@@ -112,8 +113,8 @@ class DynEvalParams:
             value = getattr(self, name)
             if value is not None and value < 2:
                 raise ValueError(f"{name} must be >= 2 or null, got {value}")
-        if self.segment_len < 1 or self.sparse_units < 1 or self.threads < 1:
-            raise ValueError("segment_len, sparse_units and threads must be >= 1")
+        if self.segment_len < 1 or self.sparse_units < 1 or self.threads < 1 or self.test_block < 1:
+            raise ValueError("segment_len, sparse_units, threads and test_block must be >= 1")
         _require_keys("gradient_stats", self.gradient_stats, ("batch_size", "bptt", "max_batches"))
         _require_keys("grids", self.grids, GRID_NAMES)
         for family, grid in self.grids.items():
@@ -207,14 +208,26 @@ def _row_settings(key: str, fixed: dict[str, Any], settings) -> dict[str, Any]:
     return out
 
 
+def block_means(losses: Tensor, block: int) -> tuple[list[float], list[int]]:
+    """Per-token losses ``[N]`` as the mean of each block of ``block`` consecutive tokens (the last block may be
+    shorter) and each block's token count: the units a paired bootstrap over the test text resamples
+    (:func:`paperlib.experiments.claims.paired_bootstrap`; blocks rather than tokens, since dynamic evaluation makes
+    neighbouring tokens' losses depend on each other)."""
+    chunks = losses.double().split(block)
+    return [float(c.mean()) for c in chunks], [c.numel() for c in chunks]
+
+
 def _corpus_table(settings, model: nn.Module, valid: Tensor, test: Tensor, ms: dict[str, Params], log) -> dict[str, Any]:
-    """Tables 4.1/4.2: every row tuned on the validation prefix, then evaluated on the test prefix."""
+    """Tables 4.1/4.2: every row tuned on the validation prefix, then evaluated on the test prefix; each row keeps its
+    test loss per block of ``settings.test_block`` tokens (``test_blocks``; the block sizes once, ``test_block_tokens``)
+    for the claims' paired bootstrap."""
     rows = []
+    sizes: list[int] = []
     for key, label, fixed, grid_name in TABLE_ROWS:
         if key == "static":
             best: dict[str, Any] = {}
             valid_nll = static_evaluate(model, valid).mean_nll()
-            test_nll = static_evaluate(model, test).mean_nll()
+            test_losses = static_evaluate(model, test).losses
             trials: list[dict[str, Any]] = []
         elif key == "neural_cache":
             from paperlib.dyneval.cache import neural_cache_losses, tune_neural_cache
@@ -223,7 +236,7 @@ def _corpus_table(settings, model: nn.Module, valid: Tensor, test: Tensor, ms: d
                                       thetas=settings.cache["theta"], lams=settings.cache["lam"])
             best = {"cache_length": tuned.cache_length, "theta": tuned.theta, "lam": tuned.lam}
             valid_nll, trials = tuned.nll, tuned.trials
-            test_nll = float(neural_cache_losses(model, test, **best).mean())
+            test_losses = neural_cache_losses(model, test, **best).reshape(-1)
         else:
             base = _row_settings(key, fixed, settings)
             needs_ms = base["rule"] == "global_rms"
@@ -231,13 +244,16 @@ def _corpus_table(settings, model: nn.Module, valid: Tensor, test: Tensor, ms: d
                 base["ms_g"] = ms["sparse" if key == "sparse" else "full"]
             tuned = tune_dynamic_evaluation(model, valid, grid=settings.grids[grid_name], search=settings.search, **base)
             best, valid_nll, trials = tuned.best, tuned.nll, tuned.trials
-            test_nll = dynamic_evaluate(model, test, **{**base, **best}).mean_nll()
+            test_losses = dynamic_evaluate(model, test, **{**base, **best}).losses
             base.pop("ms_g", None)
             best = {**base, **best}
+        test_nll = float(test_losses.double().mean())
+        blocks, sizes = block_means(test_losses, settings.test_block)
         rows.append({"key": key, "label": label, "settings": best, "valid_nll": valid_nll, "test_nll": test_nll,
-                     "valid_ppl": _ppl(valid_nll), "test_ppl": _ppl(test_nll), "trials": trials})
+                     "valid_ppl": _ppl(valid_nll), "test_ppl": _ppl(test_nll), "trials": trials,
+                     "test_blocks": blocks})
         log(f"  {label:48s} valid ppl {_ppl(valid_nll):8.2f}  test ppl {_ppl(test_nll):8.2f}")
-    return {"rows": rows}
+    return {"rows": rows, "test_block_tokens": sizes}
 
 
 
