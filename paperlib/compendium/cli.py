@@ -113,6 +113,7 @@ RUNNERS = {
     "dyneval_char": "paperlib.experiments.dyneval_char:run_dyneval_char",
     "micmco_ptb": "paperlib.experiments.micmco_ptb:run_micmco_ptb",
     "lm_wt2_bytes": "paperlib.experiments.lm_wt2_bytes:run_byte_lm",
+    "music": "paperlib.experiments.music:run_music",
 }
 
 

@@ -279,6 +279,7 @@ EXPERIMENT_HOMES: dict[str, str] = {
     "micmco_ptb_ladder": "paperlib.experiments.micmco_ptb_ladder",
     "word_generation": "paperlib.experiments.word_generation.settings",
     "word_generation_ladder": "paperlib.experiments.word_generation_ladder",
+    "music": "paperlib.experiments.music",
 }
 SECTION_HOMES: dict[str, str] = {
     "data": "paperlib.experiments.schemas",

@@ -493,6 +493,46 @@ def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap) -> Iterat
                        str(batch), key=(name, *shape), probes=probes)
 
 
+def _music(stage: str, settings: Any, precision: str, cap: Cap) -> Iterator[Workload]:
+    """music (:mod:`paperlib.experiments.music`): per corpus, the LSTM-NADE once per seed and the frame NADE, on
+    batches of ``batch_size`` songs as long as the longest training song (or one ``bptt`` window of it), every
+    window of every batch of every epoch (:data:`paperlib.data.music.TRAIN_SHAPES`); frames with 4 sounding notes
+    (JSB Chorales' most, about Nottingham's melody and chord). The frames are real tensors: the NADE reads which
+    notes sound on the host (:func:`paperlib.models.nade.sparse_nade_logits`)."""
+    from paperlib.data.music import NOTES, TRAIN_SHAPES
+    from paperlib.experiments.music import build_model
+    from paperlib.models.nade import NADE
+    from paperlib.song_training import SongTrainConfig
+
+    def workload(name: str, build: Callable[[], nn.Module], train: dict[str, Any], corpus: str, runs: int) -> Workload:
+        config = SongTrainConfig(**train)
+        songs, longest = TRAIN_SHAPES[corpus]
+        length = cap(min(longest, config.bptt or longest))
+        steps = config.max_epochs * math.ceil(songs / config.batch_size) * math.ceil(longest / (config.bptt or longest))
+
+        def backward(model: nn.Module, length: int, device: torch.device) -> None:
+            with unset_fake_temporarily():
+                frames = torch.zeros(config.batch_size, length, NOTES, device=device)
+                frames[..., 40:48:2] = 1.0  # [B, L, 88]: 4 sounding notes per frame
+            log_probs, _ = model(frames)  # [B, L]
+            (-log_probs.mean()).backward()
+
+        if config.optimizer == "sgd":
+            optimizer = lambda model: torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)  # noqa: E731
+        else:
+            optimizer = lambda model: torch.optim.Adam(model.parameters(), lr=config.lr)  # noqa: E731
+        return Workload(name, build, backward, optimizer, steps, length, runs,
+                        config.clip_norm if config.clip_norm > 0 else None, str(config.batch_size))
+
+    for corpus in settings.corpora:
+        yield workload(f"{corpus} LSTM-NADE", lambda corpus=corpus: build_model(settings.model[corpus]),
+                       settings.train[corpus], corpus, len(settings.seeds))
+        if corpus in settings.frame_nade:
+            block = settings.frame_nade[corpus]
+            yield workload(f"{corpus} NADE (1 frame)", lambda block=block: NADE(NOTES, block["hidden_size"]),
+                           block["train"], corpus, 1)
+
+
 ADAPTERS: dict[str, Callable[[str, Any, str, Cap], Iterator[Workload]]] = {
     "lm_ptb": _lm_comparison, "lm_ptb_char": _lm_comparison, "lm_ptb_ablation": _lm_comparison,
     "lm_wt2_bytes": _lm_comparison, "averaging_ptb": _averaging, "tuning_ptb": _tuning, "dyneval": _dyneval,
@@ -500,7 +540,7 @@ ADAPTERS: dict[str, Callable[[str, Any, str, Cap], Iterator[Workload]]] = {
     "micmco_synthetic_ladder": _micmco_synthetic_ladder, "micmco_ptb": _micmco_ptb,
     "micmco_ptb_ladder": _micmco_ptb_ladder,
     "word_generation": _word_generation, "word_generation_ladder": _word_generation_ladder,
-    "reverse_copy": _reverse_copy,
+    "reverse_copy": _reverse_copy, "music": _music,
 }
 STAGES = tuple(ADAPTERS)
 
