@@ -50,7 +50,8 @@ def music_scale(results: Results) -> str:
     for corpus, c in _music(results)["corpora"].items():
         parts.append(f"{CORPUS_NAMES[corpus]}: {c['parameters'] / 1e6:.2f}M params, {len(c['seeds'])} seeds, "
                      f"{c['test_songs']} test songs ({c['test_frames']:,} frames)")
-    return "; ".join(parts) + "; Nottingham: our split and eighth-note frames"
+    corpora = _music(results)["corpora"]
+    return "; ".join(parts) + ("; Nottingham: our split and eighth-note frames" if "nottingham" in corpora else "")
 
 
 def music_verdict(results: Results) -> tuple[str, str]:
