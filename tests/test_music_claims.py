@@ -39,7 +39,7 @@ def test_paired_bootstrap_weights_songs_by_frames_and_is_seeded():
     assert paired_bootstrap([1.0, 3.0], [0.0, 0.0], [1, 3]) == (gain, se)  # same seed, same resamples
     constant, spread = paired_bootstrap([2.0, 2.5, 3.0], [1.5, 2.0, 2.5], [5, 6, 7])
     assert constant == pytest.approx(0.5) and spread == pytest.approx(0.0, abs=1e-12)  # every song gains alike
-    with pytest.raises(ValueError, match="one value per song"):
+    with pytest.raises(ValueError, match="one value per unit"):
         paired_bootstrap([1.0], [0.0, 0.0], [1, 1])
 
 
@@ -52,7 +52,7 @@ def test_clear_gains_reproduce_every_part():
         ("global RMS at least as good as SGD", "JSB Chorales"), ("global RMS at least as good as SGD", "Nottingham"),
         ("static LSTM-NADE above the published RNN-NADE", "JSB Chorales"),
         ("the gain on Nottingham exceeds the gain on JSB Chorales", None)}
-    assert {p.kind for p in claim.parts} == {"sampling margin", "seed margin"}
+    assert {p.kind for p in claim.parts} == {"bootstrap margin", "seed margin"}
 
 
 def test_a_loss_under_adaptation_or_a_weaker_static_model_is_not_reproduced():
