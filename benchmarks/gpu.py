@@ -60,6 +60,7 @@ sys.path.insert(0, str(REPO))
 from paperlib.device import configure  # noqa: E402
 from paperlib.experiments import dryrun  # noqa: E402
 from paperlib.experiments.config import experiment_params, load_params, section_params  # noqa: E402
+from paperlib.experiments.gpu_time import estimate  # noqa: E402
 
 SCHEMA = 1
 LM_STAGES = ("lm_ptb", "lm_ptb_char", "lm_ptb_ablation", "lm_wt2_bytes", "averaging_ptb", "tuning_ptb", "dyneval",
@@ -315,7 +316,7 @@ def predicted(dry: dict[str, Any] | None, stage: str, workload: dryrun.Workload,
     if dry is None:
         step = dryrun.measure(workload)
         entry = {**step, "steps_per_run": 1, "runs": 1,
-                 **dryrun.estimate(step["flops_per_step"], step["kernels_per_step"], 1, precision)}
+                 **estimate(step["flops_per_step"], step["kernels_per_step"], 1, precision)}
     else:
         entry = dry.get("stages", {}).get(stage, {}).get("workloads", {}).get(workload.name)
     if entry is None:

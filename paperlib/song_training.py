@@ -90,6 +90,13 @@ def _windows(frames: Tensor, lengths: Tensor, bptt: int | None):
         yield frames[:, start : start + width], (lengths - start).clamp(0, width)
 
 
+def build_optimizer(model: nn.Module, config: SongTrainConfig) -> torch.optim.Optimizer:
+    """SGD with ``config.momentum`` or Adam, at ``config.lr``: the optimizer :func:`train_on_songs` steps."""
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
+    return torch.optim.Adam(model.parameters(), lr=config.lr)
+
+
 def train_on_songs(
     model: nn.Module,
     train: Sequence[Tensor],
@@ -105,10 +112,7 @@ def train_on_songs(
     dtype = next(model.parameters()).dtype
     device = next(model.parameters()).device
     batches = length_batches(train, config.batch_size)
-    if config.optimizer == "sgd":
-        optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
-    else:
-        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimizer = build_optimizer(model, config)
     lr = config.lr
     best_ll, best_epoch, best_state = -math.inf, 0, copy.deepcopy(model.state_dict())
     history: list[dict[str, float]] = []

@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from paperlib.experiments import dryrun
+from paperlib.experiments import dryrun, gpu_time
 from paperlib.compendium.cli import main
 from paperlib.experiments.config import experiment_params
 from paperlib.device import configure, current
@@ -86,17 +86,17 @@ def test_an_unknown_stage_is_a_clear_error(capsys):
 
 
 def test_the_estimate_is_the_slower_of_compute_and_kernel_launches():
-    hour_of_compute = dryrun.MFU * dryrun.PEAK_FLOPS["tf32"] * 3600  # FLOPs one hour of tf32 compute does
-    hour_of_launches = round(3600 / dryrun.KERNEL_LATENCY_S)
-    slow = dryrun.estimate(hour_of_compute, hour_of_launches // 2, 1, "tf32")
+    hour_of_compute = gpu_time.MFU * gpu_time.PEAK_FLOPS["tf32"] * 3600  # FLOPs one hour of tf32 compute does
+    hour_of_launches = round(3600 / gpu_time.KERNEL_LATENCY_S)
+    slow = gpu_time.estimate(hour_of_compute, hour_of_launches // 2, 1, "tf32")
     assert slow["gpu_hours"] == pytest.approx(1.0) and slow["bound"] == "compute"
     assert slow["launch_bound_hours"] == pytest.approx(0.5, rel=1e-6)
-    loop = dryrun.estimate(hour_of_compute / 4, hour_of_launches, 10, "tf32")
+    loop = gpu_time.estimate(hour_of_compute / 4, hour_of_launches, 10, "tf32")
     assert loop["gpu_hours"] == pytest.approx(10.0) and loop["bound"] == "launch"
     assert loop["compute_bound_hours"] == pytest.approx(2.5)
-    assert dryrun.estimate(hour_of_compute, 0, 1, "bf16")["gpu_hours"] == pytest.approx(495 / 989)
+    assert gpu_time.estimate(hour_of_compute, 0, 1, "bf16")["gpu_hours"] == pytest.approx(495 / 989)
     with pytest.raises(ValueError, match="unknown precision 'fp8'; valid: fp32, tf32, bf16"):
-        dryrun.estimate(1.0, 1, 1, "fp8")
+        gpu_time.estimate(1.0, 1, 1, "fp8")
 
 
 def _lm_workload(vocab: int, batch: int, hidden: int, forward_only: bool = False) -> dryrun.Workload:
@@ -248,7 +248,7 @@ def test_the_dry_run_counts_another_profiles_settings_and_estimates_with_fitted_
     assert estimate(1e12, 1, 3600, "tf32", slow)["bound"] == "compute"
     calibrated = dryrun.dry_run(["micmco_synthetic_ladder"], max_length=2, constants=slow)
     assert calibrated["assumptions"]["constants"] == "m.json" and calibrated["assumptions"]["mfu"] == 0.5
-    assert "Constants fitted to m.json" in dryrun.render_tables(calibrated)
+    assert "Constants fitted to m.json" in gpu_time.render_tables(calibrated)
 
 
 def test_the_cli_estimates_with_a_measurements_constants(tmp_path, capsys):

@@ -134,6 +134,16 @@ def test_jsb_chorales_from_the_mirror_have_the_manifest_counts(mirror, tmp_path)
                                                                     manifest[split]["frames"])
 
 
+def test_training_shapes_the_dry_run_reads_are_those_of_the_data(mirror, tmp_path):
+    from paperlib.data.corpora import fetch_corpus
+    from paperlib.data.music import TRAIN_SHAPES
+
+    for corpus in TRAIN_SHAPES:
+        fetch_corpus(corpus, tmp_path, mirror=mirror)
+        train = load_piano_rolls(corpus, tmp_path).split("train")
+        assert TRAIN_SHAPES[corpus] == (len(train), max(song.shape[0] for song in train)), corpus
+
+
 def test_loading_an_unfetched_or_non_music_corpus_says_what_to_do(tmp_path):
     with pytest.raises(DataError, match="paperlib data fetch nottingham"):
         load_piano_rolls("nottingham", tmp_path)

@@ -113,6 +113,7 @@ RUNNERS = {
     "dyneval_char": "paperlib.experiments.dyneval_char:run_dyneval_char",
     "micmco_ptb": "paperlib.experiments.micmco_ptb:run_micmco_ptb",
     "lm_wt2_bytes": "paperlib.experiments.lm_wt2_bytes:run_byte_lm",
+    "music": "paperlib.experiments.music:run_music",
 }
 
 
@@ -248,7 +249,8 @@ def cmd_dyneval_tune(args) -> int:
 def cmd_dryrun(args) -> int:
     """Dry-run one training step of every paper-profile model on fake tensors; print GPU-hour estimates
     (`paperlib.experiments.dryrun`)."""
-    from paperlib.experiments.dryrun import check_stages, dry_run, render_tables
+    from paperlib.experiments.dryrun import check_stages, dry_run
+    from paperlib.experiments.gpu_time import render_tables
 
     check_stages(args.stages)  # bad input fails before any work
     progress = None if args.quiet else (lambda message: print(f"  {message}", file=sys.stderr, flush=True))

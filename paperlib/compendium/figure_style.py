@@ -31,7 +31,8 @@ NAMES = {
     "elbo": "ELBO", "iwae": "IWAE", "stl": "STL", "dreg": "DReG", "reinforce": "REINFORCE", "vimco": "VIMCO",
     "kl": "KL", "renyi": "Rényi", "power": "power", "vq": "VQ-VAE", "vqvae": "VQ-VAE",
     # corpora
-    "ptb": "PTB", "ptb_char": "PTB characters", "wikitext2": "WikiText-2",
+    "ptb": "PTB", "ptb_char": "PTB characters", "wikitext2": "WikiText-2", "jsb_chorales": "JSB Chorales",
+    "nottingham": "Nottingham", "piano_midi": "Piano-midi.de", "muse_data": "MuseData",
 }
 
 # methods that share a figure get distinct colours; the baselines of a comparison are grey
@@ -45,7 +46,8 @@ COLOURS = {
     "neural cache": PALETTE[9],
     "ELBO": PALETTE[7], "IWAE": PALETTE[8], "STL": PALETTE[5], "DReG": PALETTE[0], "REINFORCE": PALETTE[3],
     "VIMCO": PALETTE[1], "VQ-VAE": PALETTE[4],
-    "PTB": PALETTE[9], "PTB characters": PALETTE[5], "WikiText-2": PALETTE[4],
+    "PTB": PALETTE[9], "PTB characters": PALETTE[5], "WikiText-2": PALETTE[4], "JSB Chorales": PALETTE[2],
+    "Nottingham": PALETTE[3],
 }
 
 FONT_SCALE = 1.15

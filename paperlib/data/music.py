@@ -47,6 +47,9 @@ NOTES = HIGHEST_PITCH - LOWEST_PITCH + 1  # 88
 
 NOTTINGHAM_FRAMES_PER_QUARTER = 2
 NOTTINGHAM_SPLIT = (("train", 0.67), ("valid", 0.835), ("test", 1.0))  # cumulative upper bounds of u
+# Training songs and the longest training song (frames) per corpus, as loaded here; the paper-scale dry run
+# (paperlib.experiments.dryrun) sizes its batches from them without reading the data (tests check them on the data).
+TRAIN_SHAPES = {"jsb_chorales": (229, 129), "nottingham": (664, 1806)}
 FRAMES = {
     "jsb_chorales": "one quarter note (as shipped)",
     "nottingham": f"1/{NOTTINGHAM_FRAMES_PER_QUARTER} of a quarter note (an eighth note), counted in MIDI ticks",

@@ -51,8 +51,7 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
 from paperlib.experiments.config import experiment_params, load_params, section_params
-from paperlib.experiments.gpu_time import (DATASHEET, GPU, KERNEL_LATENCY_S, MFU, PEAK_FLOPS, Constants, estimate,
-                                           render_tables)
+from paperlib.experiments.gpu_time import DATASHEET, Constants, estimate
 from paperlib.data.corpora import CORPORA
 
 FAKE_DEVICE = "cpu"  # see the module docstring
@@ -490,6 +489,42 @@ def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap,
                        str(batch), key=(name, *shape), probes=probes)
 
 
+def _music(stage: str, settings: Any, precision: str, cap: Cap,
+           profile: str = "paper") -> Iterator[Workload]:
+    """music (:mod:`paperlib.experiments.music`): per corpus, the LSTM-NADE per seed and the frame NADE, on batches
+    of songs as long as the longest training song (or a ``bptt`` window), every window of every epoch
+    (:data:`paperlib.data.music.TRAIN_SHAPES`); real frames of 4 sounding notes (JSB's most), since the NADE reads
+    on the host which notes sound (:func:`paperlib.models.nade.sparse_nade_logits`)."""
+    from paperlib.data.music import NOTES, TRAIN_SHAPES
+    from paperlib.experiments.music import build_model
+    from paperlib.models.nade import NADE
+    from paperlib.song_training import SongTrainConfig, build_optimizer
+
+    def workload(name: str, build: Callable[[], nn.Module], train: dict[str, Any], corpus: str, runs: int) -> Workload:
+        config = SongTrainConfig(**train)
+        songs, longest = TRAIN_SHAPES[corpus]
+        length = cap(min(longest, config.bptt or longest))
+        steps = config.max_epochs * math.ceil(songs / config.batch_size) * math.ceil(longest / (config.bptt or longest))
+
+        def backward(model: nn.Module, length: int, device: torch.device) -> None:
+            with unset_fake_temporarily():
+                frames = torch.zeros(config.batch_size, length, NOTES, device=device)
+                frames[..., 40:48:2] = 1.0  # [B, L, 88]: 4 sounding notes per frame
+            log_probs, _ = model(frames)  # [B, L]
+            (-log_probs.mean()).backward()
+
+        return Workload(name, build, backward, lambda model: build_optimizer(model, config), steps, length, runs,
+                        config.clip_norm if config.clip_norm > 0 else None, str(config.batch_size))
+
+    for corpus in settings.corpora:
+        yield workload(f"{corpus} LSTM-NADE", lambda corpus=corpus: build_model(settings.model[corpus]),
+                       settings.train[corpus], corpus, len(settings.seeds))
+        if corpus in settings.frame_nade:
+            block = settings.frame_nade[corpus]
+            yield workload(f"{corpus} NADE (1 frame)", lambda block=block: NADE(NOTES, block["hidden_size"]),
+                           block["train"], corpus, 1)
+
+
 ADAPTERS: dict[str, Callable[[str, Any, str, Cap, str], Iterator[Workload]]] = {
     "lm_ptb": _lm_comparison, "lm_ptb_char": _lm_comparison, "lm_ptb_ablation": _lm_comparison,
     "lm_wt2_bytes": _lm_comparison, "averaging_ptb": _averaging, "tuning_ptb": _tuning, "dyneval": _dyneval,
@@ -497,7 +532,7 @@ ADAPTERS: dict[str, Callable[[str, Any, str, Cap, str], Iterator[Workload]]] = {
     "micmco_synthetic_ladder": _micmco_synthetic_ladder, "micmco_ptb": _micmco_ptb,
     "micmco_ptb_ladder": _micmco_ptb_ladder,
     "word_generation": _word_generation, "word_generation_ladder": _word_generation_ladder,
-    "reverse_copy": _reverse_copy,
+    "reverse_copy": _reverse_copy, "music": _music,
 }
 STAGES = tuple(ADAPTERS)
 
@@ -561,6 +596,5 @@ def dry_run(stages: Sequence[str] | None = None, params: dict[str, Any] | None =
     return out
 
 
-__all__ = ["ADAPTERS", "DATASHEET", "Constants", "FAKE_DEVICE", "GPU", "KERNEL_LATENCY_S", "MFU", "PEAK_FLOPS", "STAGES", "Workload",
-           "assumptions", "check_stages", "dry_run", "estimate", "materialise", "measure", "measure_step",
-           "num_parameters", "render_tables"]
+__all__ = ["ADAPTERS", "FAKE_DEVICE", "STAGES", "Workload", "assumptions", "check_stages", "dry_run", "materialise",
+           "measure", "measure_step", "num_parameters"]

@@ -4,7 +4,8 @@ Per corpus: trains the LSTM-NADE (:mod:`paperlib.models.rnn_nade`, :mod:`paperli
 reports each seed's static log-likelihood per frame on the validation and test songs, then dynamically evaluates
 the first seed's model (:mod:`paperlib.dyneval.songs`) with SGD and global RMS, each learning rate chosen on the
 validation songs from a grid and the weights reset at every song with decay 0, as §4.8 describes. Per-song
-log-likelihoods of the test songs are kept for every row, for comparisons paired by song. The methods live in
+log-likelihoods of the test songs (and the songs' frame counts) are kept for every row, for comparisons paired by
+song, and each corpus records where its time went (training, dynamic evaluation, the frame NADE). The methods live in
 the library; this module only turns ``params.yaml`` settings into ``results/music.json``.
 """
 
@@ -142,6 +143,7 @@ def corpus_results(rolls: PianoRolls, settings: MusicParams, train_model: Callab
         if first is None:
             first = model, static_test
     model, static_test = first
+    tick = time.time()
     dyn = settings.dyneval
     ms_g = song_mean_squared_gradients(model, rolls.split("train"), batch_size=dyn["gradient_batch_size"],
                                        max_batches=dyn["gradient_max_batches"])
@@ -150,6 +152,8 @@ def corpus_results(rolls: PianoRolls, settings: MusicParams, train_model: Callab
     for rule in RULES:
         rows[rule] = _tuned_dynamic_evaluation(model, valid, test, rule, dyn[f"{rule}_lr"],
                                                ms_g if rule == "global_rms" else None, dyn["segment_len"], log)
+    dyneval_seconds = round(time.time() - tick, 1)
+    tick = time.time()
     if rolls.name in settings.frame_nade:
         block = settings.frame_nade[rolls.name]
         torch.manual_seed(settings.seeds[0])
@@ -167,11 +171,14 @@ def corpus_results(rolls: PianoRolls, settings: MusicParams, train_model: Callab
         "parameters": sum(p.numel() for p in model.parameters()),
         "valid_songs": len(valid), "test_songs": len(test),
         "valid_frames": sum(s.shape[0] for s in valid), "test_frames": sum(s.shape[0] for s in test),
+        "test_song_frames": [s.shape[0] for s in test],
         "seeds": seeds,
         "static_test_mean": float(test_lls.mean()),
         "static_test_sd": float(test_lls.std()) if len(seeds) > 1 else None,
         "rows": rows,
         "thesis": table_4_6(rolls.name),
+        "seconds": {"train": round(sum(s["train_seconds"] for s in seeds), 1), "dyneval": dyneval_seconds,
+                    "frame_nade": round(time.time() - tick, 1)},
     }
 
 

@@ -26,6 +26,9 @@ from paperlib.compendium.results_index.dynamic_evaluation import (
     _seen_ours, _seen_paper, _sparse_table_paper, _stats_amount_ours, _stats_amount_paper,
     _stats_local_ours, _stats_local_paper, _timescale_ours, _transformer_table_paper,
 )
+from paperlib.compendium.results_index.music import (
+    music_ours, music_ours_short, music_paper, music_paper_short, music_scale, music_verdict,
+)
 from paperlib.compendium.results_index.micmco_synthetic import _MICMCO_LADDERS, _micmco_figure, _micmco_scale
 from paperlib.compendium.results_index.word_generation import (
     _wg_entropy_ours, _wg_t2_verdict, _wg_t3_verdict, _wg_fig2_ours, _wg_fig2_verdict, _wg_fig3_verdict, _wg_mi_ours, _wg_mi_paper, _wg_mi_verdict,
@@ -197,10 +200,12 @@ for _item, _impl in (("K-F2.1", "`paperlib/models/recurrent_lm.py`"), ("K-F2.2",
                      ("K-F3.1", "`paperlib/models/mlstm.py` (input-dependent transitions)"),
                      ("K-F4.1", "`paperlib/dyneval/evaluate.py` (`dynamic_evaluate`)")):
     ROWS[_item] = _diagram(_impl)
-ROWS["K-F2.7"] = Row(file="—", paper="diagram (NADE)", ours="—", scale="—",
-                     verdict="diagram: NADE is background in the thesis; not implemented")
-ROWS["K-F2.8"] = Row(file="—", paper="diagram (RNN-NADE)", ours="—", scale="—",
-                     verdict="diagram: RNN-NADE is background in the thesis; not implemented")
+ROWS["K-F2.7"] = Row(file="`paperlib/models/nade.py`", paper="diagram (NADE)", ours="—", scale="—",
+                     verdict="diagram: nothing to measure; implemented in `paperlib/models/nade.py` (`NADE`), "
+                             "used by K-T4.6")
+ROWS["K-F2.8"] = Row(file="`paperlib/models/rnn_nade.py`", paper="diagram (RNN-NADE)", ours="—", scale="—",
+                     verdict="diagram: nothing to measure; implemented in `paperlib/models/rnn_nade.py` (`LSTMNADE`), "
+                             "used by K-T4.6")
 
 ROWS.update({
     "K-F3.2": Row(file="`notebooks/dyneval_char.ipynb`", paper="mLSTM below the LSTM at every size on enwik8 (figure)",
@@ -223,7 +228,9 @@ ROWS.update({
                   paper=_sparse_table_paper(), ours=_char_table_ours("mlstm"), scale=_char_scale,
                   verdict=_char_claim("K-T4.4"), needs=("dyneval_char",)),
     "K-T4.5": _not_attempted(_ENWIK8),
-    "K-T4.6": _not_attempted("polyphonic music data are not available offline (out of the mission's scope)"),
+    "K-T4.6": Row(file="`notebooks/music.ipynb`, `figures/music.png`, `results/music.json`", paper=music_paper(),
+                  paper_short=music_paper_short(), ours=music_ours, ours_short=music_ours_short, scale=music_scale,
+                  verdict=music_verdict, needs=("music",)),
     "K-F5.1": Row(file=_DYN_NB + " (panel 'time scales')",
                   paper="dynamic evaluation's advantage grows with words processed; the cache's is shorter-lived",
                   ours=_timescale_ours, scale=_dyn_scale,

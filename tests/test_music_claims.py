@@ -1,0 +1,85 @@
+"""Table 4.6's claim on constructed results: the paired bootstrap, each part's verdict, and what a profile leaves unrun."""
+
+import pytest
+
+from paperlib.experiments.claims import paired_bootstrap
+from paperlib.experiments.music_claims import ITEM, claims, table_claim
+from paperlib.reference.music import table_4_6
+
+
+def _corpus(name: str, static: list[float], sgd: list[float], rms: list[float], frames: list[int],
+            seeds: list[float]) -> dict:
+    def row(songs):
+        return {"test_ll": sum(s * n for s, n in zip(songs, frames)) / sum(frames), "test_song_ll": songs}
+
+    return {"rows": {"static": row(static), "sgd": row(sgd), "global_rms": row(rms)}, "test_song_frames": frames,
+            "seeds": [{"seed": i, "test_ll": v} for i, v in enumerate(seeds)], "thesis": table_4_6(name)}
+
+
+STATIC = [-5.5, -5.0, -5.2, -5.8, -5.4, -5.1]
+FRAMES = [40, 60, 50, 80, 30, 70]
+
+
+def _results(jsb_gain: float = 0.15, notts_gain: float = 0.6, seeds=(-5.30, -5.32, -5.28)) -> dict:
+    jsb = _corpus("jsb_chorales", STATIC, [s + jsb_gain * 0.8 for s in STATIC], [s + jsb_gain for s in STATIC],
+                  FRAMES, list(seeds))
+    notts_static = [s + 3.5 for s in STATIC]
+    notts = _corpus("nottingham", notts_static, [s + notts_gain * 0.9 + 0.01 * i for i, s in enumerate(notts_static)],
+                    [s + notts_gain + 0.01 * i for i, s in enumerate(notts_static)], FRAMES, [-1.9, -1.95, -1.92])
+    return {"profile": "cpu", "corpora": {"jsb_chorales": jsb, "nottingham": notts}}
+
+
+def _parts(claim) -> dict:
+    return {(p.label, p.corpus): p.verdict for p in claim.parts}
+
+
+def test_paired_bootstrap_weights_songs_by_frames_and_is_seeded():
+    gain, se = paired_bootstrap([1.0, 3.0], [0.0, 0.0], [1, 3])
+    assert gain == pytest.approx((1 * 1 + 3 * 3) / 4) and se > 0
+    assert paired_bootstrap([1.0, 3.0], [0.0, 0.0], [1, 3]) == (gain, se)  # same seed, same resamples
+    constant, spread = paired_bootstrap([2.0, 2.5, 3.0], [1.5, 2.0, 2.5], [5, 6, 7])
+    assert constant == pytest.approx(0.5) and spread == pytest.approx(0.0, abs=1e-12)  # every song gains alike
+    with pytest.raises(ValueError, match="one value per unit"):
+        paired_bootstrap([1.0], [0.0, 0.0], [1, 1])
+
+
+def test_clear_gains_reproduce_every_part():
+    claim = claims(_results())[ITEM]
+    assert claim.verdict == "reproduced" and not claim.not_run
+    assert set(_parts(claim)) == {
+        ("dynamic evaluation improves the LSTM-NADE", "JSB Chorales"),
+        ("dynamic evaluation improves the LSTM-NADE", "Nottingham"),
+        ("global RMS at least as good as SGD", "JSB Chorales"), ("global RMS at least as good as SGD", "Nottingham"),
+        ("static LSTM-NADE above the published RNN-NADE", "JSB Chorales"),
+        ("the gain on Nottingham exceeds the gain on JSB Chorales", None)}
+    assert {p.kind for p in claim.parts} == {"bootstrap margin", "seed margin"}
+
+
+def test_a_loss_under_adaptation_or_a_weaker_static_model_is_not_reproduced():
+    parts = _parts(table_claim(_results(jsb_gain=-0.2)))
+    assert parts["dynamic evaluation improves the LSTM-NADE", "JSB Chorales"] == "not reproduced"
+    assert parts["the gain on Nottingham exceeds the gain on JSB Chorales", None] == "reproduced"
+    parts = _parts(table_claim(_results(seeds=(-5.70, -5.60, -5.65))))
+    assert parts["static LSTM-NADE above the published RNN-NADE", "JSB Chorales"] == "not reproduced"
+    parts = _parts(table_claim(_results(seeds=(-5.40, -5.75, -5.50))))  # above -5.56 on average, not beyond 2 SE
+    assert parts["static LSTM-NADE above the published RNN-NADE", "JSB Chorales"] == "within noise"
+
+
+def test_equal_gains_on_both_corpora_do_not_make_nottingham_gain_more():
+    results = _results()
+    gains = [0.1, 0.5, 0.2, 0.4, 0.3, 0.3]
+    for corpus, order in (("jsb_chorales", gains), ("nottingham", gains[::-1])):
+        c = results["corpora"][corpus]
+        c["test_song_frames"] = [50] * len(gains)  # equal lengths: both mean gains are 0.3
+        static = c["rows"]["static"]["test_song_ll"]
+        c["rows"]["global_rms"]["test_song_ll"] = [s + g for s, g in zip(static, order)]
+    parts = _parts(table_claim(results))
+    assert parts["the gain on Nottingham exceeds the gain on JSB Chorales", None] in ("within noise", "not reproduced")
+
+
+def test_a_profile_without_nottingham_leaves_its_parts_unrun():
+    results = _results()
+    del results["corpora"]["nottingham"]
+    claim = table_claim(results)
+    assert claim.not_run == ("dynamic evaluation on Nottingham", "the gain on Nottingham against JSB Chorales")
+    assert claim.verdict == "partly" and all(p.corpus == "JSB Chorales" for p in claim.parts)
