@@ -35,7 +35,9 @@ def check_dry_run(result: dict, printed: str, stages) -> None:
         assert entry["workloads"], f"{stage} has no workload"
         for name, w in entry["workloads"].items():
             assert w["parameters"] > 0 and w["kernels_per_step"] > 0 and w["flops_per_step"] > 0, (stage, name)
-            assert w["peak_memory_bytes"] >= w["weights_and_optimizer_bytes"] > 4 * w["parameters"], (stage, name)
+            # at least the float32 weights; optimizers with state (Adam, SGD with momentum) add to them, plain SGD
+            # (the music stage's paper recipe) adds nothing
+            assert w["peak_memory_bytes"] >= w["weights_and_optimizer_bytes"] >= 4 * w["parameters"], (stage, name)
             assert w["gpu_hours"] == max(w["compute_bound_hours"], w["launch_bound_hours"]), (stage, name)
             assert w["total_flops"] == w["flops_per_step"] * w["steps_per_run"] * w["runs"]
         assert entry["gpu_hours"] == pytest.approx(sum(w["gpu_hours"] for w in entry["workloads"].values()),
