@@ -84,6 +84,19 @@ def register_section(name: str, optional: bool = False):
     return wrap
 
 
+def require_keys(where: str, block: Any, required: typing.Sequence[str], optional: typing.Sequence[str] = ()) -> None:
+    """A nested settings block (a mapping inside one experiment's schema) has every ``required`` key and no key
+    outside ``required`` and ``optional``; else a ValueError naming both lists (the schema check turns it into a
+    :class:`ParamsError`)."""
+    if not isinstance(block, dict):
+        raise ValueError(f"{where} must be a mapping with keys {list(required)}")
+    missing = [k for k in required if k not in block]
+    unknown = sorted(set(block) - set(required) - set(optional))
+    if missing or unknown:
+        raise ValueError(f"{where}: needs keys {list(required)} (optional {list(optional)}); "
+                         f"missing {missing}, unknown {unknown}")
+
+
 def registered_experiments() -> list[str]:
     return sorted(EXPERIMENT_HOMES)
 

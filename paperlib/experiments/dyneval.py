@@ -20,7 +20,7 @@ from paperlib.device import load_checkpoint
 from paperlib.dyneval import Params, dynamic_evaluate, mean_squared_gradients, static_evaluate, tune_dynamic_evaluation
 from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.runs import json_safe
-from paperlib.experiments.config import register_experiment
+from paperlib.experiments.config import register_experiment, require_keys
 from paperlib.experiments.dyneval_studies import (RELATED_WORDS_DEFAULTS, STATISTICS_STUDY_DEFAULTS, _optimizer_study,
                                                   _ppl, _prefix, _related_words, _statistics_amount,
                                                   _statistics_locality, _timescale, related_words_settings,
@@ -41,14 +41,6 @@ TABLE_ROWS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
     ("neural_cache", "neural cache", {}, None),
 )
 GRID_NAMES = ("sgd", "sgd_decay", "global_rms", "sparse")
-
-
-def _require_keys(where: str, block: Mapping[str, Any], required: Sequence[str], optional: Sequence[str] = ()) -> None:
-    missing = [k for k in required if k not in block]
-    unknown = sorted(set(block) - set(required) - set(optional))
-    if missing or unknown:
-        raise ValueError(f"{where}: needs keys {list(required)} (optional {list(optional)}); "
-                         f"missing {missing}, unknown {unknown}")
 
 
 @register_experiment("dyneval")
@@ -99,7 +91,7 @@ class DynEvalParams:
         bad = [c for c in self.corpora if c not in DYNEVAL_TABLES]
         if not self.corpora or bad:
             raise ValueError(f"corpora must be among {', '.join(DYNEVAL_TABLES)} (word level); got {self.corpora}")
-        _require_keys("model", self.model, ("cell", "hidden_size", "num_layers"), ("options",))
+        require_keys("model", self.model, ("cell", "hidden_size", "num_layers"), ("options",))
         if self.model["cell"] not in VALID_CELLS:
             raise ValueError(f"model.cell must be one of {', '.join(VALID_CELLS)}, got {self.model['cell']!r}")
         unknown = sorted(set(self.model.get("options", {})) - set(CELL_OPTIONS[self.model["cell"]]))
@@ -115,28 +107,28 @@ class DynEvalParams:
                 raise ValueError(f"{name} must be >= 2 or null, got {value}")
         if self.segment_len < 1 or self.sparse_units < 1 or self.threads < 1 or self.test_block < 1:
             raise ValueError("segment_len, sparse_units, threads and test_block must be >= 1")
-        _require_keys("gradient_stats", self.gradient_stats, ("batch_size", "bptt", "max_batches"))
-        _require_keys("grids", self.grids, GRID_NAMES)
+        require_keys("gradient_stats", self.gradient_stats, ("batch_size", "bptt", "max_batches"))
+        require_keys("grids", self.grids, GRID_NAMES)
         for family, grid in self.grids.items():
             unknown = sorted(set(grid) - {"lr", "decay", "eps"})
             if unknown or "lr" not in grid or not all(isinstance(v, list) and v for v in grid.values()):
                 raise ValueError(f"grids.{family}: needs non-empty lists for 'lr' (and optionally 'decay', 'eps'); got {grid}")
         if self.search not in ("grid", "coordinate"):
             raise ValueError(f"search must be 'grid' or 'coordinate', got {self.search!r}")
-        _require_keys("cache", self.cache, ("cache_length", "theta", "lam"))
-        _require_keys("optimizers", self.optimizers,
+        require_keys("cache", self.cache, ("cache_length", "theta", "lam"))
+        require_keys("optimizers", self.optimizers,
                       ("corpus", "valid_tokens", "momentum", "rmsprop_alpha", "adam_momentum", "rmsprop_eps",
                        "lr_start", "lr_factor", "max_evals"))
         if self.optimizers["corpus"] not in self.corpora:
             raise ValueError(f"optimizers.corpus must be one of corpora {self.corpora}")
-        _require_keys("optimizers.lr_start", self.optimizers["lr_start"], ("sgd", "rmsprop", "adam", "global_rms"))
-        _require_keys("timescale", self.timescale, ("corpus", "sequences", "length", "bin", "stream_batch"))
+        require_keys("optimizers.lr_start", self.optimizers["lr_start"], ("sgd", "rmsprop", "adam", "global_rms"))
+        require_keys("timescale", self.timescale, ("corpus", "sequences", "length", "bin", "stream_batch"))
         if self.timescale["corpus"] not in self.corpora:
             raise ValueError(f"timescale.corpus must be one of corpora {self.corpora}")
         bad = sorted(set(self.checkpoints) - set(self.corpora))
         if bad or any(c not in CORPORA for c in self.checkpoints):
             raise ValueError(f"checkpoints may only name corpora of this experiment {self.corpora}; got {bad}")
-        _require_keys("related_words", self.related_words, (), tuple(RELATED_WORDS_DEFAULTS))
+        require_keys("related_words", self.related_words, (), tuple(RELATED_WORDS_DEFAULTS))
         rw = related_words_settings(self)
         if rw["corpus"] not in self.corpora:
             raise ValueError(f"related_words.corpus must be one of corpora {self.corpora}, got {rw['corpus']!r}")
@@ -146,7 +138,7 @@ class DynEvalParams:
                              f"got {rw['row']!r}")
         if min(rw["top"], rw["min_count"], rw["min_length"], rw["min_context"]) < 1 or rw["extra_targets"] < 0:
             raise ValueError("related_words: top, min_count, min_length and min_context must be >= 1, extra_targets >= 0")
-        _require_keys("statistics_study", self.statistics_study, (), tuple(STATISTICS_STUDY_DEFAULTS))
+        require_keys("statistics_study", self.statistics_study, (), tuple(STATISTICS_STUDY_DEFAULTS))
         st = statistics_study_settings(self)
         if not st["fractions"] or any(not 0.0 < f <= 1.0 for f in st["fractions"]) or 1.0 not in st["fractions"]:
             raise ValueError(f"statistics_study.fractions must lie in (0, 1] and include 1.0, got {st['fractions']}")
@@ -155,7 +147,7 @@ class DynEvalParams:
                              f"got {st['source']!r}")
         if (st["batches"] is not None and st["batches"] < 1) or st["offset"] < 0 or st["max_evals"] < 2:
             raise ValueError("statistics_study: batches must be >= 1 or null, offset >= 0 and max_evals >= 2")
-        _require_keys("statistics_study.lr_start", self.statistics_study.get("lr_start") or {}, (),
+        require_keys("statistics_study.lr_start", self.statistics_study.get("lr_start") or {}, (),
                       ("rmsprop", "global_rms", "nonlocal_rmsprop"))
         if not all(v > 0 for v in st["lr_start"].values()):
             raise ValueError(f"statistics_study.lr_start values must be positive, got {st['lr_start']}")

@@ -39,7 +39,7 @@ from torch import Tensor, nn
 
 from paperlib.experiments.code_hash import code_hash
 from paperlib.experiments.runs import json_safe
-from paperlib.experiments.config import register_experiment
+from paperlib.experiments.config import register_experiment, require_keys
 from paperlib.dyneval import (
     DynamicEvalResult,
     dynamic_evaluate,
@@ -75,16 +75,6 @@ ROWS: dict[str, tuple[str, dict[str, Any], str | None]] = {
 GRIDS = ("sgd", "global_rms", "sparse")
 # cells whose layers RecurrentSparseAdaptation wraps (eq. 4.8 inside the recurrence)
 RECURRENT_SPARSE_CELLS = ("lstm", "mogrifier_lstm", "rlstm", "mogrifier_rlstm", "mlstm")
-
-
-def _require_keys(where: str, block: Any, required: Sequence[str], optional: Sequence[str] = ()) -> None:
-    if not isinstance(block, dict):
-        raise ValueError(f"{where} must be a mapping with keys {list(required)}")
-    missing = [k for k in required if k not in block]
-    unknown = sorted(set(block) - set(required) - set(optional))
-    if missing or unknown:
-        raise ValueError(f"{where}: needs keys {list(required)} (optional {list(optional)}); "
-                         f"missing {missing}, unknown {unknown}")
 
 
 @register_experiment(EXPERIMENT)
@@ -136,7 +126,7 @@ class DynEvalCharParams:
         if not self.models:
             raise ValueError("models must name at least one model")
         for name, spec in self.models.items():
-            _require_keys(f"models.{name}", spec, ("cell", "hidden_size", "num_layers"), ("options", "train"))
+            require_keys(f"models.{name}", spec, ("cell", "hidden_size", "num_layers"), ("options", "train"))
             if spec["cell"] not in VALID_CELLS:
                 raise ValueError(f"models.{name}.cell must be one of {', '.join(VALID_CELLS)}, got {spec['cell']!r}")
             unknown = sorted(set(spec.get("options", {})) - set(CELL_OPTIONS[spec["cell"]]))
@@ -164,20 +154,20 @@ class DynEvalCharParams:
         for name in ("valid_chars", "test_chars", "ood_chars"):
             if getattr(self, name) is not None and getattr(self, name) < 2:
                 raise ValueError(f"{name} must be >= 2 or null (the whole split), got {getattr(self, name)}")
-        _require_keys("gradient_stats", self.gradient_stats, ("batch_size", "bptt", "max_batches"))
-        _require_keys("grids", self.grids, GRIDS)
+        require_keys("gradient_stats", self.gradient_stats, ("batch_size", "bptt", "max_batches"))
+        require_keys("grids", self.grids, GRIDS)
         for family, grid in self.grids.items():
             allowed = {"lr"} if family == "sgd" else {"lr", "decay", "eps"}
             if set(grid) - allowed or "lr" not in grid or not all(isinstance(v, list) and v for v in grid.values()):
                 raise ValueError(f"grids.{family}: needs non-empty lists for {sorted(allowed)} ('lr' required); got {grid}")
         if self.search not in ("grid", "coordinate"):
             raise ValueError(f"search must be 'grid' or 'coordinate', got {self.search!r}")
-        _require_keys("timescale", self.timescale, ("model", "sequences", "length", "bin", "stream_batch"))
+        require_keys("timescale", self.timescale, ("model", "sequences", "length", "bin", "stream_batch"))
         if self.timescale["model"] not in self.rows or "global_rms" not in self.rows[self.timescale["model"]]:
             raise ValueError("timescale.model must be a model whose rows include 'global_rms'")
         if self.timescale["length"] % self.timescale["bin"] or self.timescale["length"] < 2:
             raise ValueError("timescale.length must be a multiple of timescale.bin")
-        _require_keys("recovery", self.recovery, ("models", "chars", "fraction", "horizon"))
+        require_keys("recovery", self.recovery, ("models", "chars", "fraction", "horizon"))
         bad = [m for m in self.recovery["models"] if m not in self.models or self.models[m]["cell"] == "transformer"]
         if bad:
             raise ValueError(f"recovery.models must be recurrent models among {', '.join(self.models)}; got {bad}")
@@ -186,7 +176,7 @@ class DynEvalCharParams:
         chars = self.recovery["chars"]
         if chars is not None and chars <= self.recovery["horizon"] + 1:
             raise ValueError("recovery.chars must exceed recovery.horizon + 1, or be null (the whole test split)")
-        _require_keys("scaling", self.scaling, ("hidden_sizes", "valid_chars"))
+        require_keys("scaling", self.scaling, ("hidden_sizes", "valid_chars"))
         for name, sizes in self.scaling["hidden_sizes"].items():
             if name not in self.models or not isinstance(sizes, list) or not all(isinstance(h, int) and h > 0 for h in sizes):
                 raise ValueError(f"scaling.hidden_sizes.{name}: needs a model name and a list of positive hidden sizes")

@@ -24,7 +24,7 @@ from paperlib.data.music import FRAMES, PianoRolls
 from paperlib.device import load_checkpoint
 from paperlib.dyneval.songs import dynamic_evaluate_songs, song_mean_squared_gradients, static_evaluate_songs
 from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import register_experiment
+from paperlib.experiments.config import register_experiment, require_keys
 from paperlib.experiments.runs import json_safe
 from paperlib.models.nade import NADE
 from paperlib.models.rnn_nade import LSTMNADE
@@ -35,14 +35,6 @@ MODEL_KEYS = ("embedding_size", "hidden_size", "num_layers", "nade_size")
 MODEL_OPTIONAL = ("dropout", "nade_dropout", "activation")
 DYNEVAL_KEYS = ("segment_len", "sgd_lr", "global_rms_lr", "gradient_batch_size", "gradient_max_batches")
 RULES = ("sgd", "global_rms")
-
-
-def _require_keys(where: str, block: Mapping[str, Any], required: Sequence[str], optional: Sequence[str] = ()) -> None:
-    missing = [k for k in required if k not in block]
-    unknown = sorted(set(block) - set(required) - set(optional))
-    if missing or unknown:
-        raise ValueError(f"{where}: needs keys {list(required)} (optional {list(optional)}); "
-                         f"missing {missing}, unknown {unknown}")
 
 
 @register_experiment("music")
@@ -75,14 +67,14 @@ class MusicParams:
         for corpus in self.corpora:
             if corpus not in self.model or corpus not in self.train:
                 raise ValueError(f"model and train need an entry for every corpus; {corpus!r} is missing")
-            _require_keys(f"model.{corpus}", self.model[corpus], MODEL_KEYS, MODEL_OPTIONAL)
+            require_keys(f"model.{corpus}", self.model[corpus], MODEL_KEYS, MODEL_OPTIONAL)
             try:
                 SongTrainConfig(**self.train[corpus])
             except TypeError as err:
                 raise ValueError(f"train.{corpus}: {err}") from None
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be a non-empty list of distinct integers, got {self.seeds}")
-        _require_keys("dyneval", self.dyneval, DYNEVAL_KEYS)
+        require_keys("dyneval", self.dyneval, DYNEVAL_KEYS)
         for rule in RULES:
             grid = self.dyneval[f"{rule}_lr"]
             if not isinstance(grid, list) or not grid or not all(v > 0 for v in grid):
@@ -94,7 +86,7 @@ class MusicParams:
         for corpus, block in self.frame_nade.items():
             if corpus not in self.corpora:
                 raise ValueError(f"frame_nade.{corpus}: not one of corpora {self.corpora}")
-            _require_keys(f"frame_nade.{corpus}", block, ("hidden_size", "train"))
+            require_keys(f"frame_nade.{corpus}", block, ("hidden_size", "train"))
             try:
                 SongTrainConfig(**block["train"])
             except TypeError as err:
