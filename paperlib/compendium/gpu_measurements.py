@@ -74,11 +74,9 @@ def block(root: str | Path) -> str:
 def readme_with_measurements(readme: str, root: str | Path) -> str:
     """``readme`` (the text of :data:`PAGE`) with the text between :data:`START` and :data:`END` replaced by
     :func:`block`."""
-    if START not in readme or END not in readme:
-        raise ValueError(f"{PAGE} lacks the gpu-measurements markers; add them where the GPU measurements belong")
-    head, rest = readme.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{block(root)}\n{END}{tail}"
+    from paperlib.compendium.results_index.render import replace_between
+
+    return replace_between(readme, START, END, lambda: block(root), "gpu-measurements", str(PAGE))
 
 
 __all__ = ["END", "PAGE", "START", "block", "newest", "readme_with_measurements", "render"]

@@ -431,9 +431,12 @@ def render_budget(wall_times: Mapping[str, tuple], largest: int = 3) -> str:
             f"{AIM_MINUTES}-minute aim.")
 
 
-def _replace_between(text: str, start: str, end: str, body: Callable[[], str], what: str) -> str:
+def replace_between(text: str, start: str, end: str, body: Callable[[], str], what: str,
+                    page: str = "README.md") -> str:
+    """``text`` with what lies between the generated block's ``start`` and ``end`` markers replaced by ``body()``;
+    a ValueError naming ``page`` and the block when the markers are missing."""
     if start not in text or end not in text:
-        raise ValueError(f"README.md lacks the {what} markers; add them where the {what} belongs")
+        raise ValueError(f"{page} lacks the {what} markers; add them where the {what} belongs")
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{body()}\n{end}{tail}"
@@ -443,9 +446,9 @@ def readme_with_summary(readme: str, table: list[dict[str, str]],
                         wall_times: Mapping[str, tuple] | None = None) -> str:
     """``readme`` with the text between the summary markers replaced by :func:`render_summary` and, given
     ``wall_times``, the text between the budget markers by :func:`render_budget`."""
-    text = _replace_between(readme, README_START, README_END, lambda: render_summary(table), "results-summary")
+    text = replace_between(readme, README_START, README_END, lambda: render_summary(table), "results-summary")
     if wall_times is not None:
-        text = _replace_between(text, BUDGET_START, BUDGET_END, lambda: render_budget(wall_times), "compute-budget")
+        text = replace_between(text, BUDGET_START, BUDGET_END, lambda: render_budget(wall_times), "compute-budget")
     return text
 
 
