@@ -12,7 +12,7 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
    of its own; the pass / fail / skip counts and the failing tests' names are recorded, not fatal.
 3. **Ceilings**, once: a square matrix product at fp32 (IEEE), tf32 and bf16 (TFLOP/s: ``2 n^3`` over the median of
    timed products after warm-up, on random data) and a device-to-device copy (GB/s, bytes read plus written).
-4. **Workloads**: :data:`paperlib.experiments.dryrun.ADAPTERS` builds each stage's ``paper`` workloads, the models
+4. **Workloads**: :data:`paperlib.experiments.dryrun.dryrun.ADAPTERS` builds each stage's ``paper`` workloads, the models
    and steps the dry run counted, here materialised for real on the device. Each gets warm-up steps, then timed
    steps (the median step: forward, backward, clipping where the stage clips, optimizer step), tokens/s (batch x
    length / step; multi-sample objectives count each token once), peak memory, kernels per step (the CUDA kernels
@@ -58,9 +58,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from paperlib.device import configure  # noqa: E402
-from paperlib.experiments import dryrun  # noqa: E402
-from paperlib.experiments.config import experiment_params, load_params, section_params  # noqa: E402
-from paperlib.experiments.gpu_time import estimate  # noqa: E402
+from paperlib.experiments.dryrun import dryrun  # noqa: E402
+from paperlib.experiments.common.config import experiment_params, load_params, section_params  # noqa: E402
+from paperlib.experiments.dryrun.gpu_time import estimate  # noqa: E402
 
 SCHEMA = 1
 LM_STAGES = ("lm_ptb", "lm_ptb_char", "lm_ptb_ablation", "lm_wt2_bytes", "averaging_ptb", "tuning_ptb", "dyneval",
@@ -193,7 +193,7 @@ def junit_counts(path: Path) -> dict[str, Any]:
 
 class OpCounter(TorchDispatchMode):
     """ATen operators other than views and allocations (each one eager kernel launch on a GPU): the CPU's stand-in
-    for the profiler's kernel count, the same rule as the dry run's :class:`~paperlib.experiments.dryrun.StepCounter`."""
+    for the profiler's kernel count, the same rule as the dry run's :class:`~paperlib.experiments.dryrun.dryrun.StepCounter`."""
 
     def __init__(self) -> None:
         super().__init__()

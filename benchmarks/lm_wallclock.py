@@ -33,9 +33,9 @@ from pathlib import Path
 
 import torch
 
-from paperlib.experiments.config import experiment_params, load_params, repo_root, section_params
+from paperlib.experiments.common.config import experiment_params, load_params, repo_root, section_params
 from paperlib.data import batchify, bptt_windows, load_corpus, num_windows
-from paperlib.experiments.recipe_search import apply_recipe
+from paperlib.experiments.language_models.recipe_search import apply_recipe
 from paperlib.models import build_lm, evaluate_nll
 from paperlib.train import Trainer, TrainConfig
 

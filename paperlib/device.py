@@ -3,7 +3,7 @@
 **Device.** :func:`resolve_device` turns a request into a ``torch.device``: an explicit argument, else the
 environment variable ``PAPERLIB_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``, or ``meta`` for shape-only checks),
 else ``params.yaml``'s ``compute.device``, where ``auto`` means CUDA when present and the CPU otherwise. Under
-``torchrun`` a bare ``cuda`` becomes ``cuda:LOCAL_RANK``, and :func:`paperlib.experiments.stage.stage_device` joins the process group
+``torchrun`` a bare ``cuda`` becomes ``cuda:LOCAL_RANK``, and :func:`paperlib.experiments.common.stage.stage_device` joins the process group
 *before* it answers, so that a stage which moves its corpus to the returned device puts it on the rank's own
 GPU (moving it to bare ``"cuda"`` first puts every rank's copy on GPU 0).
 

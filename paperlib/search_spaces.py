@@ -15,7 +15,7 @@ Readings of the tables (the thesis leaves them open):
   spaces ``dyneval_word`` and ``dyneval_char``. Their keys are the keyword arguments of
   :func:`paperlib.dyneval.dynamic_evaluate` (``segment_len``, ``lr``, ``decay``, ``eps``).
 - Table 5.2's "VQ decay 0.9 ... 0.99999, log" is read as log-uniform in 1 - decay in [1e-5, 0.1]
-  (``vq_one_minus_decay``), as :mod:`paperlib.experiments.micmco_synthetic` does; its keys are those of :mod:`paperlib.experiments.micmco_synthetic`.
+  (``vq_one_minus_decay``), as :mod:`paperlib.experiments.micmco.synthetic.micmco_synthetic` does; its keys are those of :mod:`paperlib.experiments.micmco.synthetic.micmco_synthetic`.
 - Integer hyperparameters (rounds, rank, window, counts) are sampled uniformly over the integers in the range.
 """
 

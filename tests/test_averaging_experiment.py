@@ -2,8 +2,8 @@
 
 import pytest
 
-from paperlib.experiments.averaging_claims import lengths_claim, main_claim, overfit_claim, period_claim, schematic_claim
-from paperlib.experiments.averaging_ptb import summarise, tuned
+from paperlib.experiments.averaging.claims import lengths_claim, main_claim, overfit_claim, period_claim, schematic_claim
+from paperlib.experiments.averaging.averaging_ptb import summarise, tuned
 
 
 def curve(losses, **extra):

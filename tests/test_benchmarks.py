@@ -59,7 +59,7 @@ def test_wallclock_benchmark_runs_a_model_with_a_recipe_studys_best_recipe(data_
     row = re.search(rf"^lstm \(study\)\s+([\d,]+)\s.*\s\d+\.\d\s+{RATIO}\s*$", out, re.M)
     assert row, out
     # the study's hidden size replaced the profile's (smoke lstm: H=16), so the model is smaller than the profile's
-    from paperlib.experiments.config import experiment_params
+    from paperlib.experiments.common.config import experiment_params
     from paperlib.models import build_lm
 
     spec = experiment_params("lm_ptb", "smoke").models["lstm"]
@@ -97,7 +97,7 @@ def test_the_device_script_runs_its_whole_path_in_check_mode(tmp_path):
     assert result["tests"]["exit"] == 0 and result["tests"]["passed"] == 1 and result["tests"]["failed"] == 0
     assert all(result["ceilings"][f"matmul_tflops_{p}"] > 0 for p in ("fp32", "tf32", "bf16"))
     assert result["ceilings"]["copy_gbps"] > 0
-    from paperlib.experiments.dryrun import STAGES
+    from paperlib.experiments.dryrun.dryrun import STAGES
 
     rows = {row["stage"]: row for row in result["workloads"]}
     assert set(rows) == set(STAGES) and not result["not_timed"]
@@ -121,7 +121,7 @@ def test_the_device_script_reads_junit_plans_round_robin_and_names_what_the_budg
         '<testcase classname="tests.b" name="broken"><error message="y"/></testcase></testsuite></testsuites>')
     assert gpu.junit_counts(tmp_path / "r.xml") == {"passed": 1, "failed": 1, "errors": 1, "skipped": 1,
                                                     "failing": ["tests.a::bad", "tests.b::broken"]}
-    from paperlib.experiments.config import load_params
+    from paperlib.experiments.common.config import load_params
 
     order = gpu.plan(["lm_ptb", "averaging_ptb"], load_params(), "smoke", lambda n: 2, "fp32", None)
     assert [(s, w.name) for s, w in order][:3] == [("lm_ptb", "lstm"), ("averaging_ptb", "main"),
@@ -175,7 +175,7 @@ def test_a_training_step_captured_as_a_cuda_graph_trains_like_eager_steps():
     far inside rtol 1e-4."""
     import torch
 
-    from paperlib.experiments.dryrun import Workload
+    from paperlib.experiments.dryrun.dryrun import Workload
     from paperlib.models import build_lm, multi_sample_loss
 
     gpu = _gpu_module()

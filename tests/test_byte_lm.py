@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from paperlib.experiments.lm_claims import byte_claim
-from paperlib.experiments.lm_wt2_bytes import bits_per_word, count_words, load_bytes, word_perplexity
+from paperlib.experiments.language_models.claims import byte_claim
+from paperlib.experiments.language_models.lm_wt2_bytes import bits_per_word, count_words, load_bytes, word_perplexity
 from paperlib.reference.byte_lm import TEST_BITS_PER_BYTE as THESIS_TEST_BITS_PER_BYTE
 from paperlib.reference.byte_lm import TEST_BYTES as THESIS_TEST_BYTES
 from paperlib.reference.byte_lm import TEST_WORDS as THESIS_TEST_WORDS

@@ -60,7 +60,7 @@ def _smoke_dyneval_checkpoint(tmp_path):
     """A checkpoint of the smoke profile's dynamic-evaluation LM (untrained weights, PTB vocabulary)."""
     import torch
 
-    from paperlib.experiments.config import experiment_params
+    from paperlib.experiments.common.config import experiment_params
     from paperlib.models import build_lm
 
     spec = experiment_params("dyneval", "smoke").model

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from paperlib.experiments.code_hash import closure, code_hash, code_manifest
+from paperlib.experiments.common.code_hash import closure, code_hash, code_manifest
 from tests.conftest import REPO
 
 
@@ -23,8 +23,8 @@ def scratch_package(tmp_path: Path) -> Path:
 
 
 def test_the_closure_of_a_stage_holds_the_models_it_trains_and_not_the_compendium():
-    found = closure(["paperlib.experiments.lm_ptb"])
-    assert {"paperlib.models.lstm", "paperlib.train", "paperlib.experiments.lm_ptb", "paperlib.models"} <= found
+    found = closure(["paperlib.experiments.language_models.lm_ptb"])
+    assert {"paperlib.models.lstm", "paperlib.train", "paperlib.experiments.language_models.lm_ptb", "paperlib.models"} <= found
     assert not any(m.startswith("paperlib.compendium") for m in found)
     with pytest.raises(ValueError, match="not a module of paperlib"):
         closure(["paperlib.no_such_module"])
@@ -32,7 +32,7 @@ def test_the_closure_of_a_stage_holds_the_models_it_trains_and_not_the_compendiu
 
 def test_the_code_hash_moves_with_a_file_in_the_closure_and_only_then(tmp_path):
     """Each state of the sources is its own copy (the hash is computed once per process and folder)."""
-    stage = "paperlib.experiments.reverse_copy"
+    stage = "paperlib.experiments.reverse_copy.reverse_copy"
     original = scratch_package(tmp_path / "original")
     before = code_hash(stage, package_dir=original)
     assert before == code_hash(stage, package_dir=REPO / "paperlib")  # named by relative paths: a copy is the same code
@@ -60,7 +60,7 @@ TRAIN_TWICE = textwrap.dedent("""
 
     import torch
 
-    from paperlib.experiments.lm_ptb import train_and_evaluate
+    from paperlib.experiments.language_models.lm_ptb import train_and_evaluate
 
     out = Path(sys.argv[1])
     torch.manual_seed(0)

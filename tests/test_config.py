@@ -5,7 +5,7 @@ import shutil
 import pytest
 import yaml
 
-from paperlib.experiments.config import PROFILES, ParamsError, active_profile, experiment_params, load_params, repo_root, validate_params
+from paperlib.experiments.common.config import PROFILES, ParamsError, active_profile, experiment_params, load_params, repo_root, validate_params
 from tests.conftest import REPO
 
 
@@ -94,7 +94,7 @@ def test_outside_a_compendium_repo_root_is_a_clear_error(tmp_path, monkeypatch):
 def test_every_schema_is_registered_where_schema_homes_say():
     """Reading one experiment's settings imports the module SCHEMA_HOMES names for it, so that module must be the
     one that registers its schema (and every registered schema must be listed)."""
-    from paperlib.experiments import config
+    from paperlib.experiments.common import config
 
     config._import_schema_modules()
     homes = {**config.EXPERIMENT_HOMES, **config.SECTION_HOMES}
@@ -110,8 +110,8 @@ class Blocker:
         if name.split(".")[0] in {blocked!r}:
             raise ImportError("not installed here: " + name)
 sys.meta_path.insert(0, Blocker())
-from paperlib.experiments.config import experiment_params, load_params
-from paperlib.experiments import dryrun
+from paperlib.experiments.common.config import experiment_params, load_params
+from paperlib.experiments.dryrun import dryrun
 params = load_params()
 for stage in {stages!r}:
     settings = experiment_params(stage, "paper", params)

@@ -19,7 +19,7 @@ import torch
 import torch.multiprocessing as mp
 
 from paperlib.device import autocast, cache_key, configure, current, describe, load_checkpoint, resolve_device
-from paperlib.experiments.stage import ComputeParams, stage_device
+from paperlib.experiments.common.stage import ComputeParams, stage_device
 from paperlib.train import Trainer, TrainConfig
 from tests.test_train import VOCAB, markov_stream, tiny_model
 
@@ -139,7 +139,7 @@ def test_no_stage_picks_its_device_by_itself():
 def test_a_stage_begins_with_its_profiles_settings_threads_precision_and_device(tmp_path, monkeypatch):
     import yaml
 
-    from paperlib.experiments.stage import begin_stage
+    from paperlib.experiments.common.stage import begin_stage
 
     params = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
     params["data"]["root"] = "corpora"
@@ -215,7 +215,7 @@ def test_a_trainer_on_another_device_resumes_from_a_cpu_checkpoint(tmp_path):
 
 
 def test_word_generation_checkpoints_keep_their_generator_states_on_the_cpu(tmp_path):
-    from paperlib.experiments.word_generation import GENERATOR_KEYS
+    from paperlib.experiments.word_generation.word_generation import GENERATOR_KEYS
 
     payload = {"model": {"w": torch.ones(2)}, "batch_gen": torch.Generator().get_state(),
                "noise_gen": torch.Generator().manual_seed(1).get_state(), "step": 3}
@@ -234,8 +234,8 @@ def test_language_model_training_runs_on_the_trainers_device(tmp_path):
 
 
 def test_averaging_monitors_are_built_on_the_device(tmp_path):
-    from paperlib.experiments.averaging_ptb import run_main
-    from paperlib.experiments.config import experiment_params
+    from paperlib.experiments.averaging.averaging_ptb import run_main
+    from paperlib.experiments.common.config import experiment_params
 
     settings = experiment_params("averaging_ptb", "smoke")
     corpus = SimpleNamespace(train=markov_stream(3000, 0), valid=markov_stream(600, 1), vocab=list(range(VOCAB)))
@@ -243,8 +243,8 @@ def test_averaging_monitors_are_built_on_the_device(tmp_path):
 
 
 def test_reverse_copy_trains_on_the_policy_device(monkeypatch):
-    import paperlib.experiments.reverse_copy as rc
-    from paperlib.experiments.config import experiment_params
+    import paperlib.experiments.reverse_copy.reverse_copy as rc
+    from paperlib.experiments.common.config import experiment_params
 
     monkeypatch.setenv("PAPERLIB_DEVICE", "meta")
     settings = experiment_params("reverse_copy", "smoke")
@@ -252,8 +252,8 @@ def test_reverse_copy_trains_on_the_policy_device(monkeypatch):
 
 
 def test_synthetic_micmco_trains_on_the_policy_device(monkeypatch):
-    from paperlib.experiments.config import experiment_params
-    from paperlib.experiments.micmco_synthetic import CONFIGURATIONS, run_trial
+    from paperlib.experiments.common.config import experiment_params
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import CONFIGURATIONS, run_trial
 
     monkeypatch.setenv("PAPERLIB_DEVICE", "meta")
     settings = experiment_params("micmco_synthetic", "smoke")
@@ -262,7 +262,7 @@ def test_synthetic_micmco_trains_on_the_policy_device(monkeypatch):
 
 
 def test_ptb_micmco_trains_on_the_policy_device(monkeypatch):
-    from paperlib.experiments.micmco_ptb import CURVES, MicmcoPtbParams, prepare_sentences, run_trial
+    from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES, MicmcoPtbParams, prepare_sentences, run_trial
     from tests.test_micmco_ptb import EOS, SMOKE, UNK, V, toy_sentences
 
     settings = MicmcoPtbParams(figures=["5.22"], **SMOKE)

@@ -1,4 +1,4 @@
-"""The dry run of the paper profile (paperlib.experiments.dryrun): every stage's paper config builds and takes a training step
+"""The dry run of the paper profile (paperlib.experiments.dryrun.dryrun): every stage's paper config builds and takes a training step
 on fake tensors, the counts agree with closed forms, and the estimate is the slower of compute and launches.
 
 The end-to-end test caps sequence lengths at 2 to stay fast (the models are the paper's, the steps shorter); the
@@ -13,12 +13,12 @@ import pytest
 import torch
 import yaml
 
-from paperlib.experiments import dryrun, gpu_time
+from paperlib.experiments.dryrun import dryrun, gpu_time
 from paperlib.compendium.cli import main
-from paperlib.experiments.config import experiment_params
+from paperlib.experiments.common.config import experiment_params
 from paperlib.device import configure, current
 from paperlib.models import build_lm, multi_sample_loss
-from paperlib.experiments.reverse_copy import grid_points
+from paperlib.experiments.reverse_copy.reverse_copy import grid_points
 from paperlib.train import Trainer, TrainConfig
 from tests.conftest import REPO
 from tests.test_train import markov_stream, tiny_model
@@ -137,7 +137,7 @@ def test_parameter_counts_are_those_of_the_real_model(stage):
 
 
 def test_lengths_extrapolate_linearly_for_reverse_copy():
-    from paperlib.experiments.reverse_copy import build_model, token_cross_entropy
+    from paperlib.experiments.reverse_copy.reverse_copy import build_model, token_cross_entropy
 
     def backward(model, length, device):
         source = torch.randint(30, (8, length))
@@ -224,7 +224,7 @@ def _measurement(mfu: float, latency: float, peaks=(50.0, 380.0, 760.0), precisi
 
 
 def test_calibration_recovers_the_mfu_and_time_per_kernel_a_measurement_follows():
-    from paperlib.experiments.gpu_time import calibrate
+    from paperlib.experiments.dryrun.gpu_time import calibrate
 
     constants, fit = calibrate(_measurement(0.2, 8e-6), "gpu.json")
     grid = 10 ** 0.02  # the fit's grid step, both axes
@@ -238,7 +238,7 @@ def test_calibration_recovers_the_mfu_and_time_per_kernel_a_measurement_follows(
 
 
 def test_the_dry_run_counts_another_profiles_settings_and_estimates_with_fitted_constants():
-    from paperlib.experiments.gpu_time import Constants, estimate
+    from paperlib.experiments.dryrun.gpu_time import Constants, estimate
 
     smoke = dryrun.dry_run(["micmco_synthetic_ladder"], max_length=2, profile="smoke")
     paper = dryrun.dry_run(["micmco_synthetic_ladder"], max_length=2)

@@ -3,7 +3,7 @@
 A stage that misses a module it runs would not re-run when that module changes, so `dvc repro` could leave
 results made by old code. The imports are read statically (``import`` statements anywhere in a module, including
 inside functions), starting from the module the stage's command dispatches to. Modules loaded by name at run time
-(``paperlib.experiments.config`` imports the params schemas of every experiment through ``importlib`` to validate
+(``paperlib.experiments.common.config`` imports the params schemas of every experiment through ``importlib`` to validate
 ``params.yaml``) are not followed; they validate settings and do not compute results.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from paperlib.compendium.cli import RUNNERS
-from paperlib.experiments import code_hash
+from paperlib.experiments.common import code_hash
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ def imported_modules(path: Path) -> set[str]:
 
 def closure(modules: set[str]) -> set[str]:
     """Repository-relative files of ``modules`` and everything they import from paperlib, transitively: the same
-    closure that keys the run caches (:mod:`paperlib.experiments.code_hash`), less the dispatch-only modules."""
+    closure that keys the run caches (:mod:`paperlib.experiments.common.code_hash`), less the dispatch-only modules."""
     return {str(module_file(n).relative_to(REPO)) for n in code_hash.closure(modules, REPO / "paperlib")}
 
 
@@ -61,16 +61,16 @@ def entry_modules(cmd: str) -> set[str]:
     if words[1] == "run":
         return {RUNNERS[words[2]].split(":")[0]}
     if words[1] == "train":
-        return {"paperlib.experiments.lm_ptb"}
+        return {"paperlib.experiments.language_models.lm_ptb"}
     if words[1] == "run-notebook":
         return {"paperlib.compendium.notebooks"} | notebook_modules(words[2])
     if words[1:3] == ["data", "fetch"]:
         return {"paperlib.data.corpora"}
     if words[1:3] == ["data", "summary"]:
-        return {"paperlib.experiments.config", "paperlib.data.corpora", "paperlib.data.summary", "paperlib.experiments.provenance",
-                "paperlib.experiments.code_hash"}
+        return {"paperlib.experiments.common.config", "paperlib.data.corpora", "paperlib.data.summary", "paperlib.experiments.common.provenance",
+                "paperlib.experiments.common.code_hash"}
     if words[1] == "dryrun":
-        return {"paperlib.experiments.dryrun", "paperlib.experiments.provenance"}
+        return {"paperlib.experiments.dryrun.dryrun", "paperlib.experiments.common.provenance"}
     if words[1] == "index":
         return {"paperlib.compendium.results_index", "paperlib.compendium.dvc_views"}
     raise AssertionError(f"unknown command {cmd!r}: teach entry_modules about it")
@@ -91,11 +91,23 @@ def test_stage_declares_every_paperlib_module_it_runs(stage):
     assert not missing, f"stage {stage}: add to deps {missing}"
 
 
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_stage_declares_no_paperlib_module_it_does_not_run(stage):
+    """The other way round: every ``paperlib/`` dep holds a module of the closure, so moving or dropping an import
+    does not leave a stage re-running for code it no longer uses."""
+    spec = STAGES[stage]
+    needed = closure(entry_modules(spec["cmd"]))
+    extra = sorted(d for d in spec.get("deps", []) if d.startswith("paperlib/") and not any(covered(f, [d]) for f in needed))
+    assert not extra, f"stage {stage}: remove from deps {extra}"
+
+
 def test_the_import_reader_follows_relative_function_level_and_package_imports():
-    files = closure({"paperlib.experiments.micmco_ptb"})
-    assert "paperlib/experiments/micmco_ptb/__init__.py" in files and "paperlib/models/sentence_vae.py" in files
-    assert "paperlib/experiments/micmco_ptb/claims.py" in files  # a package's submodules, through its __init__
-    assert "paperlib/models/__init__.py" in files and "paperlib/experiments/config.py" in files
+    files = closure({"paperlib.experiments.micmco.ptb.micmco_ptb"})
+    assert "paperlib/experiments/micmco/ptb/micmco_ptb.py" in files and "paperlib/models/sentence_vae.py" in files
+    assert "paperlib/experiments/micmco/ptb/verdicts.py" in files  # a module of the same sub-package
+    assert {"paperlib/experiments/micmco/__init__.py", "paperlib/experiments/micmco/ptb/__init__.py"} <= files
+    assert "paperlib/experiments/micmco/synthetic/micmco_synthetic.py" in files  # the family's other half
+    assert "paperlib/models/__init__.py" in files and "paperlib/experiments/common/config.py" in files
     assert "paperlib/compendium/cli.py" not in files
     assert not covered("paperlib/models/lstm.py", ["paperlib/model"]) and covered("paperlib/models/lstm.py",
                                                                                   ["paperlib/models"])
@@ -136,7 +148,7 @@ def test_notebook_stage_declares_every_table_its_notebook_writes(stage):
 def test_the_dry_run_stage_declares_the_paper_settings_of_every_stage_it_runs():
     """`paperlib dryrun` builds every stage's paper profile (dryrun.ADAPTERS): a changed paper setting must re-run
     it, so its stage lists each experiment's paper params (the PTB MICMCO ladder's were missing once)."""
-    from paperlib.experiments.dryrun import ADAPTERS
+    from paperlib.experiments.dryrun.dryrun import ADAPTERS
 
     declared = set(STAGES["dryrun"]["params"])
     missing = sorted(f"experiments.{name}.paper" for name in ADAPTERS if f"experiments.{name}.paper" not in declared)

@@ -819,7 +819,7 @@ def test_related_word_rows_follow_the_cosine_ranking_and_medians_cover_the_vocab
 
 def test_target_is_the_thesis_word_if_present_else_the_first_frequent_long_word():
     from paperlib.data.text import Vocabulary
-    from paperlib.experiments.dyneval_studies import choose_targets
+    from paperlib.experiments.dynamic_evaluation.studies import choose_targets
 
     vocab = Vocabulary(["<eos>", "the", "production", "theatre", "x1", "company", "of"])
     counts = torch.tensor([100, 100, 100, 100, 100, 3, 100])
@@ -840,7 +840,7 @@ def test_statistics_studies_use_the_fractions_of_the_batches_and_share_their_bas
     import time
     import types
 
-    import paperlib.experiments.dyneval_studies as de
+    import paperlib.experiments.dynamic_evaluation.studies as de
 
     model = tiny_lm(vocab=20, hidden=8).float()
     corpus = types.SimpleNamespace(train=random_tokens((2100,), seed=11, vocab=20),
@@ -878,11 +878,11 @@ def test_statistics_studies_use_the_fractions_of_the_batches_and_share_their_bas
 
 
 def test_optional_study_blocks_default_and_reject_unknown_keys():
-    from paperlib.experiments.config import experiment_params, load_params
+    from paperlib.experiments.common.config import experiment_params, load_params
 
     params = load_params()
     settings = experiment_params("dyneval", "smoke", params)
-    from paperlib.experiments.dyneval_studies import related_words_settings, statistics_study_settings
+    from paperlib.experiments.dynamic_evaluation.studies import related_words_settings, statistics_study_settings
 
     assert related_words_settings(settings)["corpus"] == settings.timescale["corpus"]
     study = statistics_study_settings(settings)

@@ -10,13 +10,13 @@ import pytest
 import torch
 import yaml
 
-from paperlib.experiments.config import ParamsError
+from paperlib.experiments.common.config import ParamsError
 from paperlib.data import load_corpus
 from paperlib.data.text import Vocabulary, read_split_lines
 from paperlib.dyneval import RecurrentSparseAdaptation, dynamic_evaluate, static_evaluate, with_recurrent_adaptation
-from paperlib.experiments.claims import direction_word
-from paperlib.experiments.dyneval_char import DynEvalCharParams, chars_to_lines, map_words_to_chars, run_dyneval_char
-from paperlib.experiments.dyneval_char_claims import CLAIMS, claims, recovery_claim
+from paperlib.experiments.common.claims import direction_word
+from paperlib.experiments.dynamic_evaluation.dyneval_char import DynEvalCharParams, chars_to_lines, map_words_to_chars, run_dyneval_char
+from paperlib.experiments.dynamic_evaluation.char_claims import CLAIMS, claims, recovery_claim
 from paperlib.models import build_lm
 from paperlib.models.mlstm import mlstm_step
 from tests.conftest import REPO
@@ -220,7 +220,7 @@ def test_bad_settings_name_the_valid_choices():
 
 
 # With lr = 0 and no decay every dynamically evaluated row scores the static model of its table. Whether it does so
-# with the same kernels depends on the row (paperlib/dyneval/, paperlib/experiments/dyneval_char.py); the float32 models of
+# with the same kernels depends on the row (paperlib/dyneval/, paperlib/experiments/dynamic_evaluation/dyneval_char.py); the float32 models of
 # tiny_settings have hidden size 8, embeddings of 6 and V = 50 characters, and test_chars = ood_chars = 80.
 _H, _E, _V, _CHARS, _DIM, _KEYS = 8, 6, len(PTB_CHARS), 80, 8, 20  # _KEYS: memory 10 + segment 10
 SAME_KERNELS = ("all weights are adapted (leaves that require grad, like static evaluation's Parameters) and lr = 0 "
@@ -284,7 +284,7 @@ def test_tiny_run_end_to_end_with_zero_learning_rate_reproduces_static_and_reuse
     # its standard error over the positions as the margin the claims tie within
     assert found["gap"] == pytest.approx((after["lstm"][1] - after["mlstm"][1]) - (overall["lstm"] - overall["mlstm"]))
     assert found["against"] == "lstm" and found["se"] > 0 and found["margin"] == 2 * found["se"]
-    # the stage stores numbers, not verdicts; the claims are judged from them (paperlib.experiments.dyneval_char_claims)
+    # the stage stores numbers, not verdicts; the claims are judged from them (paperlib.experiments.dynamic_evaluation.char_claims)
     assert "claims" not in results
     (recovery,) = recovery_claim(results).parts
     assert recovery.label == "the mLSTM recovers faster than the LSTM"

@@ -1,4 +1,4 @@
-"""The character-level dynamic-evaluation claims (paperlib.experiments.dyneval_char_claims) judged on constructed
+"""The character-level dynamic-evaluation claims (paperlib.experiments.dynamic_evaluation.char_claims) judged on constructed
 results: each rule flips when its numbers do, a model or rule the results lack is listed as not run, the models'
 cells decide which claim they answer, the index rows show exactly these claims, and the module loads without torch."""
 
@@ -11,8 +11,8 @@ import pytest
 
 from paperlib.compendium.results_index.rows import ROWS
 from paperlib.compendium.results_index.text import _claim_verdict
-from paperlib.experiments.claims import Unjudged
-from paperlib.experiments.dyneval_char_claims import (
+from paperlib.experiments.common.claims import Unjudged
+from paperlib.experiments.dynamic_evaluation.char_claims import (
     CLAIMS, claims, out_of_domain_claim, recovery_claim, scaling_claim, sparse_table_claim, timescale_claim,
     transformer_table_claim,
 )
@@ -225,5 +225,5 @@ def test_the_committed_results_can_be_judged_on_every_row():
 
 
 def test_the_module_loads_without_torch():
-    code = "import sys, paperlib.experiments.dyneval_char_claims; assert 'torch' not in sys.modules"
+    code = "import sys, paperlib.experiments.dynamic_evaluation.char_claims; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from paperlib.compendium import results_index as ri
-from paperlib.experiments.claims import Claim, Part, direction_word, strict_word, verdict_word
-from paperlib.experiments.dyneval_claims import ON_PAR, STATISTICS_SPREAD, claims
+from paperlib.experiments.common.claims import Claim, Part, direction_word, strict_word, verdict_word
+from paperlib.experiments.dynamic_evaluation.claims import ON_PAR, STATISTICS_SPREAD, claims
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -254,7 +254,7 @@ def test_the_paired_bootstrap_recovers_a_known_standard_error_and_weights_its_un
     import random
     import statistics
 
-    from paperlib.experiments.claims import paired_bootstrap
+    from paperlib.experiments.common.claims import paired_bootstrap
 
     rng = random.Random(3)
     before = [rng.gauss(5.0, 0.4) for _ in range(50)]
@@ -275,7 +275,7 @@ def test_table_comparisons_with_per_block_losses_take_the_bootstrap_margin():
     import math
     import random
 
-    from paperlib.experiments.dyneval_claims import table_claim
+    from paperlib.experiments.dynamic_evaluation.claims import table_claim
 
     results = constructed()
     rng = random.Random(0)

@@ -49,7 +49,7 @@ def test_a_key_without_an_assigned_colour_gets_the_same_one_in_every_process():
 
 
 def test_every_ptb_micmco_figure_of_the_thesis_is_drawn_in_exactly_one_image():
-    from paperlib.experiments.micmco_ptb import FIGURES
+    from paperlib.experiments.micmco.ptb.micmco_ptb import FIGURES
 
     drawn = [fig for _, rows in figure_style.MICMCO_PTB_GROUPS.values() for row in rows for fig in row]
     assert sorted(drawn) == sorted(FIGURES) and len(drawn) == len(set(drawn))

@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from paperlib.experiments.config import ParamsError, experiment_params, validate_params
-from paperlib.experiments.lm_claims import ablation_claim, against, compare_seed_means, ordering_claim, ordering_pairs
-from paperlib.experiments.lm_ptb import comparison_table, summarise
+from paperlib.experiments.common.config import ParamsError, experiment_params, validate_params
+from paperlib.experiments.language_models.claims import ablation_claim, against, compare_seed_means, ordering_claim, ordering_pairs
+from paperlib.experiments.language_models.lm_ptb import comparison_table, summarise
 from paperlib.train import forget_stale_run
 from tests.conftest import REPO
 
@@ -266,7 +266,7 @@ def test_runs_trained_in_parallel_processes_give_the_numbers_of_runs_trained_in_
 
     import torch
 
-    from paperlib.experiments.lm_ptb import train_and_evaluate
+    from paperlib.experiments.language_models.lm_ptb import train_and_evaluate
     from tests.test_train import VOCAB, markov_stream
 
     models = {"lstm": {"cell": "lstm", "hidden_size": 8, "num_layers": 1, "options": {"input_dropout": 0.1}},

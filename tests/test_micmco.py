@@ -1,4 +1,4 @@
-"""Tests of the synthetic MICMCO experiment, Melis thesis §5.7.1 / §5.A / §5.C (paperlib/experiments/micmco_synthetic/,
+"""Tests of the synthetic MICMCO experiment, Melis thesis §5.7.1 / §5.A / §5.C (paperlib/experiments/micmco/synthetic/,
 paperlib/symbol_vae.py, paperlib/frontiers.py).
 
 Frontier functions are checked against brute force (all pairs for dominance; an exact cell decomposition of the
@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from paperlib.estimators import analytic_elbo
-from paperlib.experiments.micmco_synthetic import (
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import (
     CONFIGURATIONS,
     FIGURES,
     TABLE_5_2,

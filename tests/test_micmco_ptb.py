@@ -1,5 +1,5 @@
 """Tests of the PTB sentence VAE and the PTB MICMCO experiment, Melis thesis §5.7.2 / §5.B / Table 5.1
-(paperlib/models/sentence_vae.py, paperlib/experiments/micmco_ptb/)."""
+(paperlib/models/sentence_vae.py, paperlib/experiments/micmco/ptb/)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from torch.nn import functional as F
 
 from paperlib.data import pad_sentences
 from paperlib.estimators import MonteCarloObjective
-from paperlib.experiments.micmco_synthetic import Configuration, pareto_front, step_surrogates
-from paperlib.experiments.micmco_ptb import (
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import Configuration, pareto_front, step_surrogates
+from paperlib.experiments.micmco.ptb.micmco_ptb import (
     CURVES,
     FIGURES,
     PTB_RANGES,
@@ -533,8 +533,8 @@ def test_l2_curves_count_towards_the_multi_sample_claim():
 
 
 def test_a_trial_whose_evaluated_bound_explodes_counts_as_diverged(monkeypatch, toy_data):
-    import paperlib.experiments.micmco_ptb as mp
-    import paperlib.experiments.micmco_ptb.trials as trials  # run_trial calls evaluate there
+    import paperlib.experiments.micmco.ptb.micmco_ptb as mp
+    import paperlib.experiments.micmco.ptb.trials as trials  # run_trial calls evaluate there
 
     settings = MicmcoPtbParams(figures=["5.22"], **SMOKE)
     data = prepare_sentences(toy_data, V, EOS, UNK, settings)

@@ -1,4 +1,4 @@
-"""The PTB MICMCO figures' and Table 5.1's claims (paperlib.experiments.micmco_ptb_claims): each rule flips when
+"""The PTB MICMCO figures' and Table 5.1's claims (paperlib.experiments.micmco.ptb.claims): each rule flips when
 its numbers flip on constructed results (the stage's claim records made from them by ``claim_verdicts``), a claim
 spanning several figures is read on each figure's own comparisons, the budget ladder joins its row as parts (or as
 "not run"), and on the committed results every comparison the module recomputes agrees with the stage's outcome."""
@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-from paperlib.experiments.claims import Unjudged
-from paperlib.experiments.micmco_ptb import CURVES, LOW_KL, PPL_TOLERANCE, claim_verdicts
-from paperlib.experiments.micmco_ptb_claims import (
+from paperlib.experiments.common.claims import Unjudged
+from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES, LOW_KL, PPL_TOLERANCE, claim_verdicts
+from paperlib.experiments.micmco.ptb.claims import (
     COMPUTE, DIRECTIONAL, FIGURE_CLAIMS, LADDER_ITEMS, SAMPLES, figure_claim, lead, ladder_parts, reading, readings,
     table_claim,
 )
-from paperlib.experiments.micmco_synthetic import HV_TIE
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE
 from tests.conftest import REPO
 
 
@@ -222,11 +222,11 @@ def test_the_ladder_joins_its_row_or_is_named_as_not_run():
 
 
 def test_the_module_names_every_ladder_row_and_loads_without_torch():
-    from paperlib.experiments.micmco_ptb import FIGURES
-    from paperlib.experiments.micmco_ptb_ladder import ITEMS
+    from paperlib.experiments.micmco.ptb.micmco_ptb import FIGURES
+    from paperlib.experiments.micmco.ptb.ladder import ITEMS
 
     assert LADDER_ITEMS == ITEMS and set(FIGURE_CLAIMS) == set(FIGURES)
-    code = "import sys, paperlib.experiments.micmco_ptb_claims; assert 'torch' not in sys.modules"
+    code = "import sys, paperlib.experiments.micmco.ptb.claims; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 

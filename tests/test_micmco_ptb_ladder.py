@@ -10,12 +10,12 @@ import statistics
 
 import pytest
 
-from paperlib.experiments import micmco_ptb_ladder as ladder_module
-from paperlib.experiments.micmco_ptb import (LOW_KL, PPL_TOLERANCE, MicmcoPtbParams, compare_hypervolumes,
+from paperlib.experiments.micmco.ptb import ladder as ladder_module
+from paperlib.experiments.micmco.ptb.micmco_ptb import (LOW_KL, PPL_TOLERANCE, MicmcoPtbParams, compare_hypervolumes,
                                             prepare_sentences, run_experiment)
-from paperlib.experiments.micmco_ptb_ladder import (MicmcoPtbLadderParams, ladder_claim_part, main_stage_check,
+from paperlib.experiments.micmco.ptb.ladder import (MicmcoPtbLadderParams, ladder_claim_part, main_stage_check,
                                                    run_folder, run_ladder, summarise, trials_at)
-from paperlib.experiments.micmco_synthetic import HV_TIE
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE
 from tests.test_micmco_ptb import EOS, SMOKE, UNK, V, toy_sentences
 
 MAIN = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "steps": 8}, table_5_1=False)
@@ -174,7 +174,7 @@ def test_a_score_past_the_divergence_line_counts_as_diverged():
 
 def test_the_ladder_is_one_part_of_its_rows_claim_in_the_index():
     from paperlib.compendium import results_index
-    from paperlib.experiments.micmco_ptb_ladder import ITEMS, LADDERS, ladder_claim_part
+    from paperlib.experiments.micmco.ptb.ladder import ITEMS, LADDERS, ladder_claim_part
 
     assert results_index.micmco_ptb._MICMCO_PTB_LADDER_ITEMS == tuple(ITEMS)
     assert sorted({k for keys in ITEMS.values() for k in keys}) == sorted(LADDERS)
@@ -203,7 +203,7 @@ def test_the_ladder_is_one_part_of_its_rows_claim_in_the_index():
     assert "-0.020 ± 0.020 → no gap at 150 / 300 steps" in part.evidence
     assert "still improving unknown" in part.evidence
     # a row whose ladder went unjudged names it as not run (its claim is "partly" at best)
-    from paperlib.experiments.micmco_ptb_claims import LADDER_ITEMS, ladder_parts
+    from paperlib.experiments.micmco.ptb.claims import LADDER_ITEMS, ladder_parts
 
     assert LADDER_ITEMS == ITEMS
     parts, unjudged = ladder_parts({"profile": "cpu"}, {**ladder, "profile": "cpu"}, "M-T5.1")

@@ -1,4 +1,4 @@
-"""The synthetic MICMCO figures' claims (paperlib.experiments.micmco_synthetic_claims): each rule flips on
+"""The synthetic MICMCO figures' claims (paperlib.experiments.micmco.synthetic.claims): each rule flips on
 constructed hypervolumes, curves not run make a figure "partly", the ladder joins its figure as one part, and the
 index shows exactly the claims the module judges."""
 
@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from paperlib.experiments.claims import Unjudged
-from paperlib.experiments.micmco_synthetic import HV_TIE
-from paperlib.experiments.micmco_synthetic_claims import FIGURE_RULES, figure_claim, rule_part
+from paperlib.experiments.common.claims import Unjudged
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE
+from paperlib.experiments.micmco.synthetic.claims import FIGURE_RULES, figure_claim, rule_part
 
 
 def test_a_figure_rule_reads_its_pairs_against_the_tie():

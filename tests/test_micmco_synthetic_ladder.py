@@ -8,10 +8,10 @@ import statistics
 
 import pytest
 
-from paperlib.experiments.micmco_synthetic import (CONFIGURATIONS, HV_TIE, NEAR_OPTIMAL_NATS,
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import (CONFIGURATIONS, HV_TIE, NEAR_OPTIMAL_NATS,
                                                    MicmcoSyntheticParams, run_trial, start_design)
-from paperlib.experiments import micmco_synthetic_ladder as ladder_module
-from paperlib.experiments.micmco_synthetic_ladder import (MicmcoSyntheticLadderParams, main_stage_check, run_folder,
+from paperlib.experiments.micmco.synthetic import ladder as ladder_module
+from paperlib.experiments.micmco.synthetic.ladder import (MicmcoSyntheticLadderParams, main_stage_check, run_folder,
                                                           run_ladder, summarise)
 
 MAIN = MicmcoSyntheticParams(configurations=["all"], trials=2, startup_trials=2, steps=12, batch_size=8,
@@ -105,7 +105,7 @@ def test_summary_gaps_margins_and_readings_on_constructed_frontiers():
     optimum = out["5.6"]["rungs"]
     # seed 2 misses the MI level at the first rung: that rung has no gap; the top rung alone, beyond its margin
     assert optimum[0]["reached"] == 2 and "gap" not in optimum[0] and out["5.6"]["reading"] == "reproduced"
-    from paperlib.experiments.ladder import reading
+    from paperlib.experiments.common.ladder import reading
     assert reading([*optimum[:1], {k: v for k, v in optimum[1].items() if k != "gap"}]) is None  # top not judged
     assert reading([optimum[0], {**optimum[1], "gap": 0.01}]) is None  # a lone top rung inside its margin
     assert optimum[1]["gap"] == pytest.approx(NEAR_OPTIMAL_NATS - statistics.fmean([0.05, 0.10, 0.0]))
@@ -135,8 +135,8 @@ def test_the_main_stage_check_compares_the_shared_trials():
 
 def test_the_ladder_is_one_part_of_its_figures_claim_in_the_index_and_the_notebook():
     from paperlib.compendium import results_index
-    from paperlib.experiments.micmco_synthetic_claims import ladder_claim_part
-    from paperlib.experiments.micmco_synthetic_ladder import LADDERS
+    from paperlib.experiments.micmco.synthetic.claims import ladder_claim_part
+    from paperlib.experiments.micmco.synthetic.ladder import LADDERS
 
     assert results_index.micmco_synthetic._MICMCO_LADDERS == tuple(LADDERS)
     rungs = [{"steps": 150, "gap": -0.02, "se": 0.01, "margin": 0.02, "converged": False},

@@ -2,8 +2,8 @@
 
 import pytest
 
-from paperlib.experiments.claims import paired_bootstrap
-from paperlib.experiments.music_claims import ITEM, claims, table_claim
+from paperlib.experiments.common.claims import paired_bootstrap
+from paperlib.experiments.music.claims import ITEM, claims, table_claim
 from paperlib.reference.music import table_4_6
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from paperlib.data.music import PianoRolls
-from paperlib.experiments.music import MusicParams, _train_or_load, corpus_results
+from paperlib.experiments.music.music import MusicParams, _train_or_load, corpus_results
 
 
 def _rolls() -> PianoRolls:

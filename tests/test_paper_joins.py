@@ -13,7 +13,7 @@ from paperlib.reference.reverse_copy import REVERSE_COPY
 from paperlib.reference import byte_lm as reference_byte_lm
 from paperlib.reference import dynamic_evaluation as reference_dyneval
 from paperlib.reference.averaging import AVERAGING_BEST_LOSS as AVERAGING_PAPER
-from paperlib.experiments.averaging_ptb import summarise
+from paperlib.experiments.averaging.averaging_ptb import summarise
 from tests.conftest import REPO
 
 

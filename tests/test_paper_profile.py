@@ -12,9 +12,9 @@ import yaml
 from torch import nn
 
 from paperlib.averaging import PlateauTriggeredAveragedModel, TwoTailedAveragedModel, build_averager
-from paperlib.experiments.config import ParamsError, experiment_params, validate_params
-from paperlib.experiments.lm_claims import ordering_pairs
-from paperlib.experiments.lm_ptb import comparison_table, summarise
+from paperlib.experiments.common.config import ParamsError, experiment_params, validate_params
+from paperlib.experiments.language_models.claims import ordering_pairs
+from paperlib.experiments.language_models.lm_ptb import comparison_table, summarise
 from paperlib.train import TrainConfig
 from tests.conftest import REPO
 

@@ -126,8 +126,8 @@ def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch, comm
 def test_the_dry_run_stage_builds_and_steps_every_stage_of_the_paper_profile(scratch):
     """The smoke pipeline's dry run (sequences cut to 2 positions) measured every stage with a dry run, and its
     tables print every one (tests/test_dryrun.py:check_dry_run)."""
-    from paperlib.experiments.dryrun import STAGES
-    from paperlib.experiments.gpu_time import render_tables
+    from paperlib.experiments.dryrun.dryrun import STAGES
+    from paperlib.experiments.dryrun.gpu_time import render_tables
     from tests.test_dryrun import check_dry_run
 
     result = json.loads((scratch.root / "results" / "dryrun.json").read_text())

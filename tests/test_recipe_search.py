@@ -7,7 +7,7 @@ import optuna
 import pytest
 import yaml
 
-from paperlib.experiments.recipe_search import MAX_DROPOUT, apply_recipe, sample_recipe
+from paperlib.experiments.language_models.recipe_search import MAX_DROPOUT, apply_recipe, sample_recipe
 from tests.conftest import REPO
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -90,8 +90,8 @@ def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_res
     assert by_tokens["step_seconds"] is None and by_tokens["trials"][0]["steps"] == 11200 // (16 * 35)
     # a second worker joins while another holds a running trial: one_more runs exactly one trial of its own
     # (the CLI's loop), instead of waiting for the other worker's trial to finish
-    from paperlib.experiments.recipe_search import search
-    from paperlib.experiments.config import repo_root
+    from paperlib.experiments.language_models.recipe_search import search
+    from paperlib.experiments.common.config import repo_root
     from paperlib.tuning import default_storage, open_study, trial_counts
 
     name = by_tokens["study"]
@@ -102,7 +102,7 @@ def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_res
 
 
 def test_searching_a_model_the_experiment_lacks_or_without_its_timings_is_a_clear_error():
-    from paperlib.experiments.recipe_search import search
+    from paperlib.experiments.language_models.recipe_search import search
 
     with pytest.raises(ValueError, match="has no model 'gpt'; it has lstm"):
         search("lm_ptb", "gpt", 1.0, 1, profile="smoke")
@@ -115,9 +115,9 @@ def test_searching_a_model_the_experiment_lacks_or_without_its_timings_is_a_clea
 def test_the_byte_experiment_is_searched_on_its_bytes_and_scored_in_bits_per_byte(data_root, tmp_path, monkeypatch):
     """lm_wt2_bytes trains on raw UTF-8 bytes (vocabulary 256), not WikiText-2's words: a study of it must see the
     stage's byte streams, score the stage's validation prefix, and report bits per byte."""
-    from paperlib.experiments.config import experiment_params
-    from paperlib.experiments.lm_wt2_bytes import load_bytes
-    from paperlib.experiments.recipe_search import level_of, search_data, summarise
+    from paperlib.experiments.common.config import experiment_params
+    from paperlib.experiments.language_models.lm_wt2_bytes import load_bytes
+    from paperlib.experiments.language_models.recipe_search import level_of, search_data, summarise
 
     (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
     (tmp_path / "data").mkdir()

@@ -126,7 +126,7 @@ def test_the_table_reads_at_a_glance_and_links_every_row_to_its_details():
 
 
 def test_the_header_defines_the_words_the_margins_and_the_normalised_hypervolume():
-    from paperlib.experiments.micmco_synthetic import HV_TIE
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE
 
     text = ri.render_markdown(ri.build_index(_items(), ri.load_results(REPO)))
     header = text.split(_TABLE_HEAD)[0]
@@ -168,7 +168,7 @@ def test_the_index_stage_depends_on_every_results_file_the_rows_read():
 def test_every_part_of_every_row_is_judged_by_a_rule_in_the_header_table(monkeypatch):
     """Walk every row of the committed index: each judged row is made of parts, and each part's rule kind is a row
     of the header's rule table; a part with a rule outside the table cannot be made."""
-    from paperlib.experiments import claims
+    from paperlib.experiments.common import claims
 
     made = []
     original = claims.Part.__post_init__
@@ -247,10 +247,10 @@ def test_budget_sentence_sums_the_from_scratch_estimates_and_names_the_largest(m
 
 
 def test_the_index_quotes_the_micmco_figures_as_the_experiment_module_does():
-    from paperlib.experiments.micmco_synthetic import FIGURES, HV_TIE
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import FIGURES, HV_TIE
 
     assert ri.rows._MICMCO_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
-    from paperlib.experiments.micmco_ptb_claims import lead
+    from paperlib.experiments.micmco.ptb.claims import lead
 
     assert f"inside the {HV_TIE} tie margin" in lead("16", "1", 0.013, 0.005)[0]
 
@@ -291,7 +291,7 @@ def test_recorded_work_counts_trials_over_workers_or_per_run_times():
 
 
 def test_the_index_quotes_the_ptb_micmco_figures_as_the_experiment_module_does():
-    from paperlib.experiments.micmco_ptb import FIGURES
+    from paperlib.experiments.micmco.ptb.micmco_ptb import FIGURES
 
     assert ri.micmco_ptb._MICMCO_PTB_SAYS == {name: fig.thesis_says for name, fig in FIGURES.items()}
 
@@ -300,7 +300,7 @@ def _ptb_micmco_results(figures, levels, table_rows=(), trials=None):
     """micmco_ptb results (the ladder's of another profile) whose curves are single trials at (NLL 5 - 0.1 level,
     KL level), or ``trials``' (NLL, KL) points, with the stage's claims (``claim_verdicts``) and the figures'
     hypervolumes; the claims themselves are tested in tests/test_micmco_ptb_claims.py."""
-    from paperlib.experiments.micmco_ptb import FIGURES, claim_verdicts, compare_hypervolumes
+    from paperlib.experiments.micmco.ptb.micmco_ptb import FIGURES, claim_verdicts, compare_hypervolumes
     from tests.test_micmco_ptb_claims import _results
 
     r = _results(levels, table_rows, hidden_size=64, vocab_size=1000, steps=250, batch_size=32)
@@ -374,7 +374,7 @@ def test_micmco_ptb_figures_outside_the_profile_are_not_attempted_with_their_mea
     result = {"profile": "cpu", "figures": {"5.8": {}}, "settings": {"trials": 2, "workers": 2},
               "curves": {"dreg1.train": {"trials": [trial, trial]}, "vimco1.train": {"trials": [trial, trial]}}}
     # Fig. 5.9 lacks vimco16_kl.train and vimco16_renyi.train (16 units each): 32 x 2 trials x 48 s / 2 workers
-    from paperlib.experiments.micmco_ptb import extra_minutes
+    from paperlib.experiments.micmco.ptb.micmco_ptb import extra_minutes
 
     assert extra_minutes(result, "5.9") == pytest.approx(32 * 2 * 48 / 2 / 60)
     rendered = ri.ROWS["M-F5.9"].render({"micmco_ptb": result, "micmco_ptb_ladder": {"profile": "cpu", "ladders": {}}})

@@ -10,7 +10,7 @@ import yaml
 from torch.nn import functional as F
 
 from paperlib.data import ReverseCopyData, reverse_copy
-from paperlib.experiments.reverse_copy import (
+from paperlib.experiments.reverse_copy.reverse_copy import (
     RESULT_KEYS,
     ReverseCopyParams,
     TrainSettings,
@@ -24,7 +24,7 @@ from paperlib.experiments.reverse_copy import (
     select_best,
     train_model,
 )
-from paperlib.experiments.reverse_copy_claims import BETTER_MARGIN_NATS, SOLVED_NATS, claim, record
+from paperlib.experiments.reverse_copy.claims import BETTER_MARGIN_NATS, SOLVED_NATS, claim, record
 from tests.numerics import assert_bitwise
 
 REPO = Path(__file__).resolve().parents[1]

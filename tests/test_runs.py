@@ -1,4 +1,4 @@
-"""A stage's runs (paperlib/experiments/runs.py): the job map, the run recorded once, the JSON without NaN."""
+"""A stage's runs (paperlib/experiments/common/runs.py): the job map, the run recorded once, the JSON without NaN."""
 
 import json
 import math
@@ -7,7 +7,7 @@ import operator
 import pytest
 import torch
 
-from paperlib.experiments.runs import json_safe, map_jobs, run_once
+from paperlib.experiments.common.runs import json_safe, map_jobs, run_once
 
 
 def test_json_safe_replaces_non_finite_floats_at_any_depth_and_keeps_everything_else():

@@ -21,7 +21,7 @@ from optuna.trial import TrialState
 
 from paperlib.search_spaces import Hyperparameter, get_space, sample
 from paperlib.tuning import LanguageModelObjective, lm_hyperparameters, make_sampler, make_storage, open_study, run_worker
-from paperlib.experiments.tuning_ptb import TuningParams, best_sampled, neighbour_points, neighbourhood, probe
+from paperlib.experiments.language_models.tuning_ptb import TuningParams, best_sampled, neighbour_points, neighbourhood, probe
 from tests.conftest import REPO
 from tests.test_train import VOCAB, markov_stream
 
@@ -62,8 +62,8 @@ def test_enwik8_dyneval_and_micmco_tables():
     from paperlib.dyneval import TUNABLE
 
     assert set(word.names) <= set(TUNABLE)
-    # Table 5.2 is encoded once: paperlib.experiments.micmco_synthetic's ranges agree with it
-    from paperlib.experiments.micmco_synthetic import TABLE_5_2 as MICMCO
+    # Table 5.2 is encoded once: paperlib.experiments.micmco.synthetic.micmco_synthetic's ranges agree with it
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import TABLE_5_2 as MICMCO
 
     table = get_space("micmco")
     for name, r in MICMCO.items():
@@ -439,7 +439,7 @@ def test_tuning_params_name_the_valid_spaces():
 def test_pipeline_runner_writes_every_trial_and_resumes_its_studies(data_root, tmp_path, monkeypatch):
     import yaml
 
-    from paperlib.experiments.tuning_ptb import run_tuning
+    from paperlib.experiments.language_models.tuning_ptb import run_tuning
 
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     tiny = {"corpus": "ptb", "models": {"lstm": {"cell": "lstm", "hidden_size": 8, "num_layers": 1}},
@@ -473,7 +473,7 @@ def test_pipeline_runner_writes_every_trial_and_resumes_its_studies(data_root, t
 
 
 def test_a_pruner_needs_2ta_averaging():
-    from paperlib.experiments.config import experiment_params, load_params
+    from paperlib.experiments.common.config import experiment_params, load_params
 
     params = load_params()
     cpu = params["experiments"]["tuning_ptb"]["cpu"]

@@ -1,4 +1,4 @@
-"""§2.B's neighbourhood claim (paperlib.experiments.tuning_claims) on constructed study records: the part flips
+"""§2.B's neighbourhood claim (paperlib.experiments.language_models.claims) on constructed study records: the part flips
 with the largest neighbour's excess against the thesis' 1.2 points scaled to our best (the mean of the best trial
 and its reruns), ties inside twice the seed spread of the best, counts a failed neighbour as infinitely worse, and cannot be judged without neighbours;
 the results index shows exactly the claim the module judges."""
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from paperlib.experiments.claims import Unjudged
-from paperlib.experiments.tuning_claims import neighbourhood_claim, neighbourhood_numbers
+from paperlib.experiments.common.claims import Unjudged
+from paperlib.experiments.language_models.claims import neighbourhood_claim, neighbourhood_numbers
 from paperlib.reference.tuning import TUNING
 
 

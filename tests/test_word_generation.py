@@ -10,7 +10,7 @@ import torch
 
 from paperlib.data.wordlist import WordList, split_tokens, split_types
 from paperlib.models.dssm import CharVocab, GRUWordModel
-from paperlib.experiments.word_generation import (
+from paperlib.experiments.word_generation.word_generation import (
     PAPER_TABLE1,
     SplitData,
     WordGenerationParams,
@@ -100,7 +100,7 @@ def test_runner_on_a_tiny_config_fills_every_table_with_finite_numbers(tiny_resu
     assert set(table1_frame(results).columns) >= {"w∈V ours", "w∈V paper", "Ī ours", "Ī paper"}
     assert table2_frame(results).loc["ORACLE-TEST", ("cross-entropy", "H[P_train,P̂]")] == "∞ (–)"
     assert set(table3_frames(results)) == {"H_test", "I_bar"}
-    from paperlib.experiments.word_generation_claims import figure1_claim, figure2_claim, figure3_claim
+    from paperlib.experiments.word_generation.claims import figure1_claim, figure2_claim, figure3_claim
 
     assert [c.item for c in (figure1_claim(results), figure2_claim(results), figure3_claim(results))] == \
         ["S-F1", "S-F2", "S-F3"]  # the smoke run's figures are judged by the claim path
@@ -253,7 +253,7 @@ def test_training_batches_follow_the_unigram_distribution():
 def test_stage_entry_point_writes_results_and_provenance(tmp_path, monkeypatch):
     import yaml
 
-    from paperlib.experiments.word_generation import run_word_generation
+    from paperlib.experiments.word_generation.word_generation import run_word_generation
 
     tiny = {"top_n": 20, "table1": {"TRIL": {"kind": "dssm", "flow_hidden": [8], "q_hidden": [8]},
                                     "BASELINE-8D": {"kind": "gru", "state_size": 8}},

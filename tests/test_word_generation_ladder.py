@@ -1,5 +1,5 @@
 """The DSSM-vs-GRU budget ladder: one run stopped at each rung is the run of that budget, the summary's
-numbers are the closed forms they claim to be, and the ladder is read by the one rule of paperlib.experiments.claims."""
+numbers are the closed forms they claim to be, and the ladder is read by the one rule of paperlib.experiments.common.claims."""
 
 import dataclasses
 import math
@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from paperlib.data.wordlist import english_word_list
-from paperlib.experiments.claims import ladder_part, ladder_word
-from paperlib.experiments.config import experiment_params
-from paperlib.experiments.word_generation import (build_model, complete_spec, evaluate_model, make_splits,
+from paperlib.experiments.common.claims import ladder_part, ladder_word
+from paperlib.experiments.common.config import experiment_params
+from paperlib.experiments.word_generation.word_generation import (build_model, complete_spec, evaluate_model, make_splits,
                                                   train_model)
-from paperlib.experiments import word_generation_ladder
-from paperlib.experiments.word_generation_claims import table1_claim
-from paperlib.experiments.word_generation_ladder import (WordGenerationLadderParams, convergence, main_settings,
+from paperlib.experiments.word_generation import ladder as word_generation_ladder
+from paperlib.experiments.word_generation.claims import table1_claim
+from paperlib.experiments.word_generation.ladder import (WordGenerationLadderParams, convergence, main_settings,
                                                          run_ladder, scoring_steps, summarise)
 
 
@@ -184,8 +184,8 @@ def test_dssm_against_gru_parts_disclose_the_estimators_upward_bias_the_ladder_m
 
 
 def test_table2_claim_compares_the_dssm_with_the_gru_on_the_alternative_split():
-    from paperlib.experiments.claims import Unjudged
-    from paperlib.experiments.word_generation_claims import table2_claim
+    from paperlib.experiments.common.claims import Unjudged
+    from paperlib.experiments.word_generation.claims import table2_claim
 
     def main(dssm, gru, std=0.1):
         return {"table2": [{"model": "2xTRIL, K=10", "H_test": dssm, "H_test_std": std, "seeds": 3, "unstable": 0},
@@ -202,7 +202,7 @@ def test_table2_claim_compares_the_dssm_with_the_gru_on_the_alternative_split():
 
 
 def test_figure_claims_read_per_seed_trends_against_their_spread():
-    from paperlib.experiments.word_generation_claims import NOISE_USED, figure1_claim, figure2_claim, figure3_claim
+    from paperlib.experiments.word_generation.claims import NOISE_USED, figure1_claim, figure2_claim, figure3_claim
 
     def fig2(first_last):  # per seed: two trajectories over 6 positions, I(t) flat at `first` then at `last`
         return {"figure2": {"runs": [{"I_t": [[f] * 3 + [l] * 3] * 2} for f, l in first_last]}}
@@ -231,8 +231,8 @@ def test_figure_claims_read_per_seed_trends_against_their_spread():
 
 
 def test_table3_claim_judges_the_generative_flow_ordering_and_id_inference_not_just_id_as_f_g():
-    from paperlib.experiments.claims import Unjudged
-    from paperlib.experiments.word_generation_claims import table3_claim
+    from paperlib.experiments.common.claims import Unjudged
+    from paperlib.experiments.word_generation.claims import table3_claim
 
     def cell(h):
         return {"H_test": h, "H_test_std": 0.05, "seeds": 3, "unstable": 0}

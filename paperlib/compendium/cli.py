@@ -9,13 +9,13 @@ import sys
 import time
 from pathlib import Path
 
-from paperlib.experiments.config import ParamsError
+from paperlib.experiments.common.config import ParamsError
 
 
 def _data_root(args) -> Path:
     if args.root:
         return Path(args.root)
-    from paperlib.experiments.config import repo_root, section_params
+    from paperlib.experiments.common.config import repo_root, section_params
 
     try:
         root = repo_root()
@@ -46,11 +46,11 @@ def cmd_data_fetch(args) -> int:
 
 
 def cmd_data_summary(args) -> int:
-    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root, section_params
     from paperlib.data.corpora import get_corpus, sha256_of
     from paperlib.data.summary import dataset_summary
-    from paperlib.experiments.code_hash import code_hash
-    from paperlib.experiments.provenance import provenance
+    from paperlib.experiments.common.code_hash import code_hash
+    from paperlib.experiments.common.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
 
     started = time.time()
@@ -75,7 +75,7 @@ def cmd_data_summary(args) -> int:
 
 
 def cmd_params_show(args) -> int:
-    from paperlib.experiments.config import active_profile, experiment_params, load_params
+    from paperlib.experiments.common.config import active_profile, experiment_params, load_params
 
     params = load_params()
     profile = active_profile(args.profile, params)
@@ -101,19 +101,19 @@ def cmd_run_notebook(args) -> int:
 
 # Experiments other than the LM comparisons: name -> "module:function(profile, progress) -> results path".
 RUNNERS = {
-    "averaging_ptb": "paperlib.experiments.averaging_ptb:run_averaging_experiment",
-    "micmco_synthetic": "paperlib.experiments.micmco_synthetic:run_micmco_synthetic",
-    "micmco_synthetic_ladder": "paperlib.experiments.micmco_synthetic_ladder:run_micmco_synthetic_ladder",
-    "micmco_ptb_ladder": "paperlib.experiments.micmco_ptb_ladder:run_micmco_ptb_ladder",
-    "word_generation": "paperlib.experiments.word_generation:run_word_generation",
-    "word_generation_ladder": "paperlib.experiments.word_generation_ladder:run_word_generation_ladder",
-    "dyneval": "paperlib.experiments.dyneval:run_dyneval",
-    "reverse_copy": "paperlib.experiments.reverse_copy:run_reverse_copy",
-    "tuning_ptb": "paperlib.experiments.tuning_ptb:run_tuning",
-    "dyneval_char": "paperlib.experiments.dyneval_char:run_dyneval_char",
-    "micmco_ptb": "paperlib.experiments.micmco_ptb:run_micmco_ptb",
-    "lm_wt2_bytes": "paperlib.experiments.lm_wt2_bytes:run_byte_lm",
-    "music": "paperlib.experiments.music:run_music",
+    "averaging_ptb": "paperlib.experiments.averaging.averaging_ptb:run_averaging_experiment",
+    "micmco_synthetic": "paperlib.experiments.micmco.synthetic.micmco_synthetic:run_micmco_synthetic",
+    "micmco_synthetic_ladder": "paperlib.experiments.micmco.synthetic.ladder:run_micmco_synthetic_ladder",
+    "micmco_ptb_ladder": "paperlib.experiments.micmco.ptb.ladder:run_micmco_ptb_ladder",
+    "word_generation": "paperlib.experiments.word_generation.word_generation:run_word_generation",
+    "word_generation_ladder": "paperlib.experiments.word_generation.ladder:run_word_generation_ladder",
+    "dyneval": "paperlib.experiments.dynamic_evaluation.dyneval:run_dyneval",
+    "reverse_copy": "paperlib.experiments.reverse_copy.reverse_copy:run_reverse_copy",
+    "tuning_ptb": "paperlib.experiments.language_models.tuning_ptb:run_tuning",
+    "dyneval_char": "paperlib.experiments.dynamic_evaluation.dyneval_char:run_dyneval_char",
+    "micmco_ptb": "paperlib.experiments.micmco.ptb.micmco_ptb:run_micmco_ptb",
+    "lm_wt2_bytes": "paperlib.experiments.language_models.lm_wt2_bytes:run_byte_lm",
+    "music": "paperlib.experiments.music.music:run_music",
 }
 
 
@@ -130,7 +130,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from paperlib.experiments.lm_ptb import run_lm_experiment
+    from paperlib.experiments.language_models.lm_ptb import run_lm_experiment
 
     out = run_lm_experiment(args.experiment, profile=args.profile, progress=not args.quiet, averaging=args.averaging)
     print(f"wrote {out}")
@@ -139,7 +139,7 @@ def cmd_train(args) -> int:
 
 def cmd_tune(args) -> int:
     from paperlib.tuning import trial_counts
-    from paperlib.experiments.tuning_ptb import tune
+    from paperlib.experiments.language_models.tuning_ptb import tune
 
     study = tune(args.space, study_name=args.study, storage=args.storage, trials=args.trials, metrics=args.objective,
                  profile=args.profile, sampler=args.sampler, seed=args.seed, progress=not args.quiet)
@@ -152,10 +152,10 @@ def cmd_tune(args) -> int:
 
 
 def cmd_recipes_search(args) -> int:
-    """Search a cpu training recipe for one model at a budget of training seconds (`paperlib.experiments.recipe_search`)."""
-    from paperlib.experiments.config import experiment_params, repo_root
+    """Search a cpu training recipe for one model at a budget of training seconds (`paperlib.experiments.language_models.recipe_search`)."""
+    from paperlib.experiments.common.config import experiment_params, repo_root
     from paperlib.atomic_files import write_json_atomic
-    from paperlib.experiments.recipe_search import level_of, search, summarise
+    from paperlib.experiments.language_models.recipe_search import level_of, search, summarise
     from paperlib.tuning import FINISHED
 
     settings = experiment_params(args.experiment, args.profile or "cpu")
@@ -182,16 +182,16 @@ def cmd_recipes_search(args) -> int:
 
 
 def _recipe_shapes(args) -> dict:
-    from paperlib.experiments.recipe_search import BATCH_SIZES, BPTTS
+    from paperlib.experiments.language_models.recipe_search import BATCH_SIZES, BPTTS
 
     return {"batch_sizes": tuple(args.batch or BATCH_SIZES), "bptts": tuple(args.bptt or BPTTS)}
 
 
 def cmd_recipes_time(args) -> int:
-    """Time every shape of the recipe search space once (`paperlib.experiments.recipe_search.timing_table`)."""
-    from paperlib.experiments.config import repo_root
+    """Time every shape of the recipe search space once (`paperlib.experiments.language_models.recipe_search.timing_table`)."""
+    from paperlib.experiments.common.config import repo_root
     from paperlib.atomic_files import write_json_atomic
-    from paperlib.experiments.recipe_search import timing_table
+    from paperlib.experiments.language_models.recipe_search import timing_table
 
     table = timing_table(args.experiment, args.model, args.profile or "cpu", tuple(args.hidden or ()),
                          threads=args.threads, **_recipe_shapes(args))
@@ -224,10 +224,10 @@ def _key_values(pairs: list[str] | None, what: str) -> dict[str, list[float]]:
 
 
 def cmd_dyneval_tune(args) -> int:
-    """Tune one row of Krause Tables 4.1/4.2 on a validation prefix (`paperlib.experiments.dyneval.tune_table_row`)."""
+    """Tune one row of Krause Tables 4.1/4.2 on a validation prefix (`paperlib.experiments.dynamic_evaluation.dyneval.tune_table_row`)."""
     import math
 
-    from paperlib.experiments.dyneval import tune_table_row
+    from paperlib.experiments.dynamic_evaluation.dyneval import tune_table_row
 
     grid = _key_values(args.grid, "--grid")  # bad input fails before any work
     ranges = {k: (v[0], v[-1]) for k, v in _key_values(args.range, "--range").items()}
@@ -248,15 +248,15 @@ def cmd_dyneval_tune(args) -> int:
 
 def cmd_dryrun(args) -> int:
     """Dry-run one training step of every paper-profile model on fake tensors; print GPU-hour estimates
-    (`paperlib.experiments.dryrun`)."""
-    from paperlib.experiments.dryrun import check_stages, dry_run
-    from paperlib.experiments.gpu_time import render_tables
+    (`paperlib.experiments.dryrun.dryrun`)."""
+    from paperlib.experiments.dryrun.dryrun import check_stages, dry_run
+    from paperlib.experiments.dryrun.gpu_time import render_tables
 
     check_stages(args.stages)  # bad input fails before any work
     progress = None if args.quiet else (lambda message: print(f"  {message}", file=sys.stderr, flush=True))
     max_length = args.max_length
     if max_length is None and not args.stages:  # the whole dry run: the active profile's cap (params.yaml)
-        from paperlib.experiments.config import ParamsError, active_profile, load_params, section_params
+        from paperlib.experiments.common.config import ParamsError, active_profile, load_params, section_params
 
         try:
             params = load_params()
@@ -267,7 +267,7 @@ def cmd_dryrun(args) -> int:
     if args.calibration:
         import json
 
-        from paperlib.experiments.gpu_time import calibrate
+        from paperlib.experiments.dryrun.gpu_time import calibrate
 
         constants, calibration = calibrate(json.loads(Path(args.calibration).read_text()), args.calibration)
         print(f"calibrated on {calibration['workloads']} measured workloads: MFU {constants.mfu:.3g}, "
@@ -288,7 +288,7 @@ def cmd_dryrun(args) -> int:
 
 def cmd_index(args) -> int:
     from paperlib.compendium import results_index
-    from paperlib.experiments.config import repo_root
+    from paperlib.experiments.common.config import repo_root
 
     root = repo_root()
     table = results_index.current_table(root)

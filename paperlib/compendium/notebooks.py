@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from paperlib.experiments.config import PROFILE_ENV, active_profile, load_params, repo_root
+from paperlib.experiments.common.config import PROFILE_ENV, active_profile, load_params, repo_root
 
 if TYPE_CHECKING:
     import pandas

@@ -17,9 +17,9 @@ One set of latents per sentence x = (w_1, ..., w_n) (the last token is ``<eos>``
 
 The K samples of a batch of B sentences run as one batched pass over K * B rows (sample-major: row k * B + b);
 masks carry a leading sample axis of size 1 (shared, broadcast over K) or K (naive). The model exposes the
-protocol of :class:`paperlib.experiments.micmco_synthetic.LatentVariableModel` with ``x`` a :class:`~paperlib.data.SentenceBatch`
+protocol of :class:`paperlib.experiments.micmco.synthetic.micmco_synthetic.LatentVariableModel` with ``x`` a :class:`~paperlib.data.SentenceBatch`
 (``posterior``, ``prior``, ``log_prior``, ``log_likelihood``, ``log_densities``, ``encoder_parameters``,
-``model_parameters``), so :func:`paperlib.experiments.micmco_synthetic.step_surrogates` trains it with any estimator of
+``model_parameters``), so :func:`paperlib.experiments.micmco.synthetic.micmco_synthetic.step_surrogates` trains it with any estimator of
 :mod:`paperlib.estimators`.
 
 Choices the thesis leaves open (ours): embedding size = hidden size ("the embedding and hidden sizes are all
@@ -131,7 +131,7 @@ class SentenceVAE(nn.Module):
             self.register_buffer("prior_logits", torch.zeros(num_latents, categories))  # [L, C]
         self.register_buffer("zero", torch.zeros(()))
 
-    # -- the latent variable model protocol (paperlib.experiments.micmco_synthetic.LatentVariableModel) ----------------------------------
+    # -- the latent variable model protocol (paperlib.experiments.micmco.synthetic.micmco_synthetic.LatentVariableModel) ----------------------------------
 
     def posterior(self, x: SentenceBatch) -> Independent:
         """q(z|x) with batch shape [B]; the encoder reads the sentence itself (``x.targets``)."""

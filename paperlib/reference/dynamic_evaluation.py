@@ -1,7 +1,7 @@
 """Krause thesis' published numbers on dynamic evaluation, to print beside ours (never used as results): the
-word-level Tables 4.1/4.2 and the chapter-5 studies (read by :mod:`paperlib.experiments.dyneval`, its claims and
+word-level Tables 4.1/4.2 and the chapter-5 studies (read by :mod:`paperlib.experiments.dynamic_evaluation.dyneval`, its claims and
 ``notebooks/dyneval.ipynb``), and the character-level and out-of-domain tables and figures (read by
-:mod:`paperlib.experiments.dyneval_char`). Perplexities are word level, bpc bits per character. Data only: it
+:mod:`paperlib.experiments.dynamic_evaluation.dyneval_char`). Perplexities are word level, bpc bits per character. Data only: it
 imports nothing of paperlib but :mod:`paperlib.reference.byte_lm` (the mLSTM's size, written there once) and no
 torch, like :mod:`paperlib.reference`, whose bytes the training stages' run caches key on, which is why these
 numbers sit in a module of their own."""
@@ -11,7 +11,7 @@ from __future__ import annotations
 from paperlib.reference.byte_lm import BYTE_MLSTM_SETUP
 
 
-# Word level (paperlib.experiments.dyneval, dyneval_claims, notebooks/dyneval.ipynb).
+# Word level (paperlib.experiments.dynamic_evaluation.dyneval and its claims.py, notebooks/dyneval.ipynb).
 # Perplexities (valid, test) of the AWD-LSTM rows of Krause Table 4.1 (PTB, 24M) and Table 4.2
 # (WikiText-2, 33M); the neural cache row is AWD-LSTM + neural cache (Merity et al., 2018b) from the
 # same tables. Sparse dynamic evaluation has no word-level result in the thesis (Table 4.4: enwik8 test
@@ -66,7 +66,7 @@ DYNEVAL_STATISTICS_AMOUNT = {"static": 59.7, "rmsprop": 54.4, 0.01: 52.5, 0.1: 5
 DYNEVAL_STATISTICS_LOCALITY = {"static": 59.7, "rmsprop": 54.4, "global_rms": 52.7, "nonlocal_rmsprop": 52.6}
 
 
-# Character models and out of domain (paperlib.experiments.dyneval_char), in bits per character unless stated.
+# Character models and out of domain (paperlib.experiments.dynamic_evaluation.dyneval_char), in bits per character unless stated.
 # Table 4.4 (enwik8 test, §4.7.3): the 46M-parameter mLSTM of §3.5.2 (2800 units, one recurrent layer);
 # sparse dynamic evaluation adapted 500 of the hidden units: a 500 x 500 M, 250k adaptation parameters.
 DYNEVAL_CHAR_TABLE_4_4 = {"static": 1.24, "sparse_recurrent": 1.13, "global_rms": 1.08,

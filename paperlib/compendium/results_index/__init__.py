@@ -14,14 +14,14 @@ from its results (:mod:`.language_models`, :mod:`.averaging`, :mod:`.dynamic_eva
 (the seed sentences each row judges) and :mod:`.render` (reading results, writing the index and the README's
 summary).
 
-Verdict vocabulary (:data:`~paperlib.experiments.claims.VERDICTS`; its rules live in
-:mod:`paperlib.experiments.claims`, where experiments declare their claims): ``reproduced``, ``partly``,
+Verdict vocabulary (:data:`~paperlib.experiments.common.claims.VERDICTS`; its rules live in
+:mod:`paperlib.experiments.common.claims`, where experiments declare their claims): ``reproduced``, ``partly``,
 ``within noise``, ``not reproduced``, ``not attempted`` (with the reason), ``diagram`` (nothing to measure; the
 row names the code that implements what it depicts), ``encoded`` (a search space or setting carried over as
 data), ``pending``.
 
 A judged row reads ``<word>: <part>; <part>; ...``. Each part is one claim with its own verdict (one of
-:data:`~paperlib.experiments.claims.PART_VERDICTS`) outside the parentheses that hold its evidence; evidence
+:data:`~paperlib.experiments.common.claims.PART_VERDICTS`) outside the parentheses that hold its evidence; evidence
 never repeats a verdict word, so a reader can count the parts. The row's word follows from its parts by one
 rule, :func:`verdict_word`: every part reproduced -> ``reproduced``; none reproduced (even partly) and every part
 within noise -> ``within noise``; none reproduced (even partly) and some part not reproduced -> ``not
@@ -32,7 +32,7 @@ where no margin is measured) -> within noise; the other way, at any size -> not 
 hold but that leaves some of the item unrun says so ("not run") and reads ``partly``.
 """
 
-from paperlib.experiments.claims import VERDICTS, direction_word, part_word, verdict_word
+from paperlib.experiments.common.claims import VERDICTS, direction_word, part_word, verdict_word
 from paperlib.compendium.results_index.text import (
     CELL_CHARS, INDEX, REASON_CHARS, SEED_ITEMS, MissingResult, NotAttempted, Row, default_reason, grouped_reason,
     model_name, plain, shorten,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from paperlib.experiments.averaging_claims import CLAIMS, almost_rising, lengths_claim, switch_heights
+from paperlib.experiments.averaging.claims import CLAIMS, almost_rising, lengths_claim, switch_heights
 from paperlib.reference.averaging import AVERAGING_BEST_LOSS
 
 from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note, grouped_reason
@@ -45,7 +45,7 @@ def _avg_main_ours(results: Results) -> str:
 
 
 def _avg_claim(item: str) -> Callable[[Results], tuple[str, str]]:
-    """Row ``item``'s claim (:data:`paperlib.experiments.averaging_claims.CLAIMS`)."""
+    """Row ``item``'s claim (:data:`paperlib.experiments.averaging.claims.CLAIMS`)."""
     def verdict(results: Results) -> tuple[str, str]:
         return _claim_verdict(CLAIMS[item](results["averaging_ptb"]))
     return verdict

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from paperlib.reference import dynamic_evaluation as reference_dyneval
-from paperlib.experiments.dyneval_char_claims import CLAIMS as CHAR_CLAIMS
-from paperlib.experiments.dyneval_claims import statistics_share
+from paperlib.experiments.dynamic_evaluation.char_claims import CLAIMS as CHAR_CLAIMS
+from paperlib.experiments.dynamic_evaluation.claims import statistics_share
 
 from paperlib.compendium.results_index.text import (
     Results, _claim_verdict, _f, _profile_note, model_name,
@@ -197,10 +197,10 @@ def _opt_ours(key: str) -> Callable[[Results], str]:
 
 
 def _dyn_claim(item: str) -> Callable[[Results], tuple[str, str]]:
-    """A dynamic-evaluation row's verdict: the seed item's claim as :mod:`paperlib.experiments.dyneval_claims`
+    """A dynamic-evaluation row's verdict: the seed item's claim as :mod:`paperlib.experiments.dynamic_evaluation.claims`
     judges it (the notebook shows the same claims)."""
     def verdict(results: Results) -> tuple[str, str]:
-        from paperlib.experiments.dyneval_claims import claims  # lazily: it loads torch
+        from paperlib.experiments.dynamic_evaluation.claims import claims  # lazily: it loads torch
 
         return _claim_verdict(claims(results["dyneval"])[item])
     return verdict
@@ -213,7 +213,7 @@ def _char(results: Results) -> dict[str, Any]:
 
 
 def _char_claim(item: str) -> Callable[[Results], tuple[str, str]]:
-    """A character-level row's verdict: the claim :data:`paperlib.experiments.dyneval_char_claims.CLAIMS` judges on
+    """A character-level row's verdict: the claim :data:`paperlib.experiments.dynamic_evaluation.char_claims.CLAIMS` judges on
     ``results/dyneval_char.json`` (the notebook shows the same claims)."""
     def verdict(results: Results) -> tuple[str, str]:
         return _claim_verdict(CHAR_CLAIMS[item](_char(results)))

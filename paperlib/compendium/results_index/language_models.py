@@ -6,15 +6,15 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
-from paperlib.experiments.lm_claims import (
+from paperlib.experiments.language_models.claims import (
     CHAPTER_4_ITEMS, CHAPTER_4_PAIR, TABLE_PAIRS, TABLE_STAGES, ablation_claim, against, byte_claim,
     compare_seed_means, ordering_claim, ordering_pairs,
 )
 from paperlib.reference.byte_lm import BYTE_MLSTM, BYTE_MLSTM_SETUP, TABLE_3_3, TEST_BITS_PER_BYTE
 from paperlib.reference.language_models import CHAPTER_4_MOGRIFIER, CHAPTER_4_SUFFIX
-from paperlib.experiments.claims import Unjudged
-from paperlib.experiments.reverse_copy_claims import claim as reverse_copy_claim, thesis_lengths
-from paperlib.experiments.tuning_claims import neighbourhood_claim, neighbourhood_numbers
+from paperlib.experiments.common.claims import Unjudged
+from paperlib.experiments.reverse_copy.claims import claim as reverse_copy_claim, thesis_lengths
+from paperlib.experiments.language_models.claims import neighbourhood_claim, neighbourhood_numbers
 from paperlib.reference.tuning import TUNING
 
 from paperlib.compendium.results_index.text import (
@@ -101,7 +101,7 @@ def _pair_phrase(pair: Mapping[str, Any], word: str, unit: str, digits: int) -> 
 
 
 def _ordering_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
-    """Row ``item``'s claim (:func:`paperlib.experiments.lm_claims.ordering_claim`); the reason names who is ahead
+    """Row ``item``'s claim (:func:`paperlib.experiments.language_models.claims.ordering_claim`); the reason names who is ahead
     of whom by how much."""
     def verdict(results: Results) -> tuple[str, str]:
         r = results[TABLE_STAGES[item]]
@@ -191,7 +191,7 @@ def _tuning_scale(results: Results) -> str:
 
 def _tuning_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
     def verdict(results: Results) -> tuple[str, str]:
-        """The claim as :func:`paperlib.experiments.tuning_claims.neighbourhood_claim` judges it."""
+        """The claim as :func:`paperlib.experiments.language_models.claims.neighbourhood_claim` judges it."""
         try:
             return _claim_verdict(neighbourhood_claim(results["tuning_ptb"], item))
         except Unjudged:

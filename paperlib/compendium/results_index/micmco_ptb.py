@@ -1,7 +1,7 @@
 """Index rows of MICMCO on PTB (Melis §5.7.2, §5.B): the figures' claims, their budget ladders and Table 5.1.
 
-The rows only display: each verdict is the :class:`~paperlib.experiments.claims.Claim` of
-:func:`paperlib.experiments.micmco_ptb_claims.figure_claim` or :func:`~paperlib.experiments.micmco_ptb_claims.
+The rows only display: each verdict is the :class:`~paperlib.experiments.common.claims.Claim` of
+:func:`paperlib.experiments.micmco.ptb.claims.figure_claim` or :func:`~paperlib.experiments.micmco.ptb.claims.
 table_claim` (the notebook shows the same claims); this module adds what the figures' numbers say to a reader
 (why a curve has no hypervolume) and a one-line reason from the claims' comparisons.
 """
@@ -12,13 +12,13 @@ import math
 from typing import Any, Callable, Mapping, Sequence
 
 from paperlib.reference.micmco import MICMCO_PTB_TABLE_5_1
-from paperlib.experiments.claims import Unjudged
-from paperlib.experiments.micmco_ptb_claims import (
+from paperlib.experiments.common.claims import Unjudged
+from paperlib.experiments.micmco.ptb.claims import (
     BOTH_TERMS, COMPUTE, DISCRETE, DROPOUT, GENERALISE, KEEPS_ORDER, LADDER_ITEMS, LOW_LATENTS, MASKS,
     PERPLEXITY, POWER, SAMPLES, SPREAD, TABLE, Reading, figure_claim, lowest_nll, readings, table_cells, table_claim,
 )
-from paperlib.experiments.micmco_ptb_claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
-from paperlib.experiments.micmco_synthetic_claims import hv_tie
+from paperlib.experiments.micmco.ptb.claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
+from paperlib.experiments.micmco.synthetic.claims import hv_tie
 
 from paperlib.compendium.results_index.text import MissingResult, NotAttempted, REASON_CHARS, Results, _clip, _f
 from paperlib.compendium.results_index.micmco_synthetic import _counts_short
@@ -26,7 +26,7 @@ from paperlib.compendium.results_index.micmco_synthetic import _counts_short
 
 # -- MICMCO on PTB (Melis §5.7.2) ------------------------------------------------------------------
 
-# The thesis' reading of each PTB figure (paperlib.experiments.micmco_ptb.FIGURES, without importing torch here).
+# The thesis' reading of each PTB figure (paperlib.experiments.micmco.ptb.micmco_ptb.FIGURES, without importing torch here).
 _MICMCO_PTB_SAYS = {
     "5.8": "16 samples improve on 1: with both objectives at low KL, only with Rényi at high KL",
     "5.9": "16 samples improve markedly with either objective; discrete beats continuous",
@@ -59,7 +59,7 @@ def _micmco_ptb_missing(results: Results, fig: str) -> None:
     r = results["micmco_ptb"]
     if fig not in r["figures"]:
         run = ", ".join(sorted(r["figures"], key=lambda f: tuple(int(p) for p in f.split(".")))) or "none"
-        from paperlib.experiments.micmco_ptb import extra_minutes
+        from paperlib.experiments.micmco.ptb.micmco_ptb import extra_minutes
 
         extra = extra_minutes(r, fig)
         cost = "" if extra is None else f"; it would add ≈ {extra:.0f} min at this profile's trial budget"
@@ -96,7 +96,7 @@ def _micmco_ptb_figure_ours_short(fig: str) -> Callable[[Results], str]:
 
 def _zero_hypervolumes(r: Mapping[str, Any], fig: str) -> dict[str, Any] | None:
     """Why curves of PTB figure ``fig`` have no hypervolume (0 or none), from their trials and the figure's reference
-    point (NLL = the lowest NLL of the figure's curves + ``hv_margin``, KL = 0; ``paperlib.experiments.micmco_ptb.
+    point (NLL = the lowest NLL of the figure's curves + ``hv_margin``, KL = 0; ``paperlib.experiments.micmco.ptb.micmco_ptb.
     compare_hypervolumes``): a curve scores 0 when none of its trials lies inside that box. None when every curve
     has an area. ``labels``: the curves without one; ``why``: the sentence the row shows."""
     figure = r["figures"][fig]
@@ -151,7 +151,7 @@ def _ptb_ladder_reason(results: Results, item: str) -> str:
 
 def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]:
     def verdict(results: Results) -> tuple[str, str]:
-        """The figure's claim as :func:`paperlib.experiments.micmco_ptb_claims.figure_claim` judges it (the notebook
+        """The figure's claim as :func:`paperlib.experiments.micmco.ptb.claims.figure_claim` judges it (the notebook
         shows the same claims), with why a curve has no hypervolume where one shows 0.000."""
         _micmco_ptb_missing(results, fig)
         r = results["micmco_ptb"]
@@ -225,7 +225,7 @@ def _spread_reason(claim: Reading) -> str:
 
 def _perplexity_reason(claim: Reading) -> str:
     """Table 5.1's "latents barely change the best perplexity" for a reason: the range of the changes."""
-    from paperlib.experiments.micmco_ptb import PPL_TOLERANCE
+    from paperlib.experiments.micmco.ptb.micmco_ptb import PPL_TOLERANCE
 
     changes = [100 * abs(c.numbers["change"]) for c in claim.comparisons]
     return (f"16 samples change the best perplexity by {min(changes):.1f}–{max(changes):.1f}% (thesis: within "
@@ -243,7 +243,7 @@ def _micmco_ptb_scale(results: Results) -> str:
     st, data = r["settings"], r.get("data", {})
     trials = len(next(iter(r["curves"].values()))["trials"]) if r["curves"] else 0
     vocab = f"vocabulary {st['vocab_size']:,}" if st.get("vocab_size") else "full vocabulary"
-    from paperlib.experiments.micmco_ptb import hidden_sizes
+    from paperlib.experiments.micmco.ptb.micmco_ptb import hidden_sizes
 
     hidden = " / ".join(str(h) for h in hidden_sizes(r))
     thesis = " / ".join(map(str, MICMCO_PTB_TABLE_5_1))  # Table 5.1's hidden sizes
@@ -288,7 +288,7 @@ def _micmco_ptb_table_ours_short(results: Results) -> str:
 
 
 def _micmco_ptb_table_verdict(results: Results) -> tuple[str, str]:
-    """Table 5.1's claim as :func:`paperlib.experiments.micmco_ptb_claims.table_claim` judges it."""
+    """Table 5.1's claim as :func:`paperlib.experiments.micmco.ptb.claims.table_claim` judges it."""
     r = results["micmco_ptb"]
     try:
         claim = table_claim(r, results["micmco_ptb_ladder"])

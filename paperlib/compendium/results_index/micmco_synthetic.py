@@ -6,7 +6,7 @@ import math
 from typing import Any, Callable
 
 from paperlib.compendium.results_index.text import MissingResult, Results, _claim_verdict, _f
-from paperlib.experiments.micmco_synthetic_claims import Compared, hv_tie, tally
+from paperlib.experiments.micmco.synthetic.claims import Compared, hv_tie, tally
 from paperlib.reference.micmco import SYNTHETIC_VOCAB_SIZE
 
 
@@ -14,7 +14,7 @@ from paperlib.reference.micmco import SYNTHETIC_VOCAB_SIZE
 
 
 def _counts_short(compared: Compared, tie: str | None = None) -> str:
-    """:func:`~paperlib.experiments.micmco_synthetic_claims.counts` for a reason: "both hold", "all 4 the thesis'
+    """:func:`~paperlib.experiments.micmco.synthetic.claims.counts` for a reason: "both hold", "all 4 the thesis'
     way, inside the tie", "1 of 2 holds, 1 the other way"."""
     n = len(compared)
     held, noise, other, level, failed = tally(compared)
@@ -70,10 +70,10 @@ def _micmco_figure(fig: str, item: str) -> tuple[Callable[[Results], str], Calla
         return "HV " + ", ".join(f"{conf[n]['label']} {_f(conf[n]['normalised_hypervolume'], 3)}" for n in have)
 
     def verdict(results: Results) -> tuple[str, str]:
-        """The figure's claim as :func:`paperlib.experiments.micmco_synthetic_claims.figure_claim` judges it (the
+        """The figure's claim as :func:`paperlib.experiments.micmco.synthetic.claims.figure_claim` judges it (the
         notebook shows the same claims), with how many of its curves were drawn."""
-        from paperlib.experiments.claims import Unjudged
-        from paperlib.experiments.micmco_synthetic_claims import figure_claim
+        from paperlib.experiments.common.claims import Unjudged
+        from paperlib.experiments.micmco.synthetic.claims import figure_claim
 
         r, names, have = curves(results)
         try:
@@ -88,7 +88,7 @@ def _micmco_figure(fig: str, item: str) -> tuple[Callable[[Results], str], Calla
     return ours, verdict, ours_short
 
 
-# The figures with a budget ladder (paperlib.experiments.micmco_synthetic_ladder.LADDERS, without importing torch).
+# The figures with a budget ladder (paperlib.experiments.micmco.synthetic.ladder.LADDERS, without importing torch).
 _MICMCO_LADDERS = ("5.2", "5.3", "5.6")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from paperlib.experiments.music_claims import CORPUS_NAMES, table_claim
+from paperlib.experiments.music.claims import CORPUS_NAMES, table_claim
 from paperlib.reference.music import TABLE_4_6, TABLE_4_6_CORPORA, THESIS_LSTM_NADE
 
 from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note
@@ -55,6 +55,6 @@ def music_scale(results: Results) -> str:
 
 
 def music_verdict(results: Results) -> tuple[str, str]:
-    """K-T4.6's verdict: the claim :func:`paperlib.experiments.music_claims.table_claim` judges (the notebook shows
+    """K-T4.6's verdict: the claim :func:`paperlib.experiments.music.claims.table_claim` judges (the notebook shows
     the same)."""
     return _claim_verdict(table_claim(_music(results)))

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from paperlib.experiments.claims import VERDICTS
+from paperlib.experiments.common.claims import VERDICTS
 from paperlib.compendium.results_index.quotes import QUOTES, SEEDS
 
 from paperlib.compendium.results_index.text import INDEX, Results, SEED_ITEMS, _PART, _top_level, plain, shorten
@@ -104,7 +104,7 @@ def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | 
     if not wall_times:
         return ""
     if dryrun is None:
-        from paperlib.experiments.config import ParamsError, repo_root
+        from paperlib.experiments.common.config import ParamsError, repo_root
 
         try:
             path = repo_root() / "results" / "dryrun.json"
@@ -176,12 +176,12 @@ def _cell(text: str) -> str:
 def render_definitions() -> list[str]:
     """The index's header: what each verdict word means and how it is decided, the tie margins and thresholds the
     verdicts use, and what a normalised hypervolume is (values read from the modules that apply them)."""
-    from paperlib.experiments.micmco_synthetic import HIGH_MI_FRACTION, HV_TIE, NEAR_OPTIMAL_NATS, MicmcoSyntheticParams
-    from paperlib.experiments.micmco_ptb import LOW_KL, PPL_TOLERANCE, MicmcoPtbParams
-    from paperlib.experiments.dyneval_claims import ON_PAR, STATISTICS_SPREAD
-    from paperlib.experiments.reverse_copy_claims import SOLVED_NATS
-    from paperlib.experiments.averaging_claims import ON_PAR_NATS as AVERAGING_NATS
-    from paperlib.experiments.claims import RULE_KINDS
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import HIGH_MI_FRACTION, HV_TIE, NEAR_OPTIMAL_NATS, MicmcoSyntheticParams
+    from paperlib.experiments.micmco.ptb.micmco_ptb import LOW_KL, PPL_TOLERANCE, MicmcoPtbParams
+    from paperlib.experiments.dynamic_evaluation.claims import ON_PAR, STATISTICS_SPREAD
+    from paperlib.experiments.reverse_copy.claims import SOLVED_NATS
+    from paperlib.experiments.averaging.claims import ON_PAR_NATS as AVERAGING_NATS
+    from paperlib.experiments.common.claims import RULE_KINDS
 
     syn_margin = MicmcoSyntheticParams.__dataclass_fields__["hypervolume_margin"].default
     ptb_margin = MicmcoPtbParams.__dataclass_fields__["hv_margin"].default

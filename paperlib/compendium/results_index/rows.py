@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paperlib.experiments.lm_claims import TABLE_STAGES
+from paperlib.experiments.language_models.claims import TABLE_STAGES
 from paperlib.reference.language_models import LM_PTB, LM_PTB_CHAR, TABLE_2_3
 from paperlib.reference.names import model_name
 from paperlib.reference.tuning import TUNING
@@ -50,7 +50,7 @@ def _not_attempted(reason: str, file: str = "—", paper: str = "see the seed") 
     return Row(file=file, paper=paper, ours="—", scale="—", verdict=f"not attempted: {reason}")
 
 
-# The thesis' reading of each synthetic MICMCO figure (paperlib.experiments.micmco_synthetic.FIGURES, without importing torch here).
+# The thesis' reading of each synthetic MICMCO figure (paperlib.experiments.micmco.synthetic.micmco_synthetic.FIGURES, without importing torch here).
 _MICMCO_SAYS = {
     "5.2": "IWAE 1 much worse than ELBO; more samples reverse this, with some degradation at 64",
     "5.3": "DReG 1 beats ELBO; DReG 16 improves on DReG 1; Rényi slightly better than KL",

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from paperlib.experiments.claims import VERDICTS, Claim
+from paperlib.experiments.common.claims import VERDICTS, Claim
 from paperlib.reference.names import MODEL_NAMES as _MODEL_NAMES, model_name  # noqa: F401 (re-exported)
 
 
@@ -222,5 +222,5 @@ def _profile_note(results: Results, name: str) -> str:
 
 
 def _claim_verdict(claim: Claim) -> tuple[str, str]:
-    """A row's verdict text and reason from a :class:`~paperlib.experiments.claims.Claim`."""
+    """A row's verdict text and reason from a :class:`~paperlib.experiments.common.claims.Claim`."""
     return claim.text(), grouped_reason([(p.label, p.verdict) for p in claim.parts], claim.note)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from paperlib.experiments.word_generation_claims import NOISE_USED as WG_NOISE_USED, figure1_claim, paper_i_bar_range
+from paperlib.experiments.word_generation.claims import NOISE_USED as WG_NOISE_USED, figure1_claim, paper_i_bar_range
 from paperlib.reference.word_generation import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3, PAPER_TABLE3_FLOWS
 
 from paperlib.compendium.results_index.text import MissingResult, Results, _claim_verdict, _f
@@ -78,23 +78,23 @@ def _wg_t1_ours(results: Results) -> str:
 
 
 def _wg_t1_verdict(results: Results) -> tuple[str, str]:
-    """S&H Table 1 as :func:`paperlib.experiments.word_generation_claims.table1_claim` judges it (the notebook shows
+    """S&H Table 1 as :func:`paperlib.experiments.word_generation.claims.table1_claim` judges it (the notebook shows
     the same claim): the main stage's comparisons and the DSSM-vs-GRU budget ladder."""
-    from paperlib.experiments.word_generation_claims import table1_claim
+    from paperlib.experiments.word_generation.claims import table1_claim
 
     return _claim_verdict(table1_claim(_wg(results), results["word_generation_ladder"]))
 
 
 def _wg_t2_verdict(results: Results) -> tuple[str, str]:
-    """S&H Table 2 as :func:`paperlib.experiments.word_generation_claims.table2_claim` judges it."""
-    from paperlib.experiments.word_generation_claims import table2_claim
+    """S&H Table 2 as :func:`paperlib.experiments.word_generation.claims.table2_claim` judges it."""
+    from paperlib.experiments.word_generation.claims import table2_claim
 
     return _claim_verdict(table2_claim(_wg(results)))
 
 
 def _wg_t3_verdict(results: Results) -> tuple[str, str]:
-    """S&H Table 3 as :func:`paperlib.experiments.word_generation_claims.table3_claim` judges it."""
-    from paperlib.experiments.word_generation_claims import table3_claim
+    """S&H Table 3 as :func:`paperlib.experiments.word_generation.claims.table3_claim` judges it."""
+    from paperlib.experiments.word_generation.claims import table3_claim
 
     return _claim_verdict(table3_claim(_wg(results)))
 
@@ -121,12 +121,12 @@ def _wg_mi_ours(results: Results) -> str:
 
 
 def _wg_mi_verdict(results: Results) -> tuple[str, str]:
-    """S&H Fig. 1 as :func:`paperlib.experiments.word_generation_claims.figure1_claim` judges it."""
+    """S&H Fig. 1 as :func:`paperlib.experiments.word_generation.claims.figure1_claim` judges it."""
     return _claim_verdict(figure1_claim(_wg(results)))
 
 
 def _wg_fig2_ours(results: Results) -> str:
-    from paperlib.experiments.word_generation_claims import end_means, position_ends
+    from paperlib.experiments.word_generation.claims import end_means, position_ends
 
     f2 = _wg(results)["figure2"]
     run = f2["runs"][0]["I_t"]
@@ -136,15 +136,15 @@ def _wg_fig2_ours(results: Results) -> str:
 
 
 def _wg_fig2_verdict(results: Results) -> tuple[str, str]:
-    """S&H Fig. 2 as :func:`paperlib.experiments.word_generation_claims.figure2_claim` judges it."""
-    from paperlib.experiments.word_generation_claims import figure2_claim
+    """S&H Fig. 2 as :func:`paperlib.experiments.word_generation.claims.figure2_claim` judges it."""
+    from paperlib.experiments.word_generation.claims import figure2_claim
 
     return _claim_verdict(figure2_claim(_wg(results)))
 
 
 def _wg_fig3_verdict(results: Results) -> tuple[str, str]:
-    """S&H Fig. 3 as :func:`paperlib.experiments.word_generation_claims.figure3_claim` judges it."""
-    from paperlib.experiments.word_generation_claims import figure3_claim
+    """S&H Fig. 3 as :func:`paperlib.experiments.word_generation.claims.figure3_claim` judges it."""
+    from paperlib.experiments.word_generation.claims import figure3_claim
 
     return _claim_verdict(figure3_claim(_wg(results)))
 

@@ -24,14 +24,13 @@ import numpy as np
 import torch
 
 from paperlib.averaging import build_averager
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import register_experiment
-from paperlib.experiments.stage import begin_stage
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.config import register_experiment
+from paperlib.experiments.common.stage import begin_stage, seed_everything
 from paperlib.data import load_corpus, pinned_checksums
-from paperlib.experiments.lm_ptb import seed_everything
 from paperlib.train import forget_stale_run
 from paperlib.models import CELL_OPTIONS, VALID_CELLS, build_lm
-from paperlib.experiments.provenance import provenance
+from paperlib.experiments.common.provenance import provenance
 from paperlib.atomic_files import write_json_atomic
 from paperlib.train import Trainer, TrainConfig
 
@@ -129,7 +128,7 @@ def tuned(curves: dict[str, dict], prefix: str) -> str:
 def summarise(main: dict[str, Any], overfit: dict[str, Any], early_fraction: float = 1 / 3) -> dict[str, Any]:
     """Best, final and early losses per method (early: the mean loss over the first ``early_fraction`` of the
     evaluations), the best loss per evaluation period, the resets of the overfitting run; the claims read these
-    (:mod:`paperlib.experiments.averaging_claims`)."""
+    (:mod:`paperlib.experiments.averaging.claims`)."""
     curves = main["curves"]
     ta, ema = tuned(curves, "ta_"), tuned(curves, "ema_")
     early = max(1, int(len(curves["2ta"]["valid_nll"]) * early_fraction))

@@ -1,11 +1,11 @@
 """The thesis' claims about Two-Tailed Averaging (Melis ch. 3, §3.6; index rows M-F3.1, M-F3.3, M-F3.4, M-F3.5), judged on
-the ``averaging_ptb`` stage's results as :class:`~paperlib.experiments.claims.Claim` s, which the results index and
+the ``averaging_ptb`` stage's results as :class:`~paperlib.experiments.common.claims.Claim` s, which the results index and
 the notebook display. Pure Python (no torch).
 
 Tie rule. Every averager watches one training trajectory and is evaluated deterministically on the same validation
 tokens, so no seed spread is measured. A fixed margin stands in for one: a loss is "better" only by more than
 :data:`ON_PAR_NATS` (0.5% perplexity), a smaller gap the thesis' way is "within noise"
-(:func:`~paperlib.experiments.claims.direction_word`); where the thesis says "very close" or "on par", 2TA's loss may
+(:func:`~paperlib.experiments.common.claims.direction_word`); where the thesis says "very close" or "on par", 2TA's loss may
 exceed the other's by at most that much; "rises" means by more than that much.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from paperlib.experiments.claims import Claim, Part, direction_word, strict_word
+from paperlib.experiments.common.claims import Claim, Part, direction_word, strict_word
 from paperlib.reference.averaging import AVERAGING_BEST_LOSS
 
 Results = Mapping[str, Any]

@@ -276,28 +276,28 @@ def _type_name(hint: Any) -> str:
 # settings imports that module (and what it imports) and nothing else. A test checks these against what the
 # modules register.
 EXPERIMENT_HOMES: dict[str, str] = {
-    "dataset_summary": "paperlib.experiments.schemas",
-    "lm_ptb": "paperlib.experiments.schemas",
-    "lm_ptb_char": "paperlib.experiments.schemas",
-    "lm_ptb_ablation": "paperlib.experiments.schemas",
-    "averaging_ptb": "paperlib.experiments.averaging_ptb",
-    "tuning_ptb": "paperlib.experiments.tuning_ptb",
-    "dyneval": "paperlib.experiments.dyneval",
-    "dyneval_char": "paperlib.experiments.dyneval_char",
-    "lm_wt2_bytes": "paperlib.experiments.lm_wt2_bytes",
-    "reverse_copy": "paperlib.experiments.reverse_copy",
-    "micmco_synthetic": "paperlib.experiments.micmco_synthetic.studies",
-    "micmco_synthetic_ladder": "paperlib.experiments.micmco_synthetic_ladder",
-    "micmco_ptb": "paperlib.experiments.micmco_ptb.design",
-    "micmco_ptb_ladder": "paperlib.experiments.micmco_ptb_ladder",
+    "dataset_summary": "paperlib.experiments.common.schemas",
+    "lm_ptb": "paperlib.experiments.language_models.settings",
+    "lm_ptb_char": "paperlib.experiments.language_models.settings",
+    "lm_ptb_ablation": "paperlib.experiments.language_models.settings",
+    "averaging_ptb": "paperlib.experiments.averaging.averaging_ptb",
+    "tuning_ptb": "paperlib.experiments.language_models.tuning_ptb",
+    "dyneval": "paperlib.experiments.dynamic_evaluation.dyneval",
+    "dyneval_char": "paperlib.experiments.dynamic_evaluation.dyneval_char",
+    "lm_wt2_bytes": "paperlib.experiments.language_models.lm_wt2_bytes",
+    "reverse_copy": "paperlib.experiments.reverse_copy.reverse_copy",
+    "micmco_synthetic": "paperlib.experiments.micmco.synthetic.studies",
+    "micmco_synthetic_ladder": "paperlib.experiments.micmco.synthetic.ladder",
+    "micmco_ptb": "paperlib.experiments.micmco.ptb.design",
+    "micmco_ptb_ladder": "paperlib.experiments.micmco.ptb.ladder",
     "word_generation": "paperlib.experiments.word_generation.settings",
-    "word_generation_ladder": "paperlib.experiments.word_generation_ladder",
-    "music": "paperlib.experiments.music",
+    "word_generation_ladder": "paperlib.experiments.word_generation.ladder",
+    "music": "paperlib.experiments.music.music",
 }
 SECTION_HOMES: dict[str, str] = {
-    "data": "paperlib.experiments.schemas",
-    "dryrun": "paperlib.experiments.schemas",
-    "compute": "paperlib.experiments.stage",
+    "data": "paperlib.experiments.common.schemas",
+    "dryrun": "paperlib.experiments.common.schemas",
+    "compute": "paperlib.experiments.common.stage",
 }
 
 

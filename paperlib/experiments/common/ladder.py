@@ -4,7 +4,7 @@ and reading a ladder.
 A ladder trains each run once to its top rung and scores it at every rung (the optimisers have constant learning
 rates, so a run stopped at a rung is the run of that budget). The runs are independent jobs, dispatched by
 :func:`map_jobs`; the per-rung gaps, signed the seed's way, are read by :func:`reading` with the shared vocabulary of
-:func:`paperlib.experiments.claims.ladder_word`.
+:func:`paperlib.experiments.common.claims.ladder_word`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence, TypeVar
 
 from paperlib.device import cache_key
-from paperlib.experiments.claims import Part, check_ladder, ladder_part, ladder_word, mean_se
-from paperlib.experiments.runs import json_safe, map_jobs
+from paperlib.experiments.common.claims import Part, check_ladder, ladder_part, ladder_word, mean_se
+from paperlib.experiments.common.runs import json_safe, map_jobs
 
 Settings = TypeVar("Settings")
 
@@ -113,7 +113,7 @@ def difference(a: float | None, b: float | None) -> float:
 
 def reading(rungs: Sequence[Mapping[str, Any]]) -> str | None:
     """A ladder's reading from the rungs with a gap (``gap`` and ``margin`` = 2 SE or more; see
-    :func:`paperlib.experiments.claims.ladder_word`). None when the top rung has no gap (the claim could not be
+    :func:`paperlib.experiments.common.claims.ladder_word`). None when the top rung has no gap (the claim could not be
     measured at the largest budget), or when it is the only rung with one and its gap is inside its margin (no trend
     to measure); a lone top rung beyond its margin reads "reproduced"."""
     judged = [(r["gap"], r["margin"] / 2) for r in rungs if "gap" in r]
@@ -163,8 +163,8 @@ def start_stage(name: str, main_name: str, profile: str | None, runs_dir: str | 
     """Read the ladder's settings and its main stage's (same profile), set the stage up (precision, device) and, with
     ``progress`` and a ladder of curves (:class:`LadderParams`), say what it will train. ``runs_dir`` defaults to
     ``runs/<name>``."""
-    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root
-    from paperlib.experiments.stage import setup_stage
+    from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root
+    from paperlib.experiments.common.stage import setup_stage
 
     started, root = time.time(), repo_root()
     params = load_params()
@@ -184,7 +184,7 @@ def finish_stage(stage: LadderStage, results: Mapping[str, Any], records: Sequen
     """Write the ladder's results (``results/<name>.json`` unless ``out``; NaN as null) and its provenance, with
     each run's seconds (runs named by ``curve_key``, seed and trial) and the code hash ``code``."""
     from paperlib.atomic_files import write_json_atomic
-    from paperlib.experiments.provenance import provenance
+    from paperlib.experiments.common.provenance import provenance
 
     path = Path(out) if out is not None else stage.root / "results" / f"{stage.name}.json"
     write_json_atomic(path, json_safe(dict(results)))

@@ -42,7 +42,7 @@ def library_versions() -> dict[str, str]:
 def provenance(root: str | os.PathLike, profile: str, params: Any, data_sha256: dict[str, str] | None = None,
                started: float | None = None, code: str | None = None) -> dict[str, Any]:
     """A JSON-able record of how a result was made; `started` is a `time.time()` stamp and ``code`` the stage's
-    :func:`paperlib.experiments.code_hash.code_hash`, which names the code exactly where ``git_commit`` may only
+    :func:`paperlib.experiments.common.code_hash.code_hash`, which names the code exactly where ``git_commit`` may only
     say "this commit, with uncommitted changes" (``+dirty``)."""
     record = {
         "git_commit": git_commit(root),

@@ -16,10 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from paperlib.device import COMPILE_MODES, PRECISIONS, parse_device, configure, resolve_device
-from paperlib.experiments.config import PROFILES, register_section
+from paperlib.experiments.common.config import PROFILES, register_section
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch, NumPy and Python's ``random`` alike, so that a run's initialisation and batches repeat."""
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+    import random
+
+    random.seed(seed)
 
 
 @register_section("compute", optional=True)
@@ -63,7 +73,7 @@ def stage_device(requested: str | torch.device | None = None, params: dict[str, 
 
 
 def _compute_params(params: dict[str, Any] | None) -> ComputeParams:
-    from paperlib.experiments.config import ParamsError, load_params, section_params
+    from paperlib.experiments.common.config import ParamsError, load_params, section_params
 
     try:
         params = params if params is not None else load_params()
@@ -76,7 +86,7 @@ def setup_stage(profile: str | None = None, params: dict[str, Any] | None = None
                 requested: str | torch.device | None = None) -> torch.device:
     """What every stage (and every worker process of one) calls first: set the precision, sync period and
     compilation mode of ``profile`` (default: the active one) and return the stage's device."""
-    from paperlib.experiments.config import ParamsError, active_profile, load_params
+    from paperlib.experiments.common.config import ParamsError, active_profile, load_params
 
     if params is None:
         try:
@@ -106,7 +116,7 @@ class Stage:
     @property
     def data_root(self) -> Path:
         """Where the stage's corpora are (``params.yaml``'s ``data.root`` under the repository)."""
-        from paperlib.experiments.config import section_params
+        from paperlib.experiments.common.config import section_params
 
         return self.root / section_params("data", self.params).root
 
@@ -121,7 +131,7 @@ def begin_stage(experiment: str, profile: str | None = None, root: str | Path | 
     (default the active one), validate the experiment's settings, set torch's thread count to their ``threads``
     and set up precision and device (:func:`setup_stage`, which joins torchrun first, so data moved to the device
     afterwards lands on the rank's own GPU)."""
-    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root
+    from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root
 
     started = time.time()
     root = Path(root) if root is not None else repo_root()

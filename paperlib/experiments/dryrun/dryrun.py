@@ -10,7 +10,7 @@ activations, temporaries), FLOPs (``torch.utils.flop_counter``'s formulas: matmu
 kernels (ATen operators other than views and allocations, each one eager CUDA launch); the stage's adapter says how
 many steps each run takes and how many runs (seeds, trials, grid points) there are. The GPU time of a workload is
 the larger of compute-bound time, FLOPs / (MFU x peak at the profile's ``compute.precision``), and launch-bound
-time, kernels x the time per kernel (:func:`paperlib.experiments.gpu_time.estimate`, with a datasheet's constants or
+time, kernels x the time per kernel (:func:`paperlib.experiments.dryrun.gpu_time.estimate`, with a datasheet's constants or
 ones fitted to a GPU measurement): recurrent models loop over time steps in Python with small matmuls, so on a GPU
 they mostly wait for kernel launches. ``profile`` picks the settings (``paper`` by default).
 
@@ -50,8 +50,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
-from paperlib.experiments.config import experiment_params, load_params, section_params
-from paperlib.experiments.gpu_time import DATASHEET, Constants, estimate
+from paperlib.experiments.common.config import experiment_params, load_params, section_params
+from paperlib.experiments.dryrun.gpu_time import DATASHEET, Constants, estimate
 from paperlib.data.corpora import CORPORA
 
 FAKE_DEVICE = "cpu"  # see the module docstring
@@ -266,9 +266,9 @@ def _language_model(name: str, spec: dict[str, Any], train: dict[str, Any], voca
 
 def _lm_comparison(stage: str, settings: Any, precision: str, cap: Cap,
                    profile: str = "paper") -> Iterator[Workload]:
-    """lm_ptb, lm_ptb_char, lm_ptb_ablation (:mod:`paperlib.experiments.lm_ptb`), lm_wt2_bytes (:mod:`paperlib.experiments.lm_wt2_bytes`):
+    """lm_ptb, lm_ptb_char, lm_ptb_ablation (:mod:`paperlib.experiments.language_models.lm_ptb`), lm_wt2_bytes (:mod:`paperlib.experiments.language_models.lm_wt2_bytes`):
     every model x seed, each model with its own ``train`` overrides."""
-    from paperlib.experiments.lm_wt2_bytes import ByteCorpus
+    from paperlib.experiments.language_models.lm_wt2_bytes import ByteCorpus
 
     vocab = ByteCorpus(settings.corpus, {}).vocab_size if stage == "lm_wt2_bytes" \
         else CORPORA[settings.corpus].vocab_size
@@ -279,7 +279,7 @@ def _lm_comparison(stage: str, settings: Any, precision: str, cap: Cap,
 
 def _averaging(stage: str, settings: Any, precision: str, cap: Cap,
                profile: str = "paper") -> Iterator[Workload]:
-    """averaging_ptb (:mod:`paperlib.experiments.averaging_ptb`): the main 2TA run and the dropout-free overfitting run."""
+    """averaging_ptb (:mod:`paperlib.experiments.averaging.averaging_ptb`): the main 2TA run and the dropout-free overfitting run."""
     vocab = CORPORA[settings.corpus].vocab_size
     yield _language_model("main", settings.model, {**settings.train, "averaging": "2ta"}, vocab, 1, precision, cap)
     options = {k: v for k, v in settings.model.get("options", {}).items() if "dropout" not in k}
@@ -313,7 +313,7 @@ def _dyneval(stage: str, settings: Any, precision: str, cap: Cap,
 
 def _dyneval_char(stage: str, settings: Any, precision: str, cap: Cap,
                   profile: str = "paper") -> Iterator[Workload]:
-    """dyneval_char (:mod:`paperlib.experiments.dyneval_char`): every model, then the Fig. 3.2 scaling models it trains."""
+    """dyneval_char (:mod:`paperlib.experiments.dynamic_evaluation.dyneval_char`): every model, then the Fig. 3.2 scaling models it trains."""
     vocab = CORPORA[settings.corpus].vocab_size
     for name, spec in settings.models.items():
         yield _language_model(name, spec, {**settings.train, **spec.get("train", {})}, vocab, 1, precision, cap)
@@ -333,18 +333,18 @@ def _adam(lr: float, weight_decay: float = 0.0) -> Callable[[nn.Module], torch.o
 
 def _micmco_synthetic(stage: str, settings: Any, precision: str, cap: Cap,
                       profile: str = "paper") -> Iterator[Workload]:
-    """micmco_synthetic (:mod:`paperlib.experiments.micmco_synthetic`): ``trials`` trainings per configuration of
+    """micmco_synthetic (:mod:`paperlib.experiments.micmco.synthetic.micmco_synthetic`): ``trials`` trainings per configuration of
     Melis §5.7.1, each step one batch of symbols through
-    :func:`paperlib.experiments.micmco_synthetic.step_surrogates` (or the VQ-VAE loss)."""
+    :func:`paperlib.experiments.micmco.synthetic.micmco_synthetic.step_surrogates` (or the VQ-VAE loss)."""
     for name in settings.selected:
         yield _symbol_workload(name, settings, settings.steps, settings.trials)
 
 
 def _micmco_synthetic_ladder(stage: str, settings: Any, precision: str, cap: Cap,
                              profile: str = "paper") -> Iterator[Workload]:
-    """micmco_synthetic_ladder (:mod:`paperlib.experiments.micmco_synthetic_ladder`): its curves, one run per seed
+    """micmco_synthetic_ladder (:mod:`paperlib.experiments.micmco.synthetic.ladder`): its curves, one run per seed
     and trial to the top rung, with the ``micmco_synthetic`` settings of the paper profile."""
-    from paperlib.experiments.micmco_synthetic import EXPERIMENT
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import EXPERIMENT
 
     main = experiment_params(EXPERIMENT, profile)
     for name in settings.curves:
@@ -353,7 +353,7 @@ def _micmco_synthetic_ladder(stage: str, settings: Any, precision: str, cap: Cap
 
 def _symbol_workload(name: str, settings: Any, steps: int, runs: int) -> Workload:
     """``runs`` trainings of one synthetic MICMCO configuration for ``steps`` steps, at its search space's centre."""
-    from paperlib.experiments.micmco_synthetic import CONFIGURATIONS, VQVAE, build_model, search_space, step_surrogates
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import CONFIGURATIONS, VQVAE, build_model, search_space, step_surrogates
 
     config = CONFIGURATIONS[name]
     params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in search_space(config).items()}
@@ -373,9 +373,9 @@ def _symbol_workload(name: str, settings: Any, steps: int, runs: int) -> Workloa
 
 def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap,
                 profile: str = "paper") -> Iterator[Workload]:
-    """micmco_ptb (:mod:`paperlib.experiments.micmco_ptb`): ``trials`` trainings per curve of Melis §5.7.2, each step a batch
+    """micmco_ptb (:mod:`paperlib.experiments.micmco.ptb.micmco_ptb`): ``trials`` trainings per curve of Melis §5.7.2, each step a batch
     of sentences of ``max_len`` tokens through the curve's estimator, per-token loss."""
-    from paperlib.experiments.micmco_ptb import CURVES
+    from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES
 
     for name in settings.selected:
         yield _sentence_workload(name, settings, settings.steps * CURVES[name].steps_factor, settings.trials, cap)
@@ -383,9 +383,9 @@ def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap,
 
 def _micmco_ptb_ladder(stage: str, settings: Any, precision: str, cap: Cap,
                        profile: str = "paper") -> Iterator[Workload]:
-    """micmco_ptb_ladder (:mod:`paperlib.experiments.micmco_ptb_ladder`): its curves, one run per seed and trial to
+    """micmco_ptb_ladder (:mod:`paperlib.experiments.micmco.ptb.ladder`): its curves, one run per seed and trial to
     the top rung, with the ``micmco_ptb`` settings of the paper profile."""
-    from paperlib.experiments.micmco_ptb import EXPERIMENT
+    from paperlib.experiments.micmco.ptb.micmco_ptb import EXPERIMENT
 
     main = experiment_params(EXPERIMENT, profile)
     for name in settings.curves:
@@ -395,8 +395,8 @@ def _micmco_ptb_ladder(stage: str, settings: Any, precision: str, cap: Cap,
 def _sentence_workload(name: str, settings: Any, steps: int, runs: int, cap: Cap) -> Workload:
     """``runs`` trainings of one PTB MICMCO curve for ``steps`` steps, at its search space's centre."""
     from paperlib.data import SentenceBatch
-    from paperlib.experiments.micmco_synthetic import step_surrogates
-    from paperlib.experiments.micmco_ptb import CURVES, build_model, per_token
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import step_surrogates
+    from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES, build_model, per_token
 
     vocab = settings.vocab_size or CORPORA[settings.corpus].vocab_size
     curve = CURVES[name]
@@ -418,7 +418,7 @@ def _sentence_workload(name: str, settings: Any, steps: int, runs: int, cap: Cap
 def _word_workload(name: str, spec: dict[str, Any], settings: Any, steps: int, runs: int, cap: Cap) -> Workload:
     """One word-generation model (S&H §2.6, §5.1): Adam on the negative bound of words of ``max_len`` letters."""
     from paperlib.models.dssm import CharVocab
-    from paperlib.experiments.word_generation import build_model, model_loss
+    from paperlib.experiments.word_generation.word_generation import build_model, model_loss
 
     vocab = CharVocab(string.ascii_lowercase)  # the word list keeps words of a-z (paperlib.data.wordlist)
     samples = spec.get("samples", 1)
@@ -436,9 +436,9 @@ def _word_workload(name: str, spec: dict[str, Any], settings: Any, steps: int, r
 
 def _word_generation(stage: str, settings: Any, precision: str, cap: Cap,
                      profile: str = "paper") -> Iterator[Workload]:
-    """word_generation (:mod:`paperlib.experiments.word_generation`): every planned run (model spec x split x
+    """word_generation (:mod:`paperlib.experiments.word_generation.word_generation`): every planned run (model spec x split x
     seed)."""
-    from paperlib.experiments.word_generation import complete_spec, plan_runs
+    from paperlib.experiments.word_generation.word_generation import complete_spec, plan_runs
 
     planned = plan_runs(settings)
     runs = Counter(run.labels for run in planned)
@@ -449,10 +449,10 @@ def _word_generation(stage: str, settings: Any, precision: str, cap: Cap,
 
 def _word_generation_ladder(stage: str, settings: Any, precision: str, cap: Cap,
                             profile: str = "paper") -> Iterator[Workload]:
-    """word_generation_ladder (:mod:`paperlib.experiments.word_generation_ladder`): its two rows, one run per seed
+    """word_generation_ladder (:mod:`paperlib.experiments.word_generation.ladder`): its two rows, one run per seed
     to the top rung, with the ``word_generation`` settings of the paper profile (read from ``params.yaml``)."""
-    from paperlib.experiments.word_generation import NAME, complete_spec
-    from paperlib.experiments.word_generation_ladder import main_settings
+    from paperlib.experiments.word_generation.word_generation import NAME, complete_spec
+    from paperlib.experiments.word_generation.ladder import main_settings
 
     main = main_settings(settings, experiment_params(NAME, profile))
     for row in (settings.dssm, settings.baseline):
@@ -461,10 +461,10 @@ def _word_generation_ladder(stage: str, settings: Any, precision: str, cap: Cap,
 
 def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap,
                   profile: str = "paper") -> Iterator[Workload]:
-    """reverse_copy (:mod:`paperlib.experiments.reverse_copy`): every grid point of Melis §2.3.3 (points that differ only in
+    """reverse_copy (:mod:`paperlib.experiments.reverse_copy.reverse_copy`): every grid point of Melis §2.3.3 (points that differ only in
     learning rate and L2 are one workload), teacher-forced on [B, L] examples. One model runs at every length of the
     grid: it is measured at the two shortest and extrapolated to the others."""
-    from paperlib.experiments.reverse_copy import build_model, grid_points, token_cross_entropy
+    from paperlib.experiments.reverse_copy.reverse_copy import build_model, grid_points, token_cross_entropy
 
     points = grid_points(settings)
     shapes = Counter((p.model, p.length, p.embedding_size, p.hidden_size, p.mogrifier_rounds, p.mogrifier_rank,
@@ -491,12 +491,12 @@ def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap,
 
 def _music(stage: str, settings: Any, precision: str, cap: Cap,
            profile: str = "paper") -> Iterator[Workload]:
-    """music (:mod:`paperlib.experiments.music`): per corpus, the LSTM-NADE per seed and the frame NADE, on batches
+    """music (:mod:`paperlib.experiments.music.music`): per corpus, the LSTM-NADE per seed and the frame NADE, on batches
     of songs as long as the longest training song (or a ``bptt`` window), every window of every epoch
     (:data:`paperlib.data.music.TRAIN_SHAPES`); real frames of 4 sounding notes (JSB's most), since the NADE reads
     on the host which notes sound (:func:`paperlib.models.nade.sparse_nade_logits`)."""
     from paperlib.data.music import NOTES, TRAIN_SHAPES
-    from paperlib.experiments.music import build_model
+    from paperlib.experiments.music.music import build_model
     from paperlib.models.nade import NADE
     from paperlib.song_training import SongTrainConfig, build_optimizer
 

@@ -1,4 +1,4 @@
-"""GPU time from counted work: the model the dry run (:mod:`paperlib.experiments.dryrun`) estimates with, its
+"""GPU time from counted work: the model the dry run (:mod:`paperlib.experiments.dryrun.dryrun`) estimates with, its
 constants (a datasheet's or fitted to a measurement), and the tables it prints.
 
 A training step takes the larger of its compute-bound time, FLOPs / (MFU x peak at the precision), and its

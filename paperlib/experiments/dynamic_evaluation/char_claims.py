@@ -1,5 +1,5 @@
 """The claims of the character-level dynamic-evaluation experiment (Krause Table 4.4, Table 6.1, Table 6.4, Fig. 5.2,
-Figs. 3.2-3.3; Melis §2.3.2) judged on ``results/dyneval_char.json``: one :class:`~paperlib.experiments.claims.Claim`
+Figs. 3.2-3.3; Melis §2.3.2) judged on ``results/dyneval_char.json``: one :class:`~paperlib.experiments.common.claims.Claim`
 per index row (K-T4.4, K-T6.1, K-T6.4, K-F5.2, K-F3.2, K-F3.3), read by the results index and the notebook alike. Pure
 Python (no torch).
 
@@ -9,10 +9,10 @@ recovers faster than the stacked LSTM, Krause Fig. 3.3; a Mogrifier LSTM does no
 
 Tie rules. Every bits-per-character number compared in the tables, out of domain and along the sequence comes from
 one trained model evaluated deterministically, so no seed spread is measured and a comparison is strict
-(:func:`~paperlib.experiments.claims.strict_word`). The recovery test has a margin: its gap (a model's advantage
+(:func:`~paperlib.experiments.common.claims.strict_word`). The recovery test has a margin: its gap (a model's advantage
 over the LSTM one character after a surprise minus its overall advantage) comes with twice its standard error over
 the surprising positions (``gap_one_step``'s ``margin``); "recovers faster" holds beyond it
-(:func:`~paperlib.experiments.claims.direction_word`), and "does not recover faster" holds unless the gap is beyond
+(:func:`~paperlib.experiments.common.claims.direction_word`), and "does not recover faster" holds unless the gap is beyond
 it. A part whose model or rule the results lack (not run at the profile) is listed as not run.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
-from paperlib.experiments.claims import Claim, Part, Unjudged, direction_word, part_word, strict_word
+from paperlib.experiments.common.claims import Claim, Part, Unjudged, direction_word, part_word, strict_word
 from paperlib.reference.names import model_name
 from paperlib.reference.dynamic_evaluation import DYNEVAL_CHAR_MELIS_RECOVERY
 

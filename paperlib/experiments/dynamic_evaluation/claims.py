@@ -1,12 +1,12 @@
-"""The claims of Krause ch. 4-5 judged on ``results/dyneval.json``: one :class:`~paperlib.experiments.claims.Claim`
+"""The claims of Krause ch. 4-5 judged on ``results/dyneval.json``: one :class:`~paperlib.experiments.common.claims.Claim`
 per seed item (Tables 4.1/4.2, Fig. 5.1, Tables 5.1-5.7), read by the results index and the notebook alike.
 
 Tie rules. Every number compared here comes from one trained model evaluated deterministically (no dropout, no
 sampling), so no seed spread is measured. The test text is itself a sample: Tables 4.1/4.2's comparisons take
 their margin from it, twice the standard error of the mean per-token loss difference under a paired bootstrap over
-blocks of the test prefix (:func:`~paperlib.experiments.claims.paired_bootstrap`; the stage stores each row's loss
+blocks of the test prefix (:func:`~paperlib.experiments.common.claims.paired_bootstrap`; the stage stores each row's loss
 per block of ``test_block`` tokens). The chapter-5 studies compare validation numbers and stay strict
-(:func:`~paperlib.experiments.claims.strict_word`): read a strict verdict on a gap of a fraction of a percent, e.g.
+(:func:`~paperlib.experiments.common.claims.strict_word`): read a strict verdict on a gap of a fraction of a percent, e.g.
 K-T5.3's, with that in mind. Where the thesis' own wording is "negligible" or "on par",
 the part uses a threshold stated next to it (:data:`STATISTICS_SPREAD`, :data:`ON_PAR`), a few times the thesis' own effect so that a small model's noisier numbers can pass it.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from paperlib.experiments.claims import Claim, Part, direction_word, paired_bootstrap, strict_word
+from paperlib.experiments.common.claims import Claim, Part, direction_word, paired_bootstrap, strict_word
 from paperlib.reference.dynamic_evaluation import (DYNEVAL_TABLES, DYNEVAL_EPSILON, DYNEVAL_EPSILON_BASELINES, DYNEVAL_MOMENTUM, DYNEVAL_SEEN_UNSEEN,
                                         DYNEVAL_STATISTICS_AMOUNT, DYNEVAL_STATISTICS_LOCALITY, DYNEVAL_UNSEEN_SHARE)
 
@@ -73,7 +73,7 @@ def table_claim(results: Results, corpus: str) -> Claim:
     state-of-the-art static model"); each contribution of :data:`CONTRIBUTIONS` improves on the rule before it,
     one part per step ("Each of our other contributions leads to further improvements", Table 4.1's caption); the
     final rule beats the neural cache. Our tables also hold a sparse row, but the thesis shows sparse dynamic
-    evaluation on enwik8 only (Table 4.4, judged by :mod:`paperlib.experiments.dyneval_char_claims`), so it is not
+    evaluation on enwik8 only (Table 4.4, judged by :mod:`paperlib.experiments.dynamic_evaluation.char_claims`), so it is not
     part of these claims."""
     table = results["corpora"][corpus]
     rows = {r["key"]: r["test_ppl"] for r in table["rows"]}

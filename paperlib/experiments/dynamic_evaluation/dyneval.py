@@ -4,7 +4,7 @@ Trains (or loads) a word-level LM per corpus, then compares static evaluation, t
 :mod:`paperlib.dyneval` with their hyperparameters tuned on validation data, sparse dynamic evaluation and the
 neural cache (:mod:`paperlib.dyneval.cache`), and runs the chapter-5 studies (momentum, adaptive rules, epsilon, seen and
 unseen words, related words, amount and locality of the gradient statistics;
-:mod:`paperlib.experiments.dyneval_studies`). The methods live in
+:mod:`paperlib.experiments.dynamic_evaluation.studies`). The methods live in
 :mod:`paperlib.dyneval`; this module only turns ``params.yaml`` settings into ``results/dyneval.json``.
 """
 
@@ -18,14 +18,14 @@ from torch import Tensor, nn
 
 from paperlib.device import load_checkpoint
 from paperlib.dyneval import Params, dynamic_evaluate, mean_squared_gradients, static_evaluate, tune_dynamic_evaluation
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.runs import json_safe
-from paperlib.experiments.config import register_experiment, require_keys
-from paperlib.experiments.dyneval_studies import (RELATED_WORDS_DEFAULTS, STATISTICS_STUDY_DEFAULTS, _optimizer_study,
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.runs import json_safe
+from paperlib.experiments.common.config import register_experiment, require_keys
+from paperlib.experiments.dynamic_evaluation.studies import (RELATED_WORDS_DEFAULTS, STATISTICS_STUDY_DEFAULTS, _optimizer_study,
                                                   _ppl, _prefix, _related_words, _statistics_amount,
                                                   _statistics_locality, _timescale, related_words_settings,
                                                   statistics_study_settings)
-from paperlib.experiments.stage import begin_stage, setup_stage
+from paperlib.experiments.common.stage import begin_stage, setup_stage
 from paperlib.reference.dynamic_evaluation import DYNEVAL_TABLES
 
 
@@ -203,7 +203,7 @@ def _row_settings(key: str, fixed: dict[str, Any], settings) -> dict[str, Any]:
 def block_means(losses: Tensor, block: int) -> tuple[list[float], list[int]]:
     """Per-token losses ``[N]`` as the mean of each block of ``block`` consecutive tokens (the last block may be
     shorter) and each block's token count: the units a paired bootstrap over the test text resamples
-    (:func:`paperlib.experiments.claims.paired_bootstrap`; blocks rather than tokens, since dynamic evaluation makes
+    (:func:`paperlib.experiments.common.claims.paired_bootstrap`; blocks rather than tokens, since dynamic evaluation makes
     neighbouring tokens' losses depend on each other)."""
     chunks = losses.double().split(block)
     return [float(c.mean()) for c in chunks], [c.numel() for c in chunks]
@@ -261,7 +261,7 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
     from pathlib import Path
 
     from paperlib.data import load_corpus, pinned_checksums
-    from paperlib.experiments.provenance import provenance
+    from paperlib.experiments.common.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
 
     stage = begin_stage("dyneval", profile, progress=progress)
@@ -350,7 +350,7 @@ def tune_table_row(corpus_name: str, row: str = "global_rms_rms_decay", *, profi
     import dataclasses
     from pathlib import Path
 
-    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root, section_params
     from paperlib.data import load_corpus
     from paperlib.search_spaces import get_space
 

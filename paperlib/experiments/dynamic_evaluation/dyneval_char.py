@@ -37,9 +37,9 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor, nn
 
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.runs import json_safe
-from paperlib.experiments.config import register_experiment, require_keys
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.runs import json_safe
+from paperlib.experiments.common.config import register_experiment, require_keys
 from paperlib.dyneval import (
     DynamicEvalResult,
     dynamic_evaluate,
@@ -48,8 +48,8 @@ from paperlib.dyneval import (
     tune_dynamic_evaluation,
 )
 from paperlib.device import load_checkpoint
-from paperlib.experiments.out_of_domain_text import CharMapping, chars_to_lines, map_words_to_chars
-from paperlib.experiments.stage import begin_stage
+from paperlib.experiments.dynamic_evaluation.out_of_domain_text import CharMapping, chars_to_lines, map_words_to_chars
+from paperlib.experiments.common.stage import begin_stage
 from paperlib.recovery import recovery_profile
 from paperlib.reference.dynamic_evaluation import (DYNEVAL_CHAR_FIG_3_3, DYNEVAL_CHAR_FIG_5_2, DYNEVAL_CHAR_MELIS_RECOVERY,
                                         DYNEVAL_CHAR_TABLE_4_4, DYNEVAL_CHAR_TABLE_6_1, DYNEVAL_CHAR_TABLE_6_4)
@@ -331,7 +331,7 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
     """
     from paperlib.data import DataError, get_corpus, is_fetched, load_corpus, pinned_checksums
     from paperlib.data.text import read_split_lines
-    from paperlib.experiments.provenance import provenance
+    from paperlib.experiments.common.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
 
     stage = begin_stage(EXPERIMENT, profile, root, progress)

@@ -1,7 +1,7 @@
 """The chapter-5 studies of the dynamic-evaluation experiment (Krause §5.2-5.4, Tables 5.1-5.7, Fig. 5.1): learning-
 rate sweeps for momentum, the adaptive rules and ε, the timescale of adaptation, the related-words probe and the
 amount and locality of the gradient statistics, each on the stage's trained model. Run by
-:func:`paperlib.experiments.dyneval.run_dyneval`; the methods are :mod:`paperlib.dyneval`'s."""
+:func:`paperlib.experiments.dynamic_evaluation.dyneval.run_dyneval`; the methods are :mod:`paperlib.dyneval`'s."""
 
 from __future__ import annotations
 

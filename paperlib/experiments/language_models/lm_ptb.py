@@ -19,25 +19,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root, section_params
 from paperlib.data import batchify, bptt_windows, get_corpus, load_corpus, pinned_checksums
-from paperlib.experiments.stage import setup_stage
+from paperlib.experiments.common.stage import seed_everything, setup_stage
 from paperlib.distributed import is_main_process
 from paperlib.models import build_lm, collect_logits, evaluate_nll, mc_dropout_nll, optimal_temperature
-from paperlib.experiments.provenance import provenance
+from paperlib.experiments.common.provenance import provenance
 from paperlib.atomic_files import write_json_atomic
 from paperlib.train import Trainer, TrainConfig, forget_stale_run
 
 LN2 = math.log(2.0)
-
-
-def seed_everything(seed: int) -> None:
-    torch.manual_seed(seed)
-    np.random.seed(seed % 2**32)
-    import random
-
-    random.seed(seed)
 
 
 def num_parameters(model: torch.nn.Module) -> int:
@@ -74,13 +66,14 @@ def train_and_evaluate(name: str, settings: Any, vocab_size: int, train_ids: tor
                        test_ids: torch.Tensor, runs_dir: Path, device: torch.device, progress: bool = True,
                        spec_extra: dict[str, Any] | None = None, record_extra: dict[str, Any] | None = None,
                        code_modules: tuple[str, ...] = (__name__,)) -> list[dict[str, Any]]:
-    """Train every model x seed of ``settings`` (a :class:`paperlib.experiments.LanguageModelParams`) on the id
-    streams, evaluate its best weights with :func:`evaluate_run`, and return one record per run. A model's
-    ``train`` overrides (if any) replace the shared ``train`` fields for that model.
+    """Train every model x seed of ``settings`` (a
+    :class:`~paperlib.experiments.language_models.settings.LanguageModelParams`) on the id streams, evaluate its
+    best weights with :func:`evaluate_run`, and return one record per run. A model's ``train`` overrides (if any)
+    replace the shared ``train`` fields for that model.
 
     Each run lives in ``runs_dir/<model>-seed<seed>`` and resumes from its checkpoint; a finished run is read back
     from its ``done.json``, and a run folder made with other settings (``spec_extra`` joins them) or by other code
-    (:func:`paperlib.experiments.code_hash.code_hash` of ``code_modules``, the modules the run executes) is redone.
+    (:func:`paperlib.experiments.common.code_hash.code_hash` of ``code_modules``, the modules the run executes) is redone.
     ``record_extra`` is stored in every new record. With ``settings.workers`` > 1 the runs train in that many
     processes at once, ``settings.threads`` threads each (on two cores, two one-thread runs finish sooner than two
     two-thread runs in turn); a run's numbers do not depend on which process trained it.

@@ -15,13 +15,13 @@ This module holds:
 - :func:`count_words` and :func:`bits_per_word` / :func:`word_perplexity` (eq. 3.15).
 - :func:`run_byte_lm`: trains every model x seed of the ``lm_wt2_bytes`` experiment with the library trainer
   (resumable from ``runs/lm_wt2_bytes/``), evaluates it as the PTB comparisons do
-  (:func:`paperlib.experiments.lm_ptb.evaluate_run`: deterministic, validation-optimal temperature, MC dropout),
+  (:func:`paperlib.experiments.language_models.lm_ptb.evaluate_run`: deterministic, validation-optimal temperature, MC dropout),
   converts bits per byte to word perplexity and writes ``results/lm_wt2_bytes.json`` with provenance.
 - ``conversion_check`` in the results: eq. 3.15 applied to the thesis' 1.2649 bits/byte with our test file's byte
   and word counts (it must give the thesis' 88.8: a check of the data and the conversion, not of a model).
 
 The claims (the mLSTM beats an LSTM of the same size at the byte level; the byte mLSTM is on par with word-level
-VD LSTMs) are judged by :func:`paperlib.experiments.lm_claims.byte_claim`; the thesis' numbers are in
+VD LSTMs) are judged by :func:`paperlib.experiments.language_models.claims.byte_claim`; the thesis' numbers are in
 :mod:`paperlib.reference.byte_lm`.
 
 Departures: our mLSTM (Krause eqs. 3.5-3.9, :mod:`paperlib.models.mlstm`) has no weight normalisation; the
@@ -41,11 +41,11 @@ from typing import Any
 
 import torch
 
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import register_experiment
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.config import register_experiment
 from paperlib.data.corpora import DataError, corpus_dir, get_corpus, is_fetched, pinned_checksums
-from paperlib.experiments.stage import begin_stage
-from paperlib.experiments.schemas import LanguageModelParams
+from paperlib.experiments.common.stage import begin_stage
+from paperlib.experiments.language_models.settings import LanguageModelParams
 from paperlib.reference.byte_lm import TEST_BITS_PER_BYTE
 
 EXPERIMENT = "lm_wt2_bytes"
@@ -129,12 +129,12 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
                 runs_dir: str | os.PathLike | None = None) -> Path:
     """Train and evaluate every model x seed of ``lm_wt2_bytes``; write ``results/lm_wt2_bytes.json``.
 
-    Training and evaluation are those of the PTB comparisons (:func:`paperlib.experiments.lm_ptb.train_and_evaluate`),
+    Training and evaluation are those of the PTB comparisons (:func:`paperlib.experiments.language_models.lm_ptb.train_and_evaluate`),
     on byte streams instead of a tokenised corpus.
     """
     from paperlib.distributed import is_main_process
-    from paperlib.experiments.lm_ptb import train_and_evaluate
-    from paperlib.experiments.provenance import provenance
+    from paperlib.experiments.language_models.lm_ptb import train_and_evaluate
+    from paperlib.experiments.common.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
 
     stage = begin_stage(EXPERIMENT, profile)  # joins torchrun first: the corpus goes to the rank's own GPU

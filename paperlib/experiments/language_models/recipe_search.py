@@ -33,7 +33,7 @@ from typing import Any
 import optuna
 
 from paperlib.device import cache_key
-from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.common.code_hash import code_hash
 from paperlib.tuning import FINISHED, default_storage, make_sampler, open_study, run_worker, trial_counts
 
 # The searched choices; learning-rate ranges are per optimizer family (SGD's lr is in other units).
@@ -148,17 +148,17 @@ class SearchData:
 def level_of(experiment: str, corpus: str) -> str:
     """The unit a study of ``experiment`` scores in: "byte" for the byte-level experiment, else the corpus' level."""
     from paperlib.data import get_corpus
-    from paperlib.experiments.lm_wt2_bytes import EXPERIMENT as BYTES
+    from paperlib.experiments.language_models.lm_wt2_bytes import EXPERIMENT as BYTES
 
     return "byte" if experiment == BYTES else get_corpus(corpus).level
 
 
 def search_data(experiment: str, settings: Any, root: Path) -> SearchData:
     """The experiment's corpus as its stage reads it: byte streams for the byte-level experiment
-    (:mod:`paperlib.experiments.lm_wt2_bytes`), the tokenised corpus otherwise."""
+    (:mod:`paperlib.experiments.language_models.lm_wt2_bytes`), the tokenised corpus otherwise."""
     from paperlib.data import load_corpus
-    from paperlib.experiments.config import load_params, section_params
-    from paperlib.experiments.lm_wt2_bytes import load_bytes
+    from paperlib.experiments.common.config import load_params, section_params
+    from paperlib.experiments.language_models.lm_wt2_bytes import load_bytes
 
     data_root = root / section_params("data", load_params()).root
     level = level_of(experiment, settings.corpus)
@@ -238,7 +238,7 @@ class RecipeObjective:
 
 
 def _model_settings(experiment: str, model: str, profile: str):
-    from paperlib.experiments.config import experiment_params, load_params
+    from paperlib.experiments.common.config import experiment_params, load_params
 
     params = load_params()
     settings = experiment_params(experiment, profile, params)
@@ -259,8 +259,8 @@ def timing_table(experiment: str, model: str, profile: str = "cpu", hidden_sizes
     import torch
 
     from paperlib.data import get_corpus
-    from paperlib.experiments.config import repo_root
-    from paperlib.experiments.stage import setup_stage
+    from paperlib.experiments.common.config import repo_root
+    from paperlib.experiments.common.stage import setup_stage
 
     params, settings, spec, train = _model_settings(experiment, model, profile)
     threads = threads or settings.threads
@@ -294,8 +294,8 @@ def search(experiment: str, model: str, seconds: float | None, trials: int, prof
         raise ValueError("give the budget either in seconds or in tokens")
     import torch
 
-    from paperlib.experiments.config import repo_root
-    from paperlib.experiments.stage import setup_stage
+    from paperlib.experiments.common.config import repo_root
+    from paperlib.experiments.common.stage import setup_stage
 
     params, settings, spec, train = _model_settings(experiment, model, profile)
     sizes = tuple(hidden_sizes) or (spec["hidden_size"],)

@@ -9,7 +9,7 @@ the best value, where the thesis' trials are "at most 1.2 perplexity points off 
 almost never samples a trial there (a random trial lands in it with probability about 0.15^7), so after the
 study the stage *probes* it (:func:`probe`, beyond the thesis): ``neighbours`` trials drawn uniformly from that
 window around the best sampled trial, and ``reruns`` of the best at other seeds, which measure the seed noise the
-comparison is judged against (:mod:`paperlib.experiments.tuning_claims`). Probes never steer the search: they
+comparison is judged against (:mod:`paperlib.experiments.language_models.claims`). Probes never steer the search: they
 run after it, are never pruned, and the best trial is the tuner's (probes excluded).
 """
 
@@ -31,11 +31,11 @@ import optuna
 from optuna.trial import TrialState
 
 from paperlib.device import cache_key
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import register_experiment
-from paperlib.experiments.runs import map_jobs
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.config import register_experiment
+from paperlib.experiments.common.runs import map_jobs
 from paperlib.reference.tuning import TUNING
-from paperlib.experiments.stage import setup_stage
+from paperlib.experiments.common.stage import setup_stage
 from paperlib.search_spaces import SPACES, SearchSpace, get_space
 from paperlib.tuning import (FINISHED, GRACE_PERIOD, HEARTBEAT_INTERVAL, LM_SPACES, SAMPLERS, LanguageModelObjective,
                              _quiet, default_storage, gp_sampler_available, lm_hyperparameters, make_pruner,
@@ -116,7 +116,7 @@ class TuningParams:
 
 
 def _load_settings(profile: str | None):
-    from paperlib.experiments.config import active_profile, experiment_params, load_params
+    from paperlib.experiments.common.config import active_profile, experiment_params, load_params
 
     params = load_params()
     profile = active_profile(profile, params)
@@ -137,7 +137,7 @@ def tune(space: str, study_name: str | None = None, storage: str | None = None, 
     """
     import torch
 
-    from paperlib.experiments.config import repo_root, section_params
+    from paperlib.experiments.common.config import repo_root, section_params
     from paperlib.data import load_corpus
 
     get_space(space)
@@ -275,9 +275,9 @@ def run_tuning(profile: str | None = None, progress: bool = True, out: str | os.
     Studies live in ``runs/tuning/tuning_ptb-<space>-<profile>.db`` and resume where they stopped; a study
     made with other settings is deleted and redone. The sampler is seeded from ``seed`` (one worker).
     """
-    from paperlib.experiments.config import repo_root, section_params
+    from paperlib.experiments.common.config import repo_root, section_params
     from paperlib.data import load_corpus, pinned_checksums
-    from paperlib.experiments.provenance import provenance
+    from paperlib.experiments.common.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
 
     started = time.time()
@@ -303,7 +303,7 @@ def run_tuning(profile: str | None = None, progress: bool = True, out: str | os.
 def _study_job(space: str, profile: str, progress: bool) -> dict[str, Any]:
     """One model's study, start to end (or resumed), with its probes: the record of :func:`study_record`. Run in
     this process or a spawned worker (which sets its own threads, precision and device in :func:`tune`)."""
-    from paperlib.experiments.config import repo_root
+    from paperlib.experiments.common.config import repo_root
 
     _, profile, settings = _load_settings(profile)
     root = repo_root()

@@ -1,5 +1,5 @@
 """The claim of the polyphonic-music experiment (Krause Table 4.6, §4.8) judged on ``results/music.json``: one
-:class:`~paperlib.experiments.claims.Claim` for index row K-T4.6, read by the results index and the notebook alike.
+:class:`~paperlib.experiments.common.claims.Claim` for index row K-T4.6, read by the results index and the notebook alike.
 Pure Python (no torch).
 
 Parts, per corpus the results hold: dynamic evaluation (SGD and global RMS) raises the test log-likelihood per frame
@@ -9,7 +9,7 @@ Chorales, whose data and split are the thesis' and Boulanger-Lewandowski et al.'
 compared with their RNN-NADE (−5.56), the goal Table 4.6 implies.
 
 Tie rules. An adaptation gain compares rows of one trained model on the same test songs, so its margin comes from
-the songs: a paired bootstrap over the test songs (:func:`~paperlib.experiments.claims.paired_bootstrap`; each
+the songs: a paired bootstrap over the test songs (:func:`~paperlib.experiments.common.claims.paired_bootstrap`; each
 resample draws songs with replacement and recomputes the frame-weighted mean gain) gives its standard error, and the
 margin is twice that ("bootstrap margin"). The gain of one corpus against the other's adds the two standard errors in quadrature. The
 static model against the published RNN-NADE uses the spread over training seeds ("seed margin"). A part that needs a
@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from paperlib.experiments.claims import Claim, Part, direction_word, mean_margin, paired_bootstrap, part_word
+from paperlib.experiments.common.claims import Claim, Part, direction_word, mean_margin, paired_bootstrap, part_word
 
 Results = Mapping[str, Any]
 

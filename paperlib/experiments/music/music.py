@@ -23,9 +23,9 @@ from torch import Tensor
 from paperlib.data.music import FRAMES, PianoRolls
 from paperlib.device import load_checkpoint
 from paperlib.dyneval.songs import dynamic_evaluate_songs, song_mean_squared_gradients, static_evaluate_songs
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import register_experiment, require_keys
-from paperlib.experiments.runs import json_safe
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.config import register_experiment, require_keys
+from paperlib.experiments.common.runs import json_safe
 from paperlib.models.nade import NADE
 from paperlib.models.rnn_nade import LSTMNADE
 from paperlib.reference.music import table_4_6
@@ -210,8 +210,8 @@ def run_music(profile: str | None = None, progress: bool = True, out: str | None
     """
     from paperlib.atomic_files import write_json_atomic
     from paperlib.data import load_piano_rolls, pinned_checksums
-    from paperlib.experiments.provenance import provenance
-    from paperlib.experiments.stage import begin_stage
+    from paperlib.experiments.common.provenance import provenance
+    from paperlib.experiments.common.stage import begin_stage
 
     stage = begin_stage("music", profile, progress=progress)
     settings, root, log = stage.settings, stage.root, stage.log

@@ -1,14 +1,14 @@
 """The thesis' claims about the reverse-copy task (Melis §2.3.3, Fig. 2.4a; index row M-F2.4), judged on the stage's
-results (``results/reverse_copy.json``) as one :class:`~paperlib.experiments.claims.Claim`; the stage, the results
+results (``results/reverse_copy.json``) as one :class:`~paperlib.experiments.common.claims.Claim`; the stage, the results
 index and the notebook all take the verdict from :func:`claim`. Pure Python (no torch).
 
 Our lengths are shorter than the thesis' 50-200: the shorter half of ours stands for its 50 and 100, the longer
 half for its 150 and 200 (with an odd count the middle length belongs to neither). Each part is judged per length
-and the lengths' verdicts are combined by :func:`~paperlib.experiments.claims.part_word`:
+and the lengths' verdicts are combined by :func:`~paperlib.experiments.common.claims.part_word`:
 
 - "both models solve the shortest lengths": both test cross-entropies below :data:`SOLVED_NATS` at a length;
 - "the Mogrifier is better at the longest lengths": the LSTM's test cross-entropy minus the Mogrifier's, beyond
-  :data:`BETTER_MARGIN_NATS` (:func:`~paperlib.experiments.claims.direction_word`). The margin is fixed, not a seed
+  :data:`BETTER_MARGIN_NATS` (:func:`~paperlib.experiments.common.claims.direction_word`). The margin is fixed, not a seed
   spread: the stage trains one seed per grid point;
 - "the Mogrifier picks a smaller embedding at the longest lengths": judged only where both models' embedding sizes
   were tuned (more than one in the grid), else listed as not run.
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from paperlib.experiments.claims import Claim, Part, direction_word, part_word, strict_word
+from paperlib.experiments.common.claims import Claim, Part, direction_word, part_word, strict_word
 from paperlib.reference.reverse_copy import REVERSE_COPY
 
 ITEM = "M-F2.4"

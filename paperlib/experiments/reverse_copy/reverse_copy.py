@@ -52,13 +52,13 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.reverse_copy_claims import record as claims_record
-from paperlib.experiments.runs import json_safe, map_jobs
-from paperlib.experiments.config import register_experiment
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.reverse_copy.claims import record as claims_record
+from paperlib.experiments.common.runs import json_safe, map_jobs
+from paperlib.experiments.common.config import register_experiment
 from paperlib.data import ReverseCopyData, reverse_copy
 from paperlib.device import cache_key
-from paperlib.experiments.stage import setup_stage, stage_device
+from paperlib.experiments.common.stage import setup_stage, stage_device
 from paperlib.seq2seq import ReverseCopyModel, build_model, count_parameters, hidden_size_for_budget, num_parameters
 from paperlib.reference.reverse_copy import REVERSE_COPY
 from paperlib.schedules import schedule_factor
@@ -79,7 +79,7 @@ RESULT_KEYS = (
     "best",  # {model: {length: the run with the lowest validation cross-entropy}}
     "cross_entropy",  # {model: [test cross-entropy of the best run, per length]}
     "parameters",  # {model: [parameter count of the best run, per length]}
-    "claims",  # the thesis' claims judged on our numbers (paperlib.experiments.reverse_copy_claims.record)
+    "claims",  # the thesis' claims judged on our numbers (paperlib.experiments.reverse_copy.claims.record)
     "paper",  # the thesis' statements (paperlib.reference.reverse_copy.REVERSE_COPY)
 )
 
@@ -393,8 +393,8 @@ def run_experiment(settings: ReverseCopyParams, runs_dir: str | os.PathLike, pro
 def run_reverse_copy(profile: str | None = None, progress: bool = True,
                      root: str | os.PathLike | None = None) -> Path:
     """Run (or resume) experiment ``reverse_copy`` and write ``results/reverse_copy.json`` plus provenance."""
-    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root
-    from paperlib.experiments.provenance import provenance
+    from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root
+    from paperlib.experiments.common.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
 
     started = time.time()

@@ -1,5 +1,5 @@
 """Schmidt & Hofmann's claims judged on ``results/word_generation.json`` and the budget ladder
-(``results/word_generation_ladder.json``): one :class:`~paperlib.experiments.claims.Claim` each for Table 1 (S-T1,
+(``results/word_generation_ladder.json``): one :class:`~paperlib.experiments.common.claims.Claim` each for Table 1 (S-T1,
 with §5.3's row comparisons), Table 2 (S-T2), Fig. 2 (S-F2) and Fig. 3 (S-F3), read by the results index and the
 notebook alike.
 
@@ -15,7 +15,7 @@ import re
 import statistics
 from typing import Any, Mapping
 
-from paperlib.experiments.claims import (Claim, Part, Unjudged, direction_word, ladder_part, mean_margin,
+from paperlib.experiments.common.claims import (Claim, Part, Unjudged, direction_word, ladder_part, mean_margin,
                                          part_word)
 from paperlib.reference.word_generation import PAPER_TABLE3, PAPER_TABLE3_FLOWS
 

@@ -6,15 +6,15 @@ The ``word_generation`` stage scores every Table 1 row after one budget (``steps
 data, model, optimiser and learning rate (the ``word_generation`` settings of the same profile) for a ladder of
 step budgets growing geometrically, ``rungs``. The learning rate is constant (Adam, no schedule), so one run per
 model and seed, stopped and scored at each rung, is the same as a separate run per rung: the runs stop at each
-budget with a checkpoint and resume bit for bit (:func:`~paperlib.experiments.word_generation.train_model`).
+budget with a checkpoint and resume bit for bit (:func:`~paperlib.experiments.word_generation.word_generation.train_model`).
 
 At each rung, per model: H[P_test, P̂] (nats per word token, eq. 12 for the DSSM with ``eval_samples`` prior
 trajectories, exact for the GRU) over the seeds, and whether training had **converged**: the same cross-entropy
 three quarters into the rung, and converged means it fell by no more than twice the standard error of its
 per-seed change over that last quarter. The gap is H(GRU) - H(DSSM), positive in the paper's direction (the
 paper: 12.97 - 11.38 = 1.59 nats); its tie margin is twice the standard error of the difference of the two seed
-means at that rung. :func:`paperlib.experiments.claims.ladder_word` reads the ladder;
-:mod:`paperlib.experiments.word_generation_claims` turns it into S-T1's claim.
+means at that rung. :func:`paperlib.experiments.common.claims.ladder_word` reads the ladder;
+:mod:`paperlib.experiments.word_generation.claims` turns it into S-T1's claim.
 
 Departure from the seed: the paper trains for an unstated budget on BooksCorpus; ours is the wordfreq list of
 the ``word_generation`` stage, and the top rung is still far from convergence-scale training.
@@ -38,13 +38,13 @@ import torch
 from paperlib.atomic_files import write_json_atomic
 from paperlib.device import Compute, configure, current
 from paperlib.data.wordlist import english_word_list
-from paperlib.experiments.claims import check_ladder, convergence, ladder_word, scoring_steps
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import register_experiment
-from paperlib.experiments.ladder import start_stage
-from paperlib.experiments.provenance import provenance
-from paperlib.experiments.runs import map_jobs
-from paperlib.experiments.word_generation import (NAME as MAIN, SplitData, PAPER_TABLE1, WordGenerationParams,
+from paperlib.experiments.common.claims import check_ladder, convergence, ladder_word, scoring_steps
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.config import register_experiment
+from paperlib.experiments.common.ladder import start_stage
+from paperlib.experiments.common.provenance import provenance
+from paperlib.experiments.common.runs import map_jobs
+from paperlib.experiments.word_generation.word_generation import (NAME as MAIN, SplitData, PAPER_TABLE1, WordGenerationParams,
                                                   build_model, complete_spec, evaluate_model, make_splits,
                                                   settings_fingerprint, train_model)
 from paperlib.experiments.word_generation.training import _log_prob_fn

@@ -1,5 +1,5 @@
 """Tables for readers (used by notebooks/word_generation.ipynb): ours beside the paper's. The claims are judged
-in :mod:`paperlib.experiments.word_generation_claims`."""
+in :mod:`paperlib.experiments.word_generation.claims`."""
 
 from __future__ import annotations
 

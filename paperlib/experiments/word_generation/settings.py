@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from paperlib.experiments.config import register_experiment
+from paperlib.experiments.common.config import register_experiment
 from paperlib.flows import build_flow
 from paperlib.models.dssm import DSSMConfig
 from paperlib.reference.word_generation import PAPER_NGRAM_ORDERS

@@ -52,12 +52,12 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.common.code_hash import code_hash
 from paperlib.data.wordlist import WordList, english_word_list
 from paperlib.device import cache_key, load_checkpoint
-from paperlib.experiments.stage import begin_stage
+from paperlib.experiments.common.stage import begin_stage
 from paperlib.models.dssm import CharVocab
-from paperlib.experiments.provenance import provenance
+from paperlib.experiments.common.provenance import provenance
 from paperlib.atomic_files import write_json_atomic
 from paperlib.reference.word_generation import (
     PAPER_BEST_SINGLE, PAPER_NGRAM_ORDERS, PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3, PAPER_TABLE3_FLOWS,

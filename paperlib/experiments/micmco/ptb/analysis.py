@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from paperlib.experiments.stage import stage_device
-from paperlib.experiments.micmco_synthetic import hypervolume, nll_at_mi, pareto_front
+from paperlib.experiments.common.stage import stage_device
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import hypervolume, nll_at_mi, pareto_front
 from paperlib.models.sentence_vae import SentenceVAE
-from paperlib.experiments.micmco_ptb.design import (
+from paperlib.experiments.micmco.ptb.design import (
     CURVES, EXPERIMENT, FIGURES, MicmcoPtbParams, TABLE_5_1_COLUMNS, TABLE_5_1_VARIANTS, THESIS_TABLE_5_1, VARIANTS,
 )
-from paperlib.experiments.micmco_ptb.data import SentenceData
-from paperlib.experiments.micmco_ptb.trials import (
+from paperlib.experiments.micmco.ptb.data import SentenceData
+from paperlib.experiments.micmco.ptb.trials import (
     _checkpoint_path, _save_checkpoint, build_model, evaluate, run_trial, study_name,
 )
 
@@ -115,7 +115,7 @@ def _best_trial(records: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | Non
 def best_model(name: str, record: Mapping[str, Any], settings: MicmcoPtbParams, data: SentenceData,
                runs_dir: Path, profile: str, *, index: int) -> SentenceVAE:
     """The model of trial ``record`` of curve ``name``: from its checkpoint, or retrained with the trial's seed
-    (``index``: its place among the curve's records, see :func:`paperlib.experiments.micmco_synthetic.trial_index`)."""
+    (``index``: its place among the curve's records, see :func:`paperlib.experiments.micmco.synthetic.micmco_synthetic.trial_index`)."""
     curve = CURVES[name]
     path = _checkpoint_path(runs_dir, study_name(name, profile, settings))
     if path.is_file():

@@ -1,28 +1,28 @@
 """The PTB MICMCO figures' and Table 5.1's claims (Melis §5.7.2, §5.B), judged once on ``results/micmco_ptb.json``
-and the budget ladder (``results/micmco_ptb_ladder.json``): one :class:`~paperlib.experiments.claims.Claim` per
+and the budget ladder (``results/micmco_ptb_ladder.json``): one :class:`~paperlib.experiments.common.claims.Claim` per
 figure (:func:`figure_claim`) and one for Table 5.1 (:func:`table_claim`), read by the results index and the
 notebook alike.
 
 A figure's parts are (1) the stage's numeric claims the figure is read for (:data:`FIGURE_CLAIMS`), each on the
 figure's own comparisons when the claim spans several figures (its outcome over all of them is counted beside),
 and (2) for the rows of :data:`LADDER_ITEMS` the budget ladder's parts
-(:func:`paperlib.experiments.micmco_ptb_ladder.ladder_claim_part`); a ladder that could not be read is named as not
+(:func:`paperlib.experiments.micmco.ptb.ladder.ladder_claim_part`); a ladder that could not be read is named as not
 run, which keeps the row from "reproduced". Table 5.1's parts are its two claims and its two ladders; cells the
 profile did not run are named as not run.
 
-The stage (:func:`paperlib.experiments.micmco_ptb.claim_verdicts`) stores per claim whether each comparison held
+The stage (:func:`paperlib.experiments.micmco.ptb.micmco_ptb.claim_verdicts`) stores per claim whether each comparison held
 (``wins``, keyed by figure where a claim spans several); the numbers behind each comparison are recomputed here from
-the results' curves and Table 5.1 rows as the stage computed them (:func:`~paperlib.experiments.micmco_ptb.
+the results' curves and Table 5.1 rows as the stage computed them (:func:`~paperlib.experiments.micmco.ptb.micmco_ptb.
 compare_hypervolumes` on the same curves, reference margin and KL cap), never read back from its evidence text. A
 hypervolume comparison (the claims in :data:`DIRECTIONAL`) is read by
-:func:`~paperlib.experiments.micmco_synthetic_claims.comparison_word`: held (beyond the 0.02 tie) -> reproduced;
+:func:`~paperlib.experiments.micmco.synthetic.claims.comparison_word`: held (beyond the 0.02 tie) -> reproduced;
 the thesis' way inside the tie -> within noise; no lead or the other way -> not reproduced. Where the budget ladder
 measured the seed spread of the very same gap at the stage's own budget (:func:`seed_margins`), twice its standard
 error replaces the fixed tie for that comparison. The others (perplexity
 and KL thresholds, best NLLs, orders kept, spreads) hold or not. A claim's part verdict over its comparisons is
-:func:`~paperlib.experiments.claims.part_word`.
+:func:`~paperlib.experiments.common.claims.part_word`.
 
-Pure Python at import: the stage's helpers and :mod:`paperlib.experiments.micmco_synthetic_claims` (both load torch)
+Pure Python at import: the stage's helpers and :mod:`paperlib.experiments.micmco.synthetic.claims` (both load torch)
 are imported inside the functions that need them.
 """
 
@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from paperlib.experiments.claims import Claim, Part, Unjudged, part_word
+from paperlib.experiments.common.claims import Claim, Part, Unjudged, part_word
 
 Results = Mapping[str, Any]
 
@@ -60,13 +60,13 @@ FIGURE_CLAIMS: dict[str, tuple[str, ...]] = {
 }
 TABLE = "Table 5.1"
 TABLE_CLAIMS = (PERPLEXITY, LOW_LATENTS)
-# The rows a budget ladder is a part of (paperlib.experiments.micmco_ptb_ladder.ITEMS, without importing torch).
+# The rows a budget ladder is a part of (paperlib.experiments.micmco.ptb.ladder.ITEMS, without importing torch).
 LADDER_ITEMS: dict[str, tuple[str, ...]] = {"M-F5.8": ("5.8",), "M-F5.9": ("5.9",), "M-F5.10": ("5.10",),
                                             "M-F5.11": ("5.11", "5.11-dropout"), "M-F5.12": ("5.10", "5.12"),
                                             "M-T5.1": ("T5.1-perplexity", "T5.1-latents")}
 # The claims whose comparisons are hypervolume gaps in the thesis' direction.
 DIRECTIONAL = frozenset({MASKS, SAMPLES, DISCRETE, POWER, BOTH_TERMS, GENERALISE, COMPUTE})
-# How each claim's comparisons are judged (paperlib.experiments.claims.RULE_KINDS).
+# How each claim's comparisons are judged (paperlib.experiments.common.claims.RULE_KINDS).
 READING_KINDS = {**{name: "hypervolume tie" for name in DIRECTIONAL}, COMPUTE: "strict + hypervolume tie",
                  PERPLEXITY: "threshold", LOW_LATENTS: "threshold", DROPOUT: "strict", KEEPS_ORDER: "count",
                  SPREAD: "threshold"}
@@ -86,9 +86,9 @@ class Comparison:
 
     @property
     def word(self) -> str:
-        """:func:`paperlib.experiments.micmco_synthetic_claims.comparison_word`: held -> reproduced; else the
+        """:func:`paperlib.experiments.micmco.synthetic.claims.comparison_word`: held -> reproduced; else the
         thesis' way inside the tie -> within noise; else not reproduced."""
-        from paperlib.experiments.micmco_synthetic_claims import comparison_word  # imports torch: imported late
+        from paperlib.experiments.micmco.synthetic.claims import comparison_word  # imports torch: imported late
 
         return comparison_word(self.held, self.gap)
 
@@ -110,12 +110,12 @@ class Reading:
 
     @property
     def compared(self) -> list[tuple[str, float | None]]:
-        """(part verdict, HV gap) per comparison, as :func:`~paperlib.experiments.micmco_synthetic_claims.counts`
+        """(part verdict, HV gap) per comparison, as :func:`~paperlib.experiments.micmco.synthetic.claims.counts`
         takes them."""
         return [(c.word, c.gap) for c in self.comparisons]
 
     def part(self) -> Part:
-        from paperlib.experiments.micmco_synthetic_claims import counts  # imports torch: imported late
+        from paperlib.experiments.micmco.synthetic.claims import counts  # imports torch: imported late
 
         held = sum(c.held for c in self.comparisons)
         tally = counts(self.compared) if self.name in DIRECTIONAL else \
@@ -171,16 +171,16 @@ Measured = tuple[str, "float | None", dict]  # (shown, HV gap in the thesis' dir
 
 
 def hv_tie() -> float:
-    """The hypervolume tie (:data:`paperlib.experiments.micmco_synthetic.HV_TIE`; torch only when a claim is
+    """The hypervolume tie (:data:`paperlib.experiments.micmco.synthetic.micmco_synthetic.HV_TIE`; torch only when a claim is
     judged)."""
-    from paperlib.experiments.micmco_synthetic import HV_TIE
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE
 
     return HV_TIE
 
 
 def _hv(results: Results, names: list[str], cap: float | None = None) -> dict[str, float | None]:
     """Normalised hypervolumes of ``names`` on their common reference, as the stage compares them."""
-    from paperlib.experiments.micmco_ptb import compare_hypervolumes  # torch only when a claim is judged
+    from paperlib.experiments.micmco.ptb.micmco_ptb import compare_hypervolumes  # torch only when a claim is judged
 
     st = results["settings"]
     return compare_hypervolumes(results["curves"], names, st["hv_margin"], st["kl_cap"] if cap is None else cap
@@ -188,7 +188,7 @@ def _hv(results: Results, names: list[str], cap: float | None = None) -> dict[st
 
 
 def _configurations(fig: str) -> list[str]:
-    from paperlib.experiments.micmco_ptb import FIGURES
+    from paperlib.experiments.micmco.ptb.micmco_ptb import FIGURES
 
     return list(FIGURES[fig].configurations)
 
@@ -333,7 +333,7 @@ def _trio(results: Results, base: str, variant: str) -> list[float] | None:
 
 def _settings(results: Results, fig: str) -> list[tuple[str, list[float] | None]]:
     """Per setting of robustness figure ``fig``: its tag (base, bs×2, T×2, ...) and its estimators' HVs."""
-    from paperlib.experiments.micmco_ptb.design import _VARIANT_TAG, ROBUSTNESS
+    from paperlib.experiments.micmco.ptb.design import _VARIANT_TAG, ROBUSTNESS
 
     base, variants = ROBUSTNESS[fig]
     return [(_VARIANT_TAG[v], _trio(results, base, v)) for v in variants]
@@ -483,7 +483,7 @@ def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[l
         return [], ["the budget ladder (no results)"]
     if ladder["profile"] != results["profile"]:
         return [], [f"the budget ladder (its results are of profile {ladder['profile']})"]
-    from paperlib.experiments.micmco_ptb_ladder import ladder_claim_part  # torch only when a claim is judged
+    from paperlib.experiments.micmco.ptb.ladder import ladder_claim_part  # torch only when a claim is judged
 
     parts, unjudged = [], []
     for key in keys:
@@ -500,7 +500,7 @@ def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[l
 def figure_claim(results: Results, ladder: Results | None, fig: str) -> Claim:
     """The claim of PTB figure ``fig`` (seed item M-F<fig>) on the stage's results and, for the rows with one, the
     budget ladder's results (``ladder``; None when not at hand). Raises
-    :class:`~paperlib.experiments.claims.Unjudged` when none of the stage's claims the figure is read for compared
+    :class:`~paperlib.experiments.common.claims.Unjudged` when none of the stage's claims the figure is read for compared
     anything at this profile."""
     judged = readings(results, fig, ladder)
     if not judged:
@@ -519,7 +519,7 @@ def table_cells(results: Results) -> tuple[int, int, list[int]]:
 
 def table_claim(results: Results, ladder: Results | None) -> Claim:
     """Table 5.1's claim (seed item M-T5.1): its two claims on the test results, its two budget ladders, and the
-    cells the profile did not run named as not run. Raises :class:`~paperlib.experiments.claims.Unjudged` when
+    cells the profile did not run named as not run. Raises :class:`~paperlib.experiments.common.claims.Unjudged` when
     neither claim compared anything (no cell ran)."""
     judged = readings(results, TABLE, ladder)
     if not judged:

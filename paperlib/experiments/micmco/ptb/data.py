@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from paperlib.data import SentenceBatch, sentence_batches, truncate_sentences
-from paperlib.experiments.micmco_ptb.design import MicmcoPtbParams
+from paperlib.experiments.micmco.ptb.design import MicmcoPtbParams
 
 
 @dataclass

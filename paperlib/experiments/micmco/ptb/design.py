@@ -8,8 +8,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from paperlib.experiments.config import register_experiment
-from paperlib.experiments.micmco_synthetic import TABLE_5_2, Configuration, Figure, Range
+from paperlib.experiments.common.config import register_experiment
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import TABLE_5_2, Configuration, Figure, Range
 from paperlib.reference.micmco import MICMCO_PTB_TABLE_5_1
 
 

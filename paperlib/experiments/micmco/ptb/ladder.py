@@ -15,28 +15,28 @@ evaluation), for a ladder of step budgets growing geometrically, ``rungs``:
   only L2 regularization, the best NLL is higher than with dropout": DReG 16 (Rényi)'s best validation NLL with
   shared dropout masks below its best with L2;
 - Table 5.1, "latents barely change the best perplexity": the best validation perplexities of DReG 16 (Rényi) and
-  DReG 1 (shared masks) within :data:`~paperlib.experiments.micmco_ptb.PPL_TOLERANCE` of each other, as a seed mean
+  DReG 1 (shared masks) within :data:`~paperlib.experiments.micmco.ptb.micmco_ptb.PPL_TOLERANCE` of each other, as a seed mean
   of the signed change (a best trial out of a few is partly hyperparameter luck, which averages out); and "the
   optima are at low latent usage": the KL of both best trials at most
-  :data:`~paperlib.experiments.micmco_ptb.LOW_KL` nats per token.
+  :data:`~paperlib.experiments.micmco.ptb.micmco_ptb.LOW_KL` nats per token.
 
 Each curve is a frontier over ``trials`` Halton points per seed. A trial's Adam has a constant learning rate
 (§5.C), so one run stopped and scored at each rung is the run of each budget: the scores come from
-:func:`~paperlib.experiments.micmco_ptb.train`'s ``score`` hook (:func:`~paperlib.experiments.micmco_ptb.evaluate`
+:func:`~paperlib.experiments.micmco.ptb.micmco_ptb.train`'s ``score`` hook (:func:`~paperlib.experiments.micmco.ptb.micmco_ptb.evaluate`
 sets the random state aside), and a test checks a rung against a separate ``run_trial`` of that length bit for bit.
 A seed s fixes what a study's seed fixes in the main stage (the evaluation subsets, the Halton design, trial seeds
 s + 1000 i), so seed 0 at the main stage's budget repeats that stage's start-design trials (the notebook checks it).
 
 Per rung and seed the gap is signed the thesis' way: for the "better" ladders the difference of the two curves'
-normalised hypervolumes on the pair's common reference (:func:`~paperlib.experiments.micmco_ptb.compare_hypervolumes`;
+normalised hypervolumes on the pair's common reference (:func:`~paperlib.experiments.micmco.ptb.micmco_ptb.compare_hypervolumes`;
 the stage's claims take the reference of a figure's whole trio of 1, 16 KL and 16 Rényi); its tie margin is twice
 the standard error over seeds, measured at that rung, not the stage's fixed hypervolume tie ``HV_TIE``:
 at this scale the latents carry a few hundredths of a nat per token, every hypervolume is a few hundredths, and the
 fixed tie would hide gaps that every seed shows (the index gives the stage's reading beside the ladder's). For
 Table 5.1 the tolerance minus the measured quantity (positive: the claim holds), margin twice the standard error.
 With 3 seeds, 2 SE is a lenient test (a t quantile would be about 4.3); more seeds at the paper profile. The reading
-is :func:`paperlib.experiments.ladder.reading`. Convergence per curve and rung: its best NLL three quarters into
-the rung against the rung's end (:func:`paperlib.experiments.claims.convergence`); a rung converged when every
+is :func:`paperlib.experiments.common.ladder.reading`. Convergence per curve and rung: its best NLL three quarters into
+the rung against the rung's end (:func:`paperlib.experiments.common.claims.convergence`); a rung converged when every
 curve did.
 
 Departures from the thesis: every trial of the ladder comes from the Halton design (the stage continues its
@@ -59,16 +59,16 @@ from typing import Any, Iterator, Mapping, Sequence
 import torch
 
 from paperlib.device import Compute, current
-from paperlib.experiments.claims import Part, convergence, scoring_steps
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import register_experiment, section_params
-from paperlib.experiments.ladder import (LadderParams, claim_part, finish_stage, map_jobs, mean_se,
+from paperlib.experiments.common.claims import Part, convergence, scoring_steps
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.config import register_experiment, section_params
+from paperlib.experiments.common.ladder import (LadderParams, claim_part, finish_stage, map_jobs, mean_se,
                                          plan_runs, reading, repeat_check, runs_folder, seed_settings, start_stage)
-from paperlib.experiments.micmco_ptb import (CURVES, DIVERGED_NLL, EXPERIMENT as MAIN, LOW_KL, PPL_TOLERANCE,
+from paperlib.experiments.micmco.ptb.micmco_ptb import (CURVES, DIVERGED_NLL, EXPERIMENT as MAIN, LOW_KL, PPL_TOLERANCE,
                                             MicmcoPtbParams, SentenceData, build_model, compare_hypervolumes,
                                             evaluate, load_data, train)
-from paperlib.experiments.micmco_synthetic import HV_TIE, halton_design
-from paperlib.experiments.runs import json_safe, run_once
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE, halton_design
+from paperlib.experiments.common.runs import json_safe, run_once
 
 NAME = "micmco_ptb_ladder"
 
@@ -115,7 +115,7 @@ _QUANTITY = {"better": "HV difference", "lower": "best-NLL difference (nats per 
 @register_experiment(NAME)
 @dataclass(frozen=True)
 class MicmcoPtbLadderParams(LadderParams, ladders=LADDERS):
-    """The PTB ladder's settings (:class:`~paperlib.experiments.ladder.LadderParams`: which figures of
+    """The PTB ladder's settings (:class:`~paperlib.experiments.common.ladder.LadderParams`: which figures of
     :data:`LADDERS`, rungs, seeds, trials, workers); each run's own are ``micmco_ptb``'s in the same profile."""
 
 
@@ -145,7 +145,7 @@ def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings
 
 
 def run_folder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: str | os.PathLike) -> Path:
-    """Where the ladder's runs live (:func:`~paperlib.experiments.ladder.runs_folder`): keyed on the rungs, the main
+    """Where the ladder's runs live (:func:`~paperlib.experiments.common.ladder.runs_folder`): keyed on the rungs, the main
     stage's trial settings at the top rung, its torch threads, the code and the compute settings."""
     return runs_folder(runs_dir, ladder, code_hash(__name__),
                        {"trial": seed_settings(main, 0, ladder.rungs[-1]).trial_fingerprint(), "threads": main.threads})

@@ -10,11 +10,11 @@ one model and reports the per-token NLL (-IWAE with 100 samples) and the per-tok
 U^K - ln p^K of §5.7.1 with the same samples) on the training set ("training fit" curves, no regularisation) or on
 the validation set; the frontier of a curve is its non-dominated trials (minimise NLL, maximise KL).
 
-The machinery comes from :mod:`paperlib.experiments.micmco_synthetic` (imported, not copied): the estimator configurations
-(:class:`~paperlib.experiments.micmco_synthetic.Configuration`), the Table 5.2 ranges, :func:`~paperlib.experiments.micmco_synthetic.step_surrogates`, the
-resumable study loop (:func:`~paperlib.experiments.micmco_synthetic.open_study`, :func:`~paperlib.experiments.micmco_synthetic.tune`, Halton start designs),
-and the frontier tools (:func:`~paperlib.experiments.micmco_synthetic.pareto_front`, :func:`~paperlib.experiments.micmco_synthetic.hypervolume`,
-:func:`~paperlib.experiments.micmco_synthetic.nll_at_mi`). What is new here is the data, the curve definitions with their regularisation
+The machinery comes from :mod:`paperlib.experiments.micmco.synthetic.micmco_synthetic` (imported, not copied): the estimator configurations
+(:class:`~paperlib.experiments.micmco.synthetic.micmco_synthetic.Configuration`), the Table 5.2 ranges, :func:`~paperlib.experiments.micmco.synthetic.micmco_synthetic.step_surrogates`, the
+resumable study loop (:func:`~paperlib.experiments.micmco.synthetic.micmco_synthetic.open_study`, :func:`~paperlib.experiments.micmco.synthetic.micmco_synthetic.tune`, Halton start designs),
+and the frontier tools (:func:`~paperlib.experiments.micmco.synthetic.micmco_synthetic.pareto_front`, :func:`~paperlib.experiments.micmco.synthetic.micmco_synthetic.hypervolume`,
+:func:`~paperlib.experiments.micmco.synthetic.micmco_synthetic.nll_at_mi`). What is new here is the data, the curve definitions with their regularisation
 regime and compute variants, training on sentence batches, per-token evaluation, Table 5.1 and the claims.
 
 **Table 5.1**: for every column (DReG / VIMCO, 1 or 16 samples, KL or Renyi) and hidden size, the trial with the
@@ -47,8 +47,9 @@ Departures and readings (the thesis does not give them, or we chose differently)
   perplexities are not comparable to the thesis'; only the relative claims are tested.
 
 Modules: :mod:`.design` (Table 5.1 layout, ranges, curves, settings), :mod:`.data` (sentences), :mod:`.trials`
-(one trial, one study per curve), :mod:`.analysis` (frontiers, hypervolumes, Table 5.1), :mod:`.claims` (the
-thesis' claims); this module runs the experiment and re-exports their public names.
+(one trial, one study per curve), :mod:`.analysis` (frontiers, hypervolumes, Table 5.1), :mod:`.verdicts` (the
+stage's own verdicts on the thesis' claims); this module runs the experiment and re-exports their public names. The
+claims the results index reads are :mod:`.claims`, the ladder stage is :mod:`.ladder`.
 """
 
 from __future__ import annotations
@@ -62,21 +63,21 @@ from typing import Any
 
 import torch
 
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.runs import map_jobs
-from paperlib.experiments.stage import setup_stage
-from paperlib.experiments.micmco_synthetic import json_safe
-from paperlib.experiments.micmco_ptb.design import (
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.runs import map_jobs
+from paperlib.experiments.common.stage import setup_stage
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import json_safe
+from paperlib.experiments.micmco.ptb.design import (
     CURVES, Curve, ESTIMATORS, EXPERIMENT, FIGURES, MicmcoPtbParams, PTB_RANGES, THESIS_TABLE_5_1, curve_of,
 )
-from paperlib.experiments.micmco_ptb.data import SentenceData, load_data, prepare_sentences
-from paperlib.experiments.micmco_ptb.trials import (
+from paperlib.experiments.micmco.ptb.data import SentenceData, load_data, prepare_sentences
+from paperlib.experiments.micmco.ptb.trials import (
     DIVERGED_NLL, _study_job, build_model, evaluate, per_token, run_curve_study, run_trial, train,
 )
-from paperlib.experiments.micmco_ptb.analysis import (
+from paperlib.experiments.micmco.ptb.analysis import (
     _best_trial, compare_hypervolumes, extra_minutes, frontier, hidden_sizes, summarise_figures, table_5_1,
 )
-from paperlib.experiments.micmco_ptb.claims import LOW_KL, PPL_TOLERANCE, claim_verdicts
+from paperlib.experiments.micmco.ptb.verdicts import LOW_KL, PPL_TOLERANCE, claim_verdicts
 
 
 def run_experiment(settings: MicmcoPtbParams, runs_dir: str | os.PathLike, profile: str, progress: bool = False,
@@ -141,9 +142,9 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
     ``params``: an already loaded ``params.yaml`` mapping (default: the repository's). Studies live in
     ``runs/micmco_ptb/`` (scratch; resumable).
     """
-    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root, section_params
     from paperlib.data import pinned_checksums
-    from paperlib.experiments.provenance import provenance
+    from paperlib.experiments.common.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
 
     started = time.time()

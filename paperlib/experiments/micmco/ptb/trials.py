@@ -13,19 +13,19 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from paperlib.experiments.code_hash import code_hash
+from paperlib.experiments.common.code_hash import code_hash
 from paperlib.data import SentenceBatch, pad_sentences
 from paperlib.device import cache_key
-from paperlib.experiments.stage import setup_stage, stage_device
+from paperlib.experiments.common.stage import setup_stage, stage_device
 from paperlib.estimators import Surrogates, iwae_bound, mutual_information
-from paperlib.experiments.micmco_synthetic import (
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import (
     TrainResult, fail_stale_trials, halton_design, open_study, step_surrogates, suggest_space, trial_index,
     trial_records, tune,
 )
 from paperlib.models.masks import DropoutRates
 from paperlib.models.sentence_vae import SentenceVAE
-from paperlib.experiments.micmco_ptb.design import CURVES, Curve, EXPERIMENT, MicmcoPtbParams, curve_of
-from paperlib.experiments.micmco_ptb.data import SentenceData, _batch_stream, load_data
+from paperlib.experiments.micmco.ptb.design import CURVES, Curve, EXPERIMENT, MicmcoPtbParams, curve_of
+from paperlib.experiments.micmco.ptb.data import SentenceData, _batch_stream, load_data
 
 
 def build_model(curve: Curve, params: Mapping[str, float], settings: MicmcoPtbParams, vocab_size: int) -> SentenceVAE:
@@ -164,7 +164,7 @@ def run_trial(curve: Curve, params: Mapping[str, float], data: SentenceData, set
 
 
 def study_name(curve_name: str, profile: str, settings: MicmcoPtbParams) -> str:
-    code = code_hash("paperlib.experiments.micmco_ptb")  # a study made by other code (of the stage) starts anew
+    code = code_hash("paperlib.experiments.micmco.ptb.micmco_ptb")  # a study made by other code (of the stage) starts anew
     return f"{curve_name}-{profile}-{settings.trial_fingerprint()}-{code[:8]}" + "".join(f"-{v}" for v in cache_key().values())
 
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from paperlib.experiments.micmco_synthetic import HV_TIE, verdict_of
-from paperlib.experiments.micmco_ptb.design import (
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE, verdict_of
+from paperlib.experiments.micmco.ptb.design import (
     FIGURES, ROBUSTNESS, TABLE_5_1_VARIANTS, _TRIO_TAG, _VARIANT_TAG, _trio,
 )
-from paperlib.experiments.micmco_ptb.analysis import _best_trial, _points, compare_hypervolumes
+from paperlib.experiments.micmco.ptb.analysis import _best_trial, _points, compare_hypervolumes
 
 
 PPL_TOLERANCE = 0.03  # "barely changes": best perplexities within 3% (the thesis' largest gap is 2.6%)
@@ -45,7 +45,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Decide the thesis' PTB claims on ``results`` (the JSON of :func:`run_micmco_ptb`) by explicit rules.
 
     HV is the normalised hypervolume on a reference common to the compared curves; "A beats B" means
-    HV(A) > HV(B) + 0.02 (:data:`paperlib.experiments.micmco_synthetic.HV_TIE`).
+    HV(A) > HV(B) + 0.02 (:data:`paperlib.experiments.micmco.synthetic.micmco_synthetic.HV_TIE`).
 
     1. *Shared masks restore the validation frontiers* (Figs. 5.10 vs 5.12): for each 16-sample estimator run
        with both, HV(shared) beats HV(naive).
@@ -83,10 +83,10 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         each length, their HVs lie within the tie of each other, and closer than at the base hidden size (Fig. 5.17)
         when that ran.
 
-    Verdicts as in :func:`paperlib.experiments.micmco_synthetic.verdict_of`; claims whose curves did not run say so. For 6-11 the
+    Verdicts as in :func:`paperlib.experiments.micmco.synthetic.micmco_synthetic.verdict_of`; claims whose curves did not run say so. For 6-11 the
     evidence also counts the comparisons within the tie, which separates "no difference detected" from "the
     opposite holds". Every claim lists each comparison's outcome (``wins``); keys that start with a figure id let
-    :mod:`paperlib.experiments.micmco_ptb_claims` read a claim that spans several figures on each figure alone.
+    :mod:`paperlib.experiments.micmco.ptb.claims` read a claim that spans several figures on each figure alone.
     """
     curves = results["curves"]
     margin, cap = results["settings"]["hv_margin"], results["settings"]["kl_cap"]

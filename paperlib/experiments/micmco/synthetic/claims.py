@@ -1,15 +1,15 @@
 """The synthetic MICMCO figures' claims (Melis Figs. 5.2-5.7, 5.15, 5.26, 5.27), judged once on
 ``results/micmco_synthetic.json`` and the budget ladder (``results/micmco_synthetic_ladder.json``): one
-:class:`~paperlib.experiments.claims.Claim` per figure, read by the results index and the notebook alike.
+:class:`~paperlib.experiments.common.claims.Claim` per figure, read by the results index and the notebook alike.
 
 A figure's parts are (1) the chapter's numeric claims that the figure's curves bear on (computed by the stage,
-:func:`paperlib.experiments.micmco_synthetic.claim_verdicts`; each of their hypervolume comparisons is read here
+:func:`paperlib.experiments.micmco.synthetic.micmco_synthetic.claim_verdicts`; each of their hypervolume comparisons is read here
 against the tie), (2) the figure's own readings as hypervolume comparisons (:data:`FIGURE_RULES`), and (3) for
 Figs. 5.2, 5.3 and 5.6 the budget ladder (:func:`ladder_claim_part`). A comparison holds when one curve's
 normalised hypervolume exceeds the other's by more than the tie (``HV_TIE``); inside the tie the thesis' way it
 is within noise; otherwise not reproduced (:func:`comparison_word`).
 
-A ladder's reading comes from :func:`paperlib.experiments.claims.ladder_word`; its evidence lists the gap at each
+A ladder's reading comes from :func:`paperlib.experiments.common.claims.ladder_word`; its evidence lists the gap at each
 rung with its tie margin (twice the standard error over seeds), whether every curve had stopped improving over
 the rung's last quarter, and for Fig. 5.6 how many seeds' frontiers reach the MI level at all.
 """
@@ -19,12 +19,12 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from paperlib.experiments.claims import Claim, Part, direction_word, part_word, strict_word
-from paperlib.experiments.ladder import claim_part
+from paperlib.experiments.common.claims import Claim, Part, direction_word, part_word, strict_word
+from paperlib.experiments.common.ladder import claim_part
 
 
 def hv_tie() -> float:
-    from paperlib.experiments.micmco_synthetic import HV_TIE  # torch only when a claim is judged
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE  # torch only when a claim is judged
 
     return HV_TIE
 
@@ -107,7 +107,7 @@ def rule_part(text: str, pairs: Sequence[tuple[str, str]], hv: Mapping[str, floa
 
 def chapter_parts(claim: Mapping[str, Any], have: set[str], labels: Mapping[str, str],
                   hv: Mapping[str, float], results: Mapping[str, Any]) -> list[Part]:
-    """A chapter claim of :func:`paperlib.experiments.micmco_synthetic.claim_verdicts` as parts, read on the curves
+    """A chapter claim of :func:`paperlib.experiments.micmco.synthetic.micmco_synthetic.claim_verdicts` as parts, read on the curves
     ``have`` of one figure: its comparisons whose curves the figure draws, each judged by :func:`comparison_word`
     ("power between KL and Rényi": its two bounds, each a part; "Rényi slightly better than KL" leaves out the curves
     with one sample in the divergence term, where the two objectives coincide (the PTB family runs them as one K/R
@@ -156,7 +156,7 @@ def chapter_parts(claim: Mapping[str, Any], have: set[str], labels: Mapping[str,
                 shown.append(f"{labels.get(f'{base}16_{objective}', key)} {both:.3f} vs 16/1 {lik:.3f} and 1/16 "
                              f"{div:.3f}")
     elif name == "VIMCO 16 reaches near-optimal NLL at high MI":
-        from paperlib.experiments.micmco_synthetic import NEAR_OPTIMAL_NATS, high_mi_excess
+        from paperlib.experiments.micmco.synthetic.micmco_synthetic import NEAR_OPTIMAL_NATS, high_mi_excess
 
         excess = high_mi_excess(results)
         if not excess:
@@ -181,7 +181,7 @@ def figure_claim(figure: str, item: str, results: Mapping[str, Any],
                  ladder: Mapping[str, Any] | None = None) -> Claim:
     """The claim of thesis figure ``figure`` (seed item ``item``) on the stage's results and, where the figure has
     one, the budget ladder's results (of the same profile). Curves of the figure the profile did not run are named
-    as not run; raises :class:`~paperlib.experiments.claims.Unjudged` when nothing of the figure can be judged."""
+    as not run; raises :class:`~paperlib.experiments.common.claims.Unjudged` when nothing of the figure can be judged."""
     configs = results["configurations"]
     names = results["figures"][figure]["configurations"]
     have = [n for n in names if n in configs]

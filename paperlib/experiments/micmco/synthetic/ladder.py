@@ -9,12 +9,12 @@ evaluation), for a ladder of step budgets growing geometrically, ``rungs``:
   the ELBO (KL objective; IWAE 1 is trained beside them and shown);
 - Fig. 5.3, "DReG 16 improves on DReG 1" (KL objective);
 - Fig. 5.6, "VIMCO 16 almost perfect": the better of VIMCO 16 KL / Rényi has an NLL within
-  :data:`~paperlib.experiments.micmco_synthetic.NEAR_OPTIMAL_NATS` of ln V at MI = 0.75 ln V (the rule of the
+  :data:`~paperlib.experiments.micmco.synthetic.micmco_synthetic.NEAR_OPTIMAL_NATS` of ln V at MI = 0.75 ln V (the rule of the
   stage's claim).
 
 Each curve is a frontier over ``trials`` hyperparameter settings per seed. A trial's optimiser has a constant
 learning rate (Adam, §5.C), so one run stopped and scored at each rung is the run of each budget: the scores are
-taken in :func:`~paperlib.experiments.micmco_synthetic.train`'s ``score`` hook with the random state set aside,
+taken in :func:`~paperlib.experiments.micmco.synthetic.micmco_synthetic.train`'s ``score`` hook with the random state set aside,
 and a test checks a rung against a separate run of that length bit for bit. A seed s fixes everything a study's
 seed fixes in the main stage (data stream, evaluation symbols, the Halton design, trial seeds), so seed 0 at the
 main stage's budget repeats that stage's first trials exactly (the notebook checks it).
@@ -26,10 +26,10 @@ never calls a gap the figure's own rule calls a tie); ``NEAR_OPTIMAL_NATS`` minu
 Fig. 5.6 (positive: near-optimal; margin twice the standard error). A rung where some seed's frontier never
 reaches 0.75 ln V has no gap (the claim fails there for that seed, and an average over the others would flatter
 it); the ladder is read from the rungs with a gap, and only when the top rung has one
-(:func:`paperlib.experiments.ladder.reading`).
+(:func:`paperlib.experiments.common.ladder.reading`).
 With 3 seeds, 2 SE is a lenient test (a t quantile would be about 4.3); more seeds at the paper profile.
 Convergence per curve and rung: the hypervolume three quarters into the rung against the rung's end
-(:func:`paperlib.experiments.claims.convergence`); a rung converged when every curve did.
+(:func:`paperlib.experiments.common.claims.convergence`); a rung converged when every curve did.
 
 Departures from the thesis: every trial of the ladder comes from the Halton design (the main stage continues its
 studies with a GP sampler, whose choices depend on the scores of one budget, so one run could not serve every
@@ -51,15 +51,15 @@ import torch
 
 from paperlib.data import uniform_symbols
 from paperlib.device import Compute, current
-from paperlib.experiments.claims import convergence, scoring_steps
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.ladder import (LadderParams, finish_stage, map_jobs, mean_se, plan_runs,
+from paperlib.experiments.common.claims import convergence, scoring_steps
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.ladder import (LadderParams, finish_stage, map_jobs, mean_se, plan_runs,
                                          reading, repeat_check, runs_folder, seed_settings, start_stage)
-from paperlib.experiments.config import register_experiment
-from paperlib.experiments.micmco_synthetic import (EXPERIMENT as MAIN, CONFIGURATIONS, HIGH_MI_FRACTION, HV_TIE,
+from paperlib.experiments.common.config import register_experiment
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import (EXPERIMENT as MAIN, CONFIGURATIONS, HIGH_MI_FRACTION, HV_TIE,
                                                   NEAR_OPTIMAL_NATS, MicmcoSyntheticParams, build_model, evaluate,
                                                   start_design, summarise_configuration, train)
-from paperlib.experiments.runs import run_once
+from paperlib.experiments.common.runs import run_once
 
 NAME = "micmco_synthetic_ladder"
 # the main stage's settings that change a run of the ladder (steps: the top rung)
@@ -119,7 +119,7 @@ def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings
 
 
 def run_folder(ladder: MicmcoSyntheticLadderParams, main: MicmcoSyntheticParams, runs_dir: str | os.PathLike) -> Path:
-    """Where the ladder's runs live (:func:`~paperlib.experiments.ladder.runs_folder`): keyed on the rungs, the main
+    """Where the ladder's runs live (:func:`~paperlib.experiments.common.ladder.runs_folder`): keyed on the rungs, the main
     stage's run settings, the code and the compute settings; more seeds, trials, figures or workers only add runs."""
     settings = seed_settings(main, 0, ladder.rungs[-1])
     return runs_folder(runs_dir, ladder, code_hash(__name__), {k: getattr(settings, k) for k in _RUN_SETTINGS})
@@ -150,7 +150,7 @@ def _at(record: Mapping[str, Any], step: int, mi_cap: float) -> dict[str, Any]:
 def frontiers(records: Sequence[Mapping[str, Any]], ladder: MicmcoSyntheticLadderParams,
               main: MicmcoSyntheticParams) -> dict[str, dict[str, dict[str, Any]]]:
     """Per curve, seed (as text) and scoring step: the frontier summary of the main stage
-    (:func:`~paperlib.experiments.micmco_synthetic.summarise_configuration`) with the NLL at 0.75 ln V."""
+    (:func:`~paperlib.experiments.micmco.synthetic.micmco_synthetic.summarise_configuration`) with the NLL at 0.75 ln V."""
     optimum = math.log(main.vocab_size)
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for name in ladder.curves:

@@ -48,8 +48,9 @@ Departures from the thesis (which does not give them, or where we chose differen
   neither match the number of logits nor make q sharp.
 
 Modules: :mod:`.design` (configurations, figures, Table 5.2 ranges), :mod:`.trials` (model, training, evaluation),
-:mod:`.claims`, :mod:`.studies` (settings, resumable studies); this module runs the stage and re-exports their
-public names, and those of the models and frontiers it uses.
+:mod:`.verdicts` (the stage's own claim verdicts), :mod:`.studies` (settings, resumable studies); this module runs the
+stage and re-exports their public names, and those of the models and frontiers it uses. The claims the results
+index reads are :mod:`.claims`, the ladder stage is :mod:`.ladder`.
 """
 
 from __future__ import annotations
@@ -60,20 +61,20 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.runs import json_safe, map_jobs
-from paperlib.experiments.stage import setup_stage
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.runs import json_safe, map_jobs
+from paperlib.experiments.common.stage import setup_stage
 from paperlib.symbol_vae import CategoricalVAE, GaussianVAE, LatentVariableModel, VQVAE
 from paperlib.frontiers import hypervolume, nll_at_mi, pareto_front
-from paperlib.experiments.micmco_synthetic.design import (
+from paperlib.experiments.micmco.synthetic.design import (
     CONFIGURATIONS, Configuration, EXPERIMENT, FIGURES, Figure, Range, TABLE_5_2, halton_design, search_space,
     start_design, suggest, suggest_space,
 )
-from paperlib.experiments.micmco_synthetic.trials import TrainResult, build_model, evaluate, step_surrogates, train
-from paperlib.experiments.micmco_synthetic.claims import (
+from paperlib.experiments.micmco.synthetic.trials import TrainResult, build_model, evaluate, step_surrogates, train
+from paperlib.experiments.micmco.synthetic.verdicts import (
     HIGH_MI_FRACTION, HV_TIE, NEAR_OPTIMAL_NATS, claim_verdicts, high_mi_excess, verdict_of,
 )
-from paperlib.experiments.micmco_synthetic.studies import (
+from paperlib.experiments.micmco.synthetic.studies import (
     MicmcoSyntheticParams, _study_cost, _study_job, fail_stale_trials, open_study, run_study, run_trial,
     study_name, summarise_configuration, trial_index, trial_records, tune,
 )
@@ -87,8 +88,8 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
     rerunning after an interruption continues every study where it stopped. With ``workers > 1`` studies run in
     parallel processes (``threads`` torch threads each), longest first.
     """
-    from paperlib.experiments.config import active_profile, experiment_params, load_params, repo_root
-    from paperlib.experiments.provenance import provenance
+    from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root
+    from paperlib.experiments.common.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
 
     started = time.time()

@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from paperlib.experiments.code_hash import code_hash
-from paperlib.experiments.config import register_experiment
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.config import register_experiment
 from paperlib.data import uniform_symbols
 from paperlib.device import cache_key
-from paperlib.experiments.stage import setup_stage, stage_device
+from paperlib.experiments.common.stage import setup_stage, stage_device
 from paperlib.frontiers import hypervolume, nll_at_mi, pareto_front
-from paperlib.experiments.micmco_synthetic.design import (
+from paperlib.experiments.micmco.synthetic.design import (
     CONFIGURATIONS, Configuration, EXPERIMENT, start_design, suggest,
 )
-from paperlib.experiments.micmco_synthetic.trials import build_model, evaluate, train
+from paperlib.experiments.micmco.synthetic.trials import build_model, evaluate, train
 
 
 @register_experiment(EXPERIMENT)
@@ -143,7 +143,7 @@ def trial_index(trial) -> int:
 
 
 def study_name(config_name: str, profile: str, settings: MicmcoSyntheticParams) -> str:
-    code = code_hash("paperlib.experiments.micmco_synthetic")  # a study made by other code (of the stage) starts anew
+    code = code_hash("paperlib.experiments.micmco.synthetic.micmco_synthetic")  # a study made by other code (of the stage) starts anew
     return f"{config_name}-{profile}-{settings.trial_fingerprint()}-{code[:8]}" + "".join(f"-{v}" for v in cache_key().values())
 
 

@@ -15,7 +15,7 @@ from paperlib.estimators import (
     PATHWISE_ESTIMATORS, Surrogates, analytic_elbo, iwae_bound, mutual_information, surrogates,
 )
 from paperlib.symbol_vae import CategoricalVAE, GaussianVAE, LatentVariableModel, VQVAE
-from paperlib.experiments.micmco_synthetic.design import Configuration, _SURROGATE_OF_BASE
+from paperlib.experiments.micmco.synthetic.design import Configuration, _SURROGATE_OF_BASE
 
 
 def build_model(config: Configuration, vocab_size: int, hidden: int = 128, latent_dim: int = 40,

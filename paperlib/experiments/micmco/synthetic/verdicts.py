@@ -53,7 +53,7 @@ def claim_verdicts(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     The stage stores these records with a tally word per claim ("reproduced" if every comparison holds, "partly
     reproduced" if at least half do, else "not reproduced"; "not run at this profile" when its runs are missing).
     Nothing displays that word: the results index and the notebook judge each figure's claim from the numbers
-    (:mod:`paperlib.experiments.micmco_synthetic_claims`, the one claim path).
+    (:mod:`paperlib.experiments.micmco.synthetic.claims`, the one claim path).
     """
     configs = results["configurations"]
 
