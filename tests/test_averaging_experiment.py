@@ -2,7 +2,9 @@
 
 import pytest
 
-from paperlib.experiments.averaging.claims import lengths_claim, main_claim, overfit_claim, period_claim, schematic_claim
+from paperlib.experiments.averaging.claims import (
+    lengths_claim, main_claim, overfit_claim, period_claim, schematic_claim,
+)
 from paperlib.experiments.averaging.averaging_ptb import summarise, tuned
 
 

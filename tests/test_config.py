@@ -5,7 +5,9 @@ import shutil
 import pytest
 import yaml
 
-from paperlib.experiments.common.config import PROFILES, ParamsError, active_profile, experiment_params, load_params, repo_root, validate_params
+from paperlib.experiments.common.config import (
+    PROFILES, ParamsError, active_profile, experiment_params, load_params, repo_root, validate_params,
+)
 from tests.conftest import REPO
 
 

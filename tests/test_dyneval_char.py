@@ -15,7 +15,9 @@ from paperlib.data import load_corpus
 from paperlib.data.text import Vocabulary, read_split_lines
 from paperlib.dyneval import RecurrentSparseAdaptation, dynamic_evaluate, static_evaluate, with_recurrent_adaptation
 from paperlib.experiments.common.claims import direction_word
-from paperlib.experiments.dynamic_evaluation.dyneval_char import DynEvalCharParams, chars_to_lines, map_words_to_chars, run_dyneval_char
+from paperlib.experiments.dynamic_evaluation.dyneval_char import (
+    DynEvalCharParams, chars_to_lines, map_words_to_chars, run_dyneval_char,
+)
 from paperlib.experiments.dynamic_evaluation.char_claims import CLAIMS, claims, recovery_claim
 from paperlib.models import build_lm
 from paperlib.models.mlstm import mlstm_step

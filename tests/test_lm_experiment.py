@@ -6,7 +6,9 @@ import math
 import pytest
 
 from paperlib.experiments.common.config import ParamsError, experiment_params, validate_params
-from paperlib.experiments.language_models.claims import ablation_claim, against, compare_seed_means, ordering_claim, ordering_pairs
+from paperlib.experiments.language_models.claims import (
+    ablation_claim, against, compare_seed_means, ordering_claim, ordering_pairs,
+)
 from paperlib.experiments.language_models.lm_ptb import comparison_table, summarise
 from paperlib.train import forget_stale_run
 from tests.conftest import REPO

@@ -21,7 +21,9 @@ from optuna.trial import TrialState
 
 from paperlib.search_spaces import Hyperparameter, get_space, sample
 from paperlib.tuning import LanguageModelObjective, lm_hyperparameters, make_sampler, make_storage, open_study, run_worker
-from paperlib.experiments.language_models.tuning_ptb import TuningParams, best_sampled, neighbour_points, neighbourhood, probe
+from paperlib.experiments.language_models.tuning_ptb import (
+    TuningParams, best_sampled, neighbour_points, neighbourhood, probe,
+)
 from tests.conftest import REPO
 from tests.test_train import VOCAB, markov_stream
 

@@ -46,7 +46,9 @@ def cmd_data_fetch(args) -> int:
 
 
 def cmd_data_summary(args) -> int:
-    from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.experiments.common.config import (
+        active_profile, experiment_params, load_params, repo_root, section_params,
+    )
     from paperlib.data.corpora import get_corpus, sha256_of
     from paperlib.data.summary import dataset_summary
     from paperlib.experiments.common.code_hash import code_hash

@@ -142,7 +142,9 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
     ``params``: an already loaded ``params.yaml`` mapping (default: the repository's). Studies live in
     ``runs/micmco_ptb/`` (scratch; resumable).
     """
-    from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root, section_params
+    from paperlib.experiments.common.config import (
+        active_profile, experiment_params, load_params, repo_root, section_params,
+    )
     from paperlib.data import pinned_checksums
     from paperlib.experiments.common.provenance import provenance
     from paperlib.atomic_files import write_json_atomic
