@@ -11,8 +11,8 @@ from paperlib.compendium.figure_style import micmco_ptb_figure_file
 from paperlib.compendium.results_index.text import Row
 from paperlib.compendium.results_index.language_models import (
     _ablation_ours, _ablation_verdict, _byte_lm_ours, _byte_lm_paper, _byte_lm_scale, _byte_lm_verdict, _lm_ours,
-    _lm_paper, _lm_scale, _ordering_verdict, _reverse_copy_ours, _reverse_copy_paper, _reverse_copy_verdict,
-    _tuning_ours, _tuning_paper, _tuning_scale, _tuning_verdict,
+    _lm_paper, _lm_scale, _ordering_verdict, _reverse_copy_ours, _reverse_copy_paper, _reverse_copy_seeds,
+    _reverse_copy_verdict, _tuning_ours, _tuning_paper, _tuning_scale, _tuning_verdict,
 )
 from paperlib.compendium.results_index.averaging import (
     _avg_claim, _avg_lengths_fig34_ours, _avg_lengths_fig34_verdict, _avg_lengths_ours, _avg_main_ours,
@@ -82,9 +82,8 @@ ROWS: dict[str, Row] = {
                   scale=lambda r: (f"vocabulary {r['reverse_copy']['settings'].get('vocab_size', 100)}, lengths "
                                    f"{r['reverse_copy']['lengths'][0]}–{r['reverse_copy']['lengths'][-1]}, "
                                    f"{r['reverse_copy']['settings']['parameter_budget']:,} params, "
-                                   f"{r['reverse_copy']['settings']['steps']:,} steps; one seed "
-                                   f"({r['reverse_copy']['settings']['seed']}) per model and length, so no seed "
-                                   "spread is measured"),
+                                   f"{r['reverse_copy']['settings']['steps']:,} steps; "
+                                   + _reverse_copy_seeds(r['reverse_copy']['settings'])),
                   verdict=_reverse_copy_verdict, needs=("reverse_copy",)),
     "M-F2.5": Row(file="`notebooks/tuning.ipynb`, `figures/tuning_parallel.png`, `figures/tuning_sensitivity.png`",
                   paper=_tuning_paper("lstm"),
