@@ -895,3 +895,16 @@ def test_optional_study_blocks_default_and_reject_unknown_keys():
         broken = {**params, "experiments": {**params["experiments"], "dyneval": {"smoke": {**block, **bad}}}}
         with pytest.raises(ValueError):
             experiment_params("dyneval", "smoke", broken)
+
+
+def test_block_means_are_the_means_of_consecutive_blocks_with_a_shorter_last_one():
+    from paperlib.dyneval import DynamicEvalResult, block_means
+
+    losses = torch.arange(7, dtype=torch.float32)  # 0..6 in blocks of 3: (0, 1, 2), (3, 4, 5), (6)
+    assert block_means(losses, 3) == ([1.0, 4.0, 6.0], [3, 3, 1])
+    means, sizes = DynamicEvalResult(losses).block_means(3)
+    assert sum(m * s for m, s in zip(means, sizes)) / sum(sizes) == pytest.approx(float(losses.mean()))
+    with pytest.raises(ValueError, match="one stream"):
+        block_means(losses.view(1, 7), 3)
+    with pytest.raises(ValueError, match="block must be"):
+        block_means(losses, 0)

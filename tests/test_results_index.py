@@ -214,7 +214,8 @@ def test_scale_lines_state_the_test_prefix_the_statistics_batches_and_fig_5_2s_s
     assert f"{t['sequences']:,} sequences × {t['length']:,} characters" in scale("K-F5.2")
     assert "WikiText-2 mapped to PTB characters (thesis: Spanish text)" in scale("K-F5.2")
     if "reverse_copy" in results:
-        assert f"one seed ({results['reverse_copy']['settings']['seed']}) per model and length" in scale("M-F2.4")
+        seeds = results["reverse_copy"]["settings"]["seeds"]
+        assert f"{len(seeds)} seeds ({', '.join(map(str, seeds))}) per model and length" in scale("M-F2.4")
 
 
 def test_committed_index_and_readme_summary_are_current():

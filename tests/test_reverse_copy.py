@@ -21,10 +21,11 @@ from paperlib.experiments.reverse_copy.reverse_copy import (
     hidden_size_for_budget,
     num_parameters,
     run_reverse_copy,
+    seed_means,
     select_best,
     train_model,
 )
-from paperlib.experiments.reverse_copy.claims import BETTER_MARGIN_NATS, SOLVED_NATS, claim, record
+from paperlib.experiments.reverse_copy.claims import SOLVED_NATS, claim, record
 from tests.numerics import assert_bitwise
 
 REPO = Path(__file__).resolve().parents[1]
@@ -228,50 +229,88 @@ def test_grid_gives_every_model_the_same_budget_and_every_length_and_learning_ra
     assert {p.mogrifier_rounds for p in points if p.model == "lstm"} == {None}
 
 
-def run_record(model, length, valid, test, emb=8):
-    return {"model": model, "length": length, "valid_cross_entropy": valid, "test_cross_entropy": test,
-            "embedding_size": emb}
+def run_record(model, length, valid, test, emb=8, seed=1, lr=0.01):
+    return {"model": model, "length": length, "lr": lr, "valid_cross_entropy": valid, "test_cross_entropy": test,
+            "valid_token_accuracy": 0.5, "test_token_accuracy": 0.5, "embedding_size": emb, "seed": seed,
+            "diverged": not math.isfinite(valid), "train_curve": [], "seconds": 1.0}
 
 
-def _results(best, lengths, embedding_sizes):
-    """A reverse-copy results dictionary (the keys the claim reads) from selected runs."""
-    return {"lengths": sorted(lengths), "best": best,
-            "cross_entropy": {m: [best[m][str(n)]["test_cross_entropy"] for n in sorted(lengths)] for m in best},
+def _results(best, lengths, embedding_sizes, seeds=None):
+    """A reverse-copy results dictionary (the keys the claim reads) from selected runs; ``seeds``: {model: [[test
+    cross-entropy per seed] per length]} (default: each best run's one value)."""
+    ordered = sorted(lengths)
+    return {"lengths": ordered, "best": best,
+            "cross_entropy": {m: [best[m][str(n)]["test_cross_entropy"] for n in ordered] for m in best},
+            "cross_entropy_seeds": seeds or {m: [[best[m][str(n)]["test_cross_entropy"]] for n in ordered]
+                                             for m in best},
             "settings": {"models": {m: {"embedding_sizes": sizes} for m, sizes in embedding_sizes.items()}}}
 
 
 def test_selection_uses_validation_and_claims_follow_from_the_numbers():
-    runs = [run_record("lstm", 10, 0.01, 0.02), run_record("lstm", 10, 0.005, 0.03),  # picked by valid, not test
+    runs = [run_record("lstm", 10, 0.01, 0.02), run_record("lstm", 10, 0.005, 0.03, lr=0.02),  # by valid, not test
             run_record("lstm", 20, 0.5, 0.6, emb=16), run_record("mogrifier", 10, 0.01, 0.01, emb=4),
-            run_record("mogrifier", 20, 0.3, 0.3, emb=4), run_record("mogrifier", 20, math.inf, math.inf)]  # diverged
+            run_record("mogrifier", 20, 0.3, 0.3, emb=4),
+            run_record("mogrifier", 20, math.inf, math.inf, emb=4, lr=0.02)]  # diverged
     best = select_best(runs)
     assert best["lstm"]["10"]["test_cross_entropy"] == 0.03
-    judged = claim(_results(best, [20, 10], {"lstm": [8, 16], "mogrifier": [4, 8]}))
+    judged = claim(_results(best, [20, 10], {"lstm": [8, 16], "mogrifier": [4, 8]}, seeds={
+        "lstm": [[0.03, 0.031], [0.6, 0.62]], "mogrifier": [[0.01, 0.011], [0.3, 0.31]]}))
     assert judged.item == "M-F2.4" and judged.verdict == "reproduced" and not judged.not_run
     assert [p.verdict for p in judged.parts] == ["reproduced"] * 3
-    # a gap inside the margin is within noise, a short length above the threshold is not solved, and an untuned
-    # embedding grid leaves that part unrun
-    best["mogrifier"]["20"]["test_cross_entropy"] = 0.6 - BETTER_MARGIN_NATS / 2
+    # one seed gives no margin: the Mogrifier's way is within noise; a short length above the threshold is not
+    # solved, and an untuned embedding grid leaves that part unrun
     best["lstm"]["10"]["test_cross_entropy"] = SOLVED_NATS * 1.5
     judged = claim(_results(best, [10, 20], {"lstm": [8], "mogrifier": [4, 8]}))
     assert [p.verdict for p in judged.parts] == ["not reproduced", "within noise"]
     assert judged.verdict == "not reproduced" and judged.not_run == ("embedding sizes not tuned",)
+    # a gap inside the seeds' spread is within noise
+    spread = {"lstm": [[0.06, 0.06], [0.5, 0.7]], "mogrifier": [[0.01, 0.01], [0.45, 0.65]]}
+    assert claim(_results(best, [10, 20], {"lstm": [8], "mogrifier": [4]}, spread)).parts[1].verdict == "within noise"
     # the LSTM better at the long length: not reproduced at any size
     best["mogrifier"]["20"]["test_cross_entropy"] = 0.6 + 1e-4
     assert claim(_results(best, [10, 20], {"lstm": [8], "mogrifier": [4]})).parts[1].verdict == "not reproduced"
+
+
+def test_seeds_are_pooled_per_grid_point_and_the_best_point_has_the_lowest_mean_validation_loss():
+    runs = [run_record("lstm", 10, 0.10, 0.11, seed=1), run_record("lstm", 10, 0.30, 0.31, seed=2),  # mean 0.2
+            run_record("lstm", 10, 0.15, 0.16, seed=1, lr=0.02), run_record("lstm", 10, 0.17, 0.18, seed=2, lr=0.02)]
+    pooled = seed_means(runs)
+    assert [p["seeds"] for p in pooled] == [[1, 2], [1, 2]]
+    assert pooled[0]["valid_cross_entropy"] == pytest.approx(0.2)
+    assert pooled[0]["test_cross_entropy_seeds"] == [0.11, 0.31] and "seed" not in pooled[0]
+    best = select_best(runs)["lstm"]["10"]  # seed 1 alone would pick lr 0.01; the seed mean picks 0.02
+    assert best["lr"] == 0.02 and best["test_cross_entropy"] == pytest.approx(0.17)
+    # a diverged seed makes its point's mean infinite, so it is never picked over a finite one
+    runs[2] = run_record("lstm", 10, math.inf, math.inf, seed=1, lr=0.02)
+    assert select_best(runs)["lstm"]["10"]["lr"] == 0.01 and seed_means(runs)[1]["diverged"]
+
+
+def test_every_grid_point_runs_once_per_seed_with_the_seed_in_the_run_key():
+    from paperlib.experiments.reverse_copy.reverse_copy import run_key
+
+    settings = ReverseCopyParams(**tiny_settings(seeds=[3, 4]))
+    points = grid_points(settings)
+    assert len(points) == 2 * 2 * 2 * 2 and {p.seed for p in points} == {3, 4}
+    keys = {run_key(p, settings) for p in points}
+    assert len(keys) == len(points)
+    with pytest.raises(ValueError, match="seeds"):
+        ReverseCopyParams(**tiny_settings(seeds=[1, 1]))
 
 
 def test_the_claim_judges_each_length_and_combines_them_by_the_one_rule():
     ce = {"lstm": [0.01, 0.30, 1.0, 2.0], "mogrifier": [0.02, 0.04, 0.5, 2.5]}
     best = {m: {str(n): {"test_cross_entropy": x, "embedding_size": 8} for n, x in zip((10, 20, 30, 40), ce[m])}
             for m in ce}
-    judged = claim(_results(best, [10, 20, 30, 40], {"lstm": [8], "mogrifier": [8]}))
+    seeds = {m: [[x - 0.01, x + 0.01] for x in values] for m, values in ce.items()}  # two seeds, sd 0.014 each
+    judged = claim(_results(best, [10, 20, 30, 40], {"lstm": [8], "mogrifier": [8]}, seeds))
     solved, better = judged.parts
     assert solved.verdict == "partly reproduced"  # 10 solved by both, 20 not by the LSTM
-    assert better.verdict == "partly reproduced"  # the Mogrifier better at 30, worse at 40
-    assert "30: LSTM 1.000 vs Mogrifier 0.500" in better.evidence and "+0.500" in better.evidence
+    assert better.verdict == "partly reproduced"  # the Mogrifier better at 30 beyond the margin, worse at 40
+    margin = 2 * math.sqrt(2 * 0.01**2)  # 2 sqrt(se1² + se2²), se = sd / sqrt(2) = 0.01 for two values 0.02 apart
+    assert "30: LSTM 1.000 (0.990–1.010) vs Mogrifier 0.500 (0.490–0.510)" in better.evidence
+    assert f"+0.500, margin {margin:.3f}" in better.evidence and "2 seeds per model" in better.evidence
     assert judged.verdict == "partly"
-    stored = record(_results(best, [10, 20, 30, 40], {"lstm": [8], "mogrifier": [8]}))
+    stored = record(_results(best, [10, 20, 30, 40], {"lstm": [8], "mogrifier": [8]}, seeds))
     assert stored["verdict"] == "partly" and [r["verdict"] for r in stored["parts"]] == [solved.verdict, better.verdict]
     assert json.loads(json.dumps(stored)) == stored  # what the stage writes reads back equal (the notebook checks it)
 

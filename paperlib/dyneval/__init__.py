@@ -66,7 +66,7 @@ evaluation), :mod:`.songs` (the same rules on songs of piano-roll frames, weight
 from paperlib.dyneval.cache import (CacheInputs, CacheTuning, cache_distribution, cache_target_probabilities,
                                     collect_cache_inputs, mix_log_probs, neural_cache_losses, neural_cache_losses_from,
                                     tune_neural_cache)
-from paperlib.dyneval.core import LN2, AdaptSpec, DynamicEvalResult, Params, adapted_parameters
+from paperlib.dyneval.core import LN2, AdaptSpec, DynamicEvalResult, Params, adapted_parameters, block_means
 from paperlib.dyneval.evaluate import dynamic_evaluate, static_evaluate
 from paperlib.dyneval.gradients import GradientOracle, functorch_compatible, mean_squared_gradients
 from paperlib.dyneval.probes import UpdateProbe, probe_updates, related_words
@@ -82,10 +82,10 @@ __all__ = [
     "AdaptSpec", "CacheInputs", "CacheTuning", "DecoderInputAdaptation", "DynamicEvalResult", "GlobalRMSRule",
     "GradientOracle", "LN2", "NonLocalRMSpropRule", "Params", "RMS_AVERAGES", "RULES", "RecurrentSparseAdaptation",
     "SGDRule", "SONG_RULES", "SPARSE_MODES", "SongEvaluation", "SparseCall", "StatisticsStream", "TUNABLE",
-    "TorchOptimizerRule", "TuningResult", "UpdateProbe", "UpdateRule", "adapted_parameters", "cache_distribution",
-    "cache_target_probabilities", "collect_cache_inputs", "dynamic_evaluate", "dynamic_evaluate_songs",
-    "finite_nll", "functorch_compatible", "learning_rate_sweep", "make_update_rule", "mean_squared_gradients",
-    "mix_log_probs", "neural_cache_losses", "neural_cache_losses_from", "probe_updates", "related_words",
-    "rms_norm", "song_mean_squared_gradients", "sparse_adaptation", "static_evaluate", "static_evaluate_songs",
-    "tune_dynamic_evaluation", "tune_neural_cache", "with_recurrent_adaptation",
+    "TorchOptimizerRule", "TuningResult", "UpdateProbe", "UpdateRule", "adapted_parameters", "block_means",
+    "cache_distribution", "cache_target_probabilities", "collect_cache_inputs", "dynamic_evaluate",
+    "dynamic_evaluate_songs", "finite_nll", "functorch_compatible", "learning_rate_sweep", "make_update_rule",
+    "mean_squared_gradients", "mix_log_probs", "neural_cache_losses", "neural_cache_losses_from", "probe_updates",
+    "related_words", "rms_norm", "song_mean_squared_gradients", "sparse_adaptation", "static_evaluate",
+    "static_evaluate_songs", "tune_dynamic_evaluation", "tune_neural_cache", "with_recurrent_adaptation",
 ]

@@ -38,11 +38,28 @@ class DynamicEvalResult:
     def bits_per_token(self) -> float:
         return self.mean_nll() / LN2
 
+    def block_means(self, block: int) -> tuple[list[float], list[int]]:
+        """:func:`block_means` of this evaluation's losses (one stream)."""
+        return block_means(self.losses, block)
+
     def curve(self, bin_size: int = 1) -> Tensor:
         """Loss against position: averaged over streams, then over bins of ``bin_size`` positions."""
         losses = self.losses.double().reshape(-1, self.losses.shape[-1]).mean(0)  # [N]
         usable = losses.shape[0] // bin_size * bin_size
         return losses[:usable].view(-1, bin_size).mean(1)
+
+
+def block_means(losses: Tensor, block: int) -> tuple[list[float], list[int]]:
+    """One stream's per-token losses ``[N]`` as the mean of each block of ``block`` consecutive tokens (the last
+    block may be shorter) and each block's token count: the units over which a paired bootstrap compares two
+    evaluations of the same text. Blocks rather than tokens, since dynamic evaluation makes neighbouring tokens'
+    losses depend on each other."""
+    if losses.dim() != 1:
+        raise ValueError(f"block_means needs one stream's losses [N], got shape {tuple(losses.shape)}")
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}")
+    chunks = losses.double().split(block)
+    return [float(c.mean()) for c in chunks], [c.numel() for c in chunks]
 
 
 def adapted_parameters(model: nn.Module, adapt: AdaptSpec = None) -> list[str]:

@@ -151,6 +151,14 @@ def _reverse_copy_ours(results: Results) -> str:
             f"{' / '.join(_f(x) for x in ce['mogrifier'])} nats" + _profile_note(results, "reverse_copy"))
 
 
+def _reverse_copy_seeds(settings: Results) -> str:
+    """M-F2.4's seeds per model and length (results without ``seeds`` name their one ``seed``)."""
+    seeds = settings.get("seeds", [settings.get("seed")])
+    if len(seeds) == 1:
+        return f"one seed ({seeds[0]}) per model and length, so no seed spread is measured"
+    return f"{len(seeds)} seeds ({', '.join(map(str, seeds))}) per model and length, the tie margin their spread"
+
+
 def _reverse_copy_verdict(results: Results) -> tuple[str, str]:
     return _claim_verdict(reverse_copy_claim(results["reverse_copy"]))
 

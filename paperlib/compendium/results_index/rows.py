@@ -11,8 +11,8 @@ from paperlib.compendium.figure_style import micmco_ptb_figure_file
 from paperlib.compendium.results_index.text import Row
 from paperlib.compendium.results_index.language_models import (
     _ablation_ours, _ablation_verdict, _byte_lm_ours, _byte_lm_paper, _byte_lm_scale, _byte_lm_verdict, _lm_ours,
-    _lm_paper, _lm_scale, _ordering_verdict, _reverse_copy_ours, _reverse_copy_paper, _reverse_copy_verdict,
-    _tuning_ours, _tuning_paper, _tuning_scale, _tuning_verdict,
+    _lm_paper, _lm_scale, _ordering_verdict, _reverse_copy_ours, _reverse_copy_paper, _reverse_copy_seeds,
+    _reverse_copy_verdict, _tuning_ours, _tuning_paper, _tuning_scale, _tuning_verdict,
 )
 from paperlib.compendium.results_index.averaging import (
     _avg_claim, _avg_lengths_fig34_ours, _avg_lengths_fig34_verdict, _avg_lengths_ours, _avg_main_ours,
@@ -82,9 +82,8 @@ ROWS: dict[str, Row] = {
                   scale=lambda r: (f"vocabulary {r['reverse_copy']['settings'].get('vocab_size', 100)}, lengths "
                                    f"{r['reverse_copy']['lengths'][0]}–{r['reverse_copy']['lengths'][-1]}, "
                                    f"{r['reverse_copy']['settings']['parameter_budget']:,} params, "
-                                   f"{r['reverse_copy']['settings']['steps']:,} steps; one seed "
-                                   f"({r['reverse_copy']['settings']['seed']}) per model and length, so no seed "
-                                   "spread is measured"),
+                                   f"{r['reverse_copy']['settings']['steps']:,} steps; "
+                                   + _reverse_copy_seeds(r['reverse_copy']['settings'])),
                   verdict=_reverse_copy_verdict, needs=("reverse_copy",)),
     "M-F2.5": Row(file="`notebooks/tuning.ipynb`, `figures/tuning_parallel.png`, `figures/tuning_sensitivity.png`",
                   paper=_tuning_paper("lstm"),
@@ -184,7 +183,7 @@ ROWS.update({
                   **_lm("M-T4.1")),
     "M-T4.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER + "; enwik8 and text8 rows not "
                   "attempted (GPU-scale corpora)", paper_short=_LM_CHAR_SHORT, **_lm("M-T4.2")),
-    "M-T5.2": Row(file="`paperlib/experiments/micmco_synthetic/design.py` (`search_space`)", paper="ranges of the tuned hyperparameters",
+    "M-T5.2": Row(file="`paperlib/experiments/micmco/synthetic/design.py` (`search_space`)", paper="ranges of the tuned hyperparameters",
                   ours="the same ranges drive the synthetic studies' Optuna trials", scale="—",
                   verdict="encoded: used by every synthetic MICMCO frontier"),
     "C-T1": Row(file="same as M-T4.1", paper="= Melis T4.1: " + _LM_PTB_PAPER, paper_short="= Melis T4.1",

@@ -142,6 +142,16 @@ def mean_margin(values: Sequence[float]) -> tuple[float, float | None]:
     return mean, 2 * se
 
 
+def difference_margin(worse: Sequence[float], better: Sequence[float]) -> tuple[float, float | None]:
+    """(gap, margin) of two models' seed values: the mean of ``worse`` minus the mean of ``better`` (positive: the
+    paper's direction when ``better`` should have the lower loss), and the seed margin, twice the standard error of
+    that difference, 2·√(s₁²/n₁ + s₂²/n₂); None when either has one seed."""
+    gap = statistics.fmean(worse) - statistics.fmean(better)
+    if len(worse) < 2 or len(better) < 2:
+        return gap, None
+    return gap, 2 * math.hypot(mean_se(worse)[1], mean_se(better)[1])
+
+
 def convergence(values_at_three_quarters: Sequence[float], values_at_rung: Sequence[float]) -> dict[str, Any]:
     """Whether a loss had stopped falling over a ladder rung's last quarter: per seed, the fall from three quarters
     into the rung to its end; converged when the mean fall is at most twice its standard error (a fall within the

@@ -8,8 +8,13 @@ are Table 6.1's, every recurrent model's table is Table 4.4's; the recovery expe
 recovers faster than the stacked LSTM, Krause Fig. 3.3; a Mogrifier LSTM does not, Melis §2.3.2).
 
 Tie rules. Every bits-per-character number compared in the tables, out of domain and along the sequence comes from
-one trained model evaluated deterministically, so no seed spread is measured and a comparison is strict
-(:func:`~paperlib.experiments.common.claims.strict_word`). The recovery test has a margin: its gap (a model's advantage
+one trained model evaluated deterministically, so no seed spread is measured; the text itself is a sample. The
+tables' and the out-of-domain comparisons take their margin from it: twice the standard error of the mean
+per-character loss difference under a paired bootstrap over blocks of the text (the stage keeps every row's loss per
+block of ``test_block`` characters; :func:`~paperlib.experiments.common.claims.paired_bootstrap`). Fig. 5.2's growth of the
+advantage takes it from the independent sequences: the same bootstrap over sequences of each one's late-minus-early
+advantage. Results without those per-block or per-sequence losses are judged strictly
+(:func:`~paperlib.experiments.common.claims.strict_word`); so is Fig. 3.2's size sweep. The recovery test has a margin: its gap (a model's advantage
 over the LSTM one character after a surprise minus its overall advantage) comes with twice its standard error over
 the surprising positions (``gap_one_step``'s ``margin``); "recovers faster" holds beyond it
 (:func:`~paperlib.experiments.common.claims.direction_word`), and "does not recover faster" holds unless the gap is beyond
@@ -21,16 +26,24 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
-from paperlib.experiments.common.claims import Claim, Part, Unjudged, direction_word, part_word, strict_word
+from paperlib.experiments.common.claims import Claim, Part, Unjudged, direction_word, paired_bootstrap, part_word, strict_word
 from paperlib.reference.names import model_name
 from paperlib.reference.dynamic_evaluation import DYNEVAL_CHAR_MELIS_RECOVERY
 
 Results = Mapping[str, Any]
+LN2 = math.log(2.0)
 
 _NO_SPREAD = "one trained model, deterministic evaluation, no spread to tie within"
 STRICT = f"lower bits per character wins by any amount: {_NO_SPREAD}"
 GROWS = (f"the mean advantage over the last third of the bins above that over the first third by any amount: "
          f"{_NO_SPREAD} (the spread over the sequences is not measured)")
+BOOTSTRAP = ("lower bits per character beyond the margin: twice the standard error of the mean per-character loss "
+             "difference under a paired bootstrap over blocks of the text (2,000 resamples); the paper's way inside it "
+             "is within noise")
+GROWS_BOOTSTRAP = ("the mean advantage over the last third of the bins above that over the first third beyond the "
+                   "margin: twice the standard error of the mean of each sequence's late-minus-early advantage under a "
+                   "bootstrap over the independent sequences (2,000 resamples); the paper's way inside it is within "
+                   "noise")
 TRANSFORMER = "transformer"  # the cell of Table 6.1's model; every other (recurrent) model's table is Table 4.4's
 DOMAINS = {"in_domain": "in domain", "out_of_domain": "out of domain"}  # Fig. 5.2's curves
 # Recovery (Fig. 3.3, Melis §2.3.2): cell -> (does it recover faster than the stacked LSTM, per the seed; source).
@@ -62,16 +75,44 @@ def _test_bpc(results: Results, model: str) -> dict[str, float]:
     return {r["key"]: r["test_bpc"] for r in results["tables"][model]["rows"]}
 
 
-def _improves(model: str, rows: Mapping[str, float], table: str) -> Part:
+def _blocks(results: Results, model: str) -> tuple[dict[str, list[float]], list[int]] | None:
+    """A model's test loss per block for each row, and the blocks' sizes; None when the results lack them."""
+    table = results["tables"][model]
+    if "test_block_tokens" not in table or not all("test_blocks" in r for r in table["rows"]):
+        return None
+    return {r["key"]: r["test_blocks"] for r in table["rows"]}, table["test_block_tokens"]
+
+
+def _beyond(blocks: tuple[Mapping[str, list[float]], list[int]], better: str, worse: str) -> tuple[str, str]:
+    """``better`` below ``worse`` by the paired bootstrap over blocks: (verdict, the gap and margin in bits)."""
+    losses, sizes = blocks
+    gap, se = paired_bootstrap(losses[worse], losses[better], sizes)
+    return direction_word(gap, 2 * se), f"gap {gap / LN2:+.4f} bits, margin {2 * se / LN2:.4f}"
+
+
+def _compared(label: str, claim: str, rows: Mapping[str, float], blocks, pairs: list[tuple[str, str]],
+              evidence: str, per: str = "") -> Part:
+    """A part made of (better, worse) comparisons of rows: by the paired bootstrap's margin with per-block losses
+    (several comparisons combine by :func:`~paperlib.experiments.common.claims.part_word`), else strictly."""
+    if blocks is None:
+        return _strict(label, claim, min(rows[w] - rows[b] for b, w in pairs), evidence)
+    judged = [_beyond(blocks, b, w) for b, w in pairs]
+    margins = "; ".join(text for _, text in judged)
+    return Part(label, claim, part_word([word for word, _ in judged]),
+                f"{evidence} ({margins}; {len(blocks[1])} blocks of ≤ {max(blocks[1]):,} characters)",
+                BOOTSTRAP + per, kind="bootstrap margin")
+
+
+def _improves(model: str, rows: Mapping[str, float], table: str, blocks=None) -> Part:
     name = model_name(model)
-    return _strict(f"dynamic evaluation improves the {name}", f"dynamic evaluation (global RMS + RMS decay) lowers "
-                   f"the {name}'s test bits/char below static evaluation ({table})",
-                   rows["static"] - rows["global_rms"],
-                   f"static {_bpc(rows['static'])} → global RMS {_bpc(rows['global_rms'])} bpc")
+    return _compared(f"dynamic evaluation improves the {name}", f"dynamic evaluation (global RMS + RMS decay) lowers "
+                     f"the {name}'s test bits/char below static evaluation ({table})", rows, blocks,
+                     [("global_rms", "static")],
+                     f"static {_bpc(rows['static'])} → global RMS {_bpc(rows['global_rms'])} bpc")
 
 
 def _table_claim(item: str, results: Results, transformer: bool, table: str,
-                 extras: Callable[[str, Mapping[str, float]], tuple[list[Part], list[str]]]) -> Claim:
+                 extras: Callable[..., tuple[list[Part], list[str]]]) -> Claim:
     """A table's claim: per model of the table's kind, dynamic evaluation improves it, plus ``extras``' parts; with
     no such model, the parts of the thesis' model (its cell's name) are not run."""
     parts: list[Part] = []
@@ -79,33 +120,36 @@ def _table_claim(item: str, results: Results, transformer: bool, table: str,
     models = _table_models(results, transformer)
     for model in models or [TRANSFORMER if transformer else "mlstm"]:
         rows = _test_bpc(results, model) if models else {}
+        blocks = _blocks(results, model) if models else None
         if "global_rms" in rows:
-            parts.append(_improves(model, rows, table))
+            parts.append(_improves(model, rows, table, blocks))
         else:
             not_run.append(f"dynamic evaluation improves the {model_name(model)}")
-        more, unrun = extras(model, rows)
+        more, unrun = extras(model, rows, blocks)
         parts += more
         not_run += unrun
     return Claim(item, tuple(parts), tuple(not_run))
 
 
-def _sparse(model: str, rows: Mapping[str, float]) -> tuple[list[Part], list[str]]:
+def _sparse(model: str, rows: Mapping[str, float], blocks=None) -> tuple[list[Part], list[str]]:
     label = f"sparse between static and full ({model_name(model)})"
     if "global_rms" not in rows or "sparse_recurrent" not in rows:
         return [], [label]
     static, sparse, full = rows["static"], rows["sparse_recurrent"], rows["global_rms"]
-    return [_strict(label, "sparse dynamic evaluation (M inside the recurrence, eq. 4.8) lies between static and full "
-                    "dynamic evaluation (Table 4.4)", min(static - sparse, sparse - full),
-                    f"static {_bpc(static)}, sparse {_bpc(sparse)}, full {_bpc(full)} bpc")], []
+    return [_compared(label, "sparse dynamic evaluation (M inside the recurrence, eq. 4.8) lies between static and "
+                      "full dynamic evaluation (Table 4.4)", rows, blocks,
+                      [("sparse_recurrent", "static"), ("global_rms", "sparse_recurrent")],
+                      f"static {_bpc(static)}, sparse {_bpc(sparse)}, full {_bpc(full)} bpc",
+                      "; sparse below static and full below sparse, each")], []
 
 
-def _beats_sgd(model: str, rows: Mapping[str, float]) -> tuple[list[Part], list[str]]:
+def _beats_sgd(model: str, rows: Mapping[str, float], blocks=None) -> tuple[list[Part], list[str]]:
     label = f"global RMS beats SGD ({model_name(model)})"
     if "global_rms" not in rows or "sgd" not in rows:
         return [], [label]
-    return [_strict(label, "dynamic evaluation with global RMS + RMS decay beats SGD dynamic evaluation (Table 6.1)",
-                    rows["sgd"] - rows["global_rms"],
-                    f"SGD {_bpc(rows['sgd'])} → global RMS {_bpc(rows['global_rms'])} bpc")], []
+    return [_compared(label, "dynamic evaluation with global RMS + RMS decay beats SGD dynamic evaluation (Table 6.1)",
+                      rows, blocks, [("global_rms", "sgd")],
+                      f"SGD {_bpc(rows['sgd'])} → global RMS {_bpc(rows['global_rms'])} bpc")], []
 
 
 def sparse_table_claim(results: Results) -> Claim:
@@ -137,14 +181,27 @@ def out_of_domain_claim(results: Results) -> Claim:
             not_run.append(label)
             continue
         static = ood["static"]["bpc"]
-        parts.append(Part(label, f"every dynamic-evaluation rule of Table 6.4 ({', '.join(OOD_METHODS.values())}) "
-                          f"lowers the {model_name(model)}'s out-of-domain bits per character below static "
-                          "evaluation ('Dynamic evaluation improves GPT-2 by a significant margin on all tasks', §6.3)",
-                          part_word([strict_word(static - ood[m]["bpc"]) for m in methods]),
-                          f"static {_bpc(static)} → " + ", ".join(f"{OOD_METHODS[m]} {_bpc(ood[m]['bpc'])}"
-                                                                  for m in methods) + " bpc out of domain",
-                          f"{STRICT}; per rule", kind="strict"))
+        claim = (f"every dynamic-evaluation rule of Table 6.4 ({', '.join(OOD_METHODS.values())}) lowers the "
+                 f"{model_name(model)}'s out-of-domain bits per character below static evaluation ('Dynamic "
+                 "evaluation improves GPT-2 by a significant margin on all tasks', §6.3)")
+        evidence = (f"static {_bpc(static)} → " + ", ".join(f"{OOD_METHODS[m]} {_bpc(ood[m]['bpc'])}" for m in methods)
+                    + " bpc out of domain")
+        keys = ["static", *methods]
+        if "block_tokens" in results["ood"] and all("blocks" in ood[k] for k in keys):
+            blocks = ({k: ood[k]["blocks"] for k in keys}, results["ood"]["block_tokens"])
+            parts.append(_compared(label, claim, {k: ood[k]["bpc"] for k in keys}, blocks,
+                                   [(m, "static") for m in methods], evidence, "; per rule"))
+        else:
+            parts.append(Part(label, claim, part_word([strict_word(static - ood[m]["bpc"]) for m in methods]),
+                              evidence, f"{STRICT}; per rule", kind="strict"))
     return Claim("K-T6.4", tuple(parts), tuple(not_run))
+
+
+def _early_late(static: list[float], dynamic: list[float]) -> tuple[float, float]:
+    """The mean dynamic advantage (static − dynamic bits) over the first and over the last third of the bins."""
+    gaps = [s - d for s, d in zip(static, dynamic)]
+    third = max(1, len(gaps) // 3)
+    return sum(gaps[:third]) / third, sum(gaps[-third:]) / third
 
 
 def timescale_claim(results: Results) -> Claim:
@@ -158,13 +215,18 @@ def timescale_claim(results: Results) -> Claim:
             not_run.append(label)
             continue
         curves = ts["curves"][domain]
-        gaps = [s - d for s, d in zip(curves["static"], curves["dynamic"])]
-        third = max(1, len(gaps) // 3)
-        early, late = sum(gaps[:third]) / third, sum(gaps[-third:]) / third
-        parts.append(_strict(label, f"the dynamic advantage grows along the sequence {where} (Fig. 5.2)",
-                             late - early, f"static − dynamic {_bpc(early)} → {_bpc(late)} bpc, first vs last "
-                             f"third of {len(gaps)} bins of {ts['bin']} characters, {model_name(ts['model'])}",
-                             GROWS))
+        early, late = _early_late(curves["static"], curves["dynamic"])
+        claim = f"the dynamic advantage grows along the sequence {where} (Fig. 5.2)"
+        evidence = (f"static − dynamic {_bpc(early)} → {_bpc(late)} bpc, first vs last third of "
+                    f"{len(curves['static'])} bins of {ts['bin']} characters, {model_name(ts['model'])}")
+        if "sequences" not in curves:
+            parts.append(_strict(label, claim, late - early, evidence, GROWS))
+            continue
+        per = [_early_late(s, d) for s, d in zip(curves["sequences"]["static"], curves["sequences"]["dynamic"])]
+        gap, se = paired_bootstrap([l for _, l in per], [e for e, _ in per], [1] * len(per))
+        parts.append(Part(label, claim, direction_word(gap, 2 * se),
+                          f"{evidence} (growth {gap:+.4f} bits, margin {2 * se:.4f} over {len(per)} sequences)",
+                          GROWS_BOOTSTRAP, kind="bootstrap margin"))
     return Claim("K-F5.2", tuple(parts), tuple(not_run))
 
 
@@ -236,5 +298,5 @@ def claims(results: Results) -> dict[str, Claim]:
     return out
 
 
-__all__ = ["CLAIMS", "GROWS", "OOD_METHODS", "RECOVERY", "STRICT", "claims", "out_of_domain_claim", "recovery_claim",
+__all__ = ["BOOTSTRAP", "CLAIMS", "GROWS", "GROWS_BOOTSTRAP", "OOD_METHODS", "RECOVERY", "STRICT", "claims", "out_of_domain_claim", "recovery_claim",
            "scaling_claim", "sparse_table_claim", "timescale_claim", "transformer_table_claim"]

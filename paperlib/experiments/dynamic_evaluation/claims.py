@@ -5,7 +5,9 @@ Tie rules. Every number compared here comes from one trained model evaluated det
 sampling), so no seed spread is measured. The test text is itself a sample: Tables 4.1/4.2's comparisons take
 their margin from it, twice the standard error of the mean per-token loss difference under a paired bootstrap over
 blocks of the test prefix (:func:`~paperlib.experiments.common.claims.paired_bootstrap`; the stage stores each row's loss
-per block of ``test_block`` tokens). The chapter-5 studies compare validation numbers and stay strict
+per block of ``test_block`` tokens). The chapter-5 studies compare validation numbers; their rows keep the same
+per-block losses on the validation prefix, and Table 5.7's comparison of non-local RMSprop with RMSprop is judged
+by that bootstrap's margin; the other studies' comparisons stay strict
 (:func:`~paperlib.experiments.common.claims.strict_word`): read a strict verdict on a gap of a fraction of a percent, e.g.
 K-T5.3's, with that in mind. Where the thesis' own wording is "negligible" or "on par",
 the part uses a threshold stated next to it (:data:`STATISTICS_SPREAD`, :data:`ON_PAR`), a few times the thesis' own effect so that a small model's noisier numbers can pass it.
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from paperlib.experiments.common.claims import Claim, Part, direction_word, paired_bootstrap, strict_word
+from paperlib.experiments.common.claims import Claim, Part, direction_word, paired_bootstrap, part_word, strict_word
 from paperlib.reference.dynamic_evaluation import (DYNEVAL_TABLES, DYNEVAL_EPSILON, DYNEVAL_EPSILON_BASELINES, DYNEVAL_MOMENTUM, DYNEVAL_SEEN_UNSEEN,
                                         DYNEVAL_STATISTICS_AMOUNT, DYNEVAL_STATISTICS_LOCALITY, DYNEVAL_UNSEEN_SHARE)
 
@@ -274,6 +276,29 @@ def statistics_amount_claim(results: Results) -> Claim:
     ))
 
 
+VALID_BOOTSTRAP = ("lower validation loss beyond the margin: twice the standard error of the mean per-token loss "
+                   "difference under a paired bootstrap over blocks of the validation prefix (2,000 resamples; η is "
+                   "chosen on the same text, as in the thesis); the paper's way inside it is within noise")
+
+
+def _beats_rmsprop(loc: Results, pairs: list[tuple[float, float, float]]) -> Part:
+    """Table 5.7's first comparison, non-local RMSprop below RMSprop at each ε: with per-block validation losses,
+    by the paired bootstrap's margin per ε (the part's word from the ε's words); without them, strictly."""
+    claim = "non-local RMSprop beats RMSprop at the same ε"
+    evidence = "; ".join(f"ε {eps:g}: {_f(nl)} vs {_f(local)}" for eps, local, nl in pairs)
+    rows = list(zip(loc["rmsprop"], loc["nonlocal_rmsprop"]))
+    if "valid_block_tokens" not in loc or not all("valid_blocks" in r and "valid_blocks" in nl for r, nl in rows):
+        return _strict("non-local RMSprop beats RMSprop", claim, min(local - nl for _, local, nl in pairs), evidence)
+    words, margins = [], []
+    for r, nl in rows:
+        gap, se = paired_bootstrap(r["valid_blocks"], nl["valid_blocks"], loc["valid_block_tokens"])
+        words.append(direction_word(gap, 2 * se))
+        margins.append(f"ε {r['settings']['eps']:g}: gap {gap:+.4f} nats per token, margin {2 * se:.4f}")
+    return Part("non-local RMSprop beats RMSprop", claim, part_word(words),
+                f"{evidence} ({'; '.join(margins)}; {len(loc['valid_block_tokens'])} blocks)", rule=VALID_BOOTSTRAP,
+                kind="bootstrap margin")
+
+
 def statistics_locality_claim(results: Results) -> Claim:
     """Table 5.7: non-local RMSprop (statistics from an independent stream) beats RMSprop at the same ε and is on
     par with global RMS."""
@@ -292,9 +317,7 @@ def statistics_locality_claim(results: Results) -> Claim:
     thesis = DYNEVAL_STATISTICS_LOCALITY
     thesis_apart = (thesis["nonlocal_rmsprop"] - thesis["global_rms"]) / thesis["global_rms"]
     return Claim("K-T5.7", (
-        _strict("non-local RMSprop beats RMSprop", "non-local RMSprop beats RMSprop at the same ε",
-                min(local - nl for _, local, nl in pairs),
-                "; ".join(f"ε {eps:g}: {_f(nl)} vs {_f(local)}" for eps, local, nl in pairs)),
+        _beats_rmsprop(loc, pairs),
         Part("on par with global RMS", "the best non-local RMSprop is on par with global RMS (Table 5.7's global "
              "RMS is Table 5.6's 100% row)", "reproduced" if abs(apart) <= ON_PAR else "not reproduced",
              f"{_f(best_nl)} vs global RMS with 100% of the statistics{share} {_f(glob)}, {apart:+.1%}; thesis "

@@ -17,7 +17,8 @@ import torch
 from torch import Tensor, nn
 
 from paperlib.device import load_checkpoint
-from paperlib.dyneval import Params, dynamic_evaluate, mean_squared_gradients, static_evaluate, tune_dynamic_evaluation
+from paperlib.dyneval import (Params, block_means, dynamic_evaluate, mean_squared_gradients, static_evaluate,
+                              tune_dynamic_evaluation)
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.runs import json_safe
 from paperlib.experiments.common.config import register_experiment, require_keys
@@ -81,7 +82,7 @@ class DynEvalParams:
     threads: int = 2
     related_words: dict = field(default_factory=dict)
     statistics_study: dict = field(default_factory=dict)
-    test_block: int = 100  # tokens per block of the test prefix: Tables 4.1/4.2's paired bootstrap resamples blocks
+    test_block: int = 100  # tokens per block: the paired bootstrap of Tables 4.1/4.2 (test) and 5.3-5.7 (validation)
 
     def __post_init__(self) -> None:
         from paperlib.data.corpora import CORPORA
@@ -198,15 +199,6 @@ def _row_settings(key: str, fixed: dict[str, Any], settings) -> dict[str, Any]:
     if key == "sparse":
         out["sparse_units"] = settings.sparse_units
     return out
-
-
-def block_means(losses: Tensor, block: int) -> tuple[list[float], list[int]]:
-    """Per-token losses ``[N]`` as the mean of each block of ``block`` consecutive tokens (the last block may be
-    shorter) and each block's token count: the units a paired bootstrap over the test text resamples
-    (:func:`paperlib.experiments.common.claims.paired_bootstrap`; blocks rather than tokens, since dynamic evaluation makes
-    neighbouring tokens' losses depend on each other)."""
-    chunks = losses.double().split(block)
-    return [float(c.mean()) for c in chunks], [c.numel() for c in chunks]
 
 
 def _corpus_table(settings, model: nn.Module, valid: Tensor, test: Tensor, ms: dict[str, Params], log) -> dict[str, Any]:

@@ -88,7 +88,9 @@ class DynEvalCharParams:
     ``RECURRENT_SPARSE_CELLS``), ``sparse_output``; each dynamic row is tuned on ``valid_chars`` validation characters over its grid in
     ``grids`` (``sgd``: lr; ``global_rms``, ``sparse``: lr, decay, eps) and reported on ``test_chars``.
     ``ood_rows``: rows also evaluated on ``ood_chars`` characters of ``ood_corpus`` (with the in-domain settings).
-    ``valid_chars``/``test_chars``/``ood_chars``: prefixes of the splits (null: all of it).
+    ``valid_chars``/``test_chars``/``ood_chars``: prefixes of the splits (null: all of it). ``test_block``: characters
+    per block of the test and out-of-domain texts; every row keeps its loss per block, the units of the claims' paired
+    bootstrap.
     ``timescale``: {model, sequences, length, bin, stream_batch} for Fig. 5.2. ``recovery``: {models, chars,
     fraction, horizon} for Fig. 3.3 (chars null: the whole test split). ``scaling``: {hidden_sizes: {model: [H, ...]},
     valid_chars} for Fig. 3.2 (models with an empty list are not swept; valid_chars null: the whole split).
@@ -110,6 +112,7 @@ class DynEvalCharParams:
     timescale: dict
     recovery: dict
     scaling: dict
+    test_block: int = 500
     search: str = "coordinate"
     seed: int = 0
     threads: int = 2
@@ -148,7 +151,7 @@ class DynEvalCharParams:
         bad = [k for k in self.ood_rows if k not in ROWS]
         if bad or "static" not in self.ood_rows:
             raise ValueError(f"ood_rows must include 'static' and use rows among {', '.join(ROWS)}; got {self.ood_rows}")
-        for name in ("segment_len", "sparse_units", "threads"):
+        for name in ("segment_len", "sparse_units", "threads", "test_block"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("valid_chars", "test_chars", "ood_chars"):
@@ -243,7 +246,7 @@ def _tuned_row(key: str, model: nn.Module, valid: Tensor, test: Tensor, settings
     if key == "static":
         valid_res, test_res = static_evaluate(model, valid, segment_len=n), static_evaluate(model, test, segment_len=n)
         row = {"key": key, "label": label, "settings": {}, "adapted_parameters": 0, "valid_bpc": bits(valid_res),
-               "test_bpc": bits(test_res), "trials": []}
+               "test_bpc": bits(test_res), "trials": [], "test_blocks": test_res.block_means(settings.test_block)[0]}
         return row, test_res, {"model": model}
     call = {"segment_len": n, **fixed}
     if key in ("sgd", "global_rms"):
@@ -262,7 +265,8 @@ def _tuned_row(key: str, model: nn.Module, valid: Tensor, test: Tensor, settings
     trials = [{**t, "bpc": t["nll"] / LN2 if math.isfinite(t["nll"]) else None} for t in tuned.trials]
     row = {"key": key, "label": label, "settings": shown, "adapted_parameters": adapted,
            "valid_bpc": tuned.nll / LN2 if math.isfinite(tuned.nll) else math.inf, "test_bpc": bits(test_res),
-           "trials": [{k: v for k, v in t.items() if k != "nll"} for t in trials]}
+           "trials": [{k: v for k, v in t.items() if k != "nll"} for t in trials],
+           "test_blocks": test_res.block_means(settings.test_block)[0]}
     return row, test_res, {"model": model, **call}
 
 
@@ -293,6 +297,11 @@ def _curve(losses: Tensor, bin_size: int) -> list[float]:
     return (DynamicEvalResult(losses).curve(bin_size) / LN2).tolist()
 
 
+def _sequence_curves(losses: Tensor, bin_size: int) -> list[list[float]]:
+    """:func:`_curve` of each sequence ``[K, L-1]`` apart: the units of Fig. 5.2's bootstrap over sequences."""
+    return [_curve(row, bin_size) for row in losses]
+
+
 def _timescale(settings: DynEvalCharParams, model: nn.Module, call: dict[str, Any], streams: dict[str, Tensor],
                log) -> dict[str, Any]:
     """Fig. 5.2: static vs dynamic loss against characters processed, averaged over independent sequences."""
@@ -310,7 +319,9 @@ def _timescale(settings: DynEvalCharParams, model: nn.Module, call: dict[str, An
         dynamic = torch.cat(parts)  # [K, L-1]
         out["curves"][domain] = {"static": _curve(static, ts["bin"]), "dynamic": _curve(dynamic, ts["bin"]),
                                  "static_bpc": float(static.double().mean()) / LN2,
-                                 "dynamic_bpc": float(dynamic.double().mean()) / LN2}
+                                 "dynamic_bpc": float(dynamic.double().mean()) / LN2,
+                                 "sequences": {"static": _sequence_curves(static, ts["bin"]),
+                                               "dynamic": _sequence_curves(dynamic, ts["bin"])}}
         curves = out["curves"][domain]
         log(f"  time scales ({domain}): first bin static {curves['static'][0]:.3f} dynamic {curves['dynamic'][0]:.3f}, "
             f"last bin static {curves['static'][-1]:.3f} dynamic {curves['dynamic'][-1]:.3f} bits")
@@ -383,14 +394,15 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
         model = models[name]
         log(f"dyneval_char: {name} ({results['models'][name]['parameters']:,} parameters)")
         stats = _gradient_stats(model, train_stream, settings)
-        rows, calls[name], stream_curves[name] = [], {}, {}
+        rows, calls[name], stream_curves[name], sizes = [], {}, {}, []
         for key in keys:
             row, test_res, call = _tuned_row(key, model, valid, test, settings, stats)
             rows.append(row)
             calls[name][key] = call
             stream_curves[name][key] = _curve(test_res.losses, bin_size)
+            sizes = test_res.block_means(settings.test_block)[1]
             log(f"  {row['label']:52s} valid {row['valid_bpc']:.4f}  test {row['test_bpc']:.4f} bits/char")
-        results["tables"][name] = {"rows": rows}
+        results["tables"][name] = {"rows": rows, "test_block_tokens": sizes}
         clock = tick(f"table_{name}", clock)
 
         ood_rows = {}
@@ -402,9 +414,11 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
                 res = static_evaluate(model, ood, segment_len=settings.segment_len)
             else:
                 res = dynamic_evaluate(call["model"], ood, **{k: v for k, v in call.items() if k != "model"})
-            ood_rows[key] = {"bpc": bits(res), "curve": _curve(res.losses, bin_size)}
+            blocks, sizes = res.block_means(settings.test_block)
+            ood_rows[key] = {"bpc": bits(res), "curve": _curve(res.losses, bin_size), "blocks": blocks}
             log(f"  out of domain: {ROWS[key][0]:37s} {ood_rows[key]['bpc']:.4f} bits/char")
         results["ood"]["models"][name] = ood_rows
+        results["ood"]["block_tokens"] = sizes
         clock = tick(f"ood_{name}", clock)
     results["stream_curves"] = {"bin": bin_size, "test": stream_curves}
 

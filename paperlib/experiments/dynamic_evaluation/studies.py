@@ -65,17 +65,24 @@ def statistics_study_settings(settings) -> dict[str, Any]:
 
 
 def _lr_sweep(model: nn.Module, valid: Tensor, segment_len: int, label: str, start: float, factor: float,
-              max_evals: int, log, **kwargs: Any) -> dict[str, Any]:
-    """One row of the §5.4 studies: dynamic evaluation on ``valid`` with the learning rate swept (§5.4.1)."""
+              max_evals: int, log, block: int, **kwargs: Any) -> dict[str, Any]:
+    """One row of the §5.4 studies: dynamic evaluation on ``valid`` with the learning rate swept (§5.4.1). The row
+    keeps the validation loss per block of ``block`` tokens at the chosen η (``valid_blocks``), the units of the
+    claims' paired bootstrap; as in the thesis, η is chosen on the same text the row reports, and the bootstrap does
+    not count that choice."""
+    blocks: dict[float, list[float]] = {}
 
     def evaluate(lr: float) -> float:
-        return finite_nll(dynamic_evaluate(model, valid, lr=lr, segment_len=segment_len, **kwargs))
+        result = dynamic_evaluate(model, valid, lr=lr, segment_len=segment_len, **kwargs)
+        blocks[lr] = result.block_means(block)[0]
+        return finite_nll(result)
 
     lr, nll, trials = learning_rate_sweep(evaluate, start, factor, max_evals)
     log(f"  {label:40s} lr {lr:9.3g}  valid ppl {_ppl(nll):8.2f}  ({len(trials)} evaluations)")
     settings_out = {k: v for k, v in kwargs.items() if k not in ("ms_g", "statistics_tokens")}
     return {"label": label, "settings": settings_out, "lr": lr, "valid_nll": nll, "valid_ppl": _ppl(nll),
-            "sweep": trials}
+            "sweep": trials, "valid_blocks": blocks[lr]}
+
 
 
 def _rmsprop_start(start: float, eps: float) -> float:
@@ -89,10 +96,11 @@ def _optimizer_study(settings, model: nn.Module, valid: Tensor, ms_full: Params,
 
     def sweep(label: str, start: float, **kwargs: Any) -> dict[str, Any]:
         return _lr_sweep(model, valid, settings.segment_len, label, start, opt["lr_factor"], opt["max_evals"], log,
-                         **kwargs)
+                         settings.test_block, **kwargs)
 
     starts = opt["lr_start"]
-    static = static_evaluate(model, valid).mean_nll()
+    static_res = static_evaluate(model, valid)
+    static, block_tokens = static_res.mean_nll(), static_res.block_means(settings.test_block)[1]
     momentum = [sweep(f"SGD, momentum {mu}", starts["sgd"], rule="sgd", momentum=mu) for mu in opt["momentum"]]
     sgd = next((r for r, mu in zip(momentum, opt["momentum"]) if mu == 0.0), None) or sweep("SGD", starts["sgd"], rule="sgd")
     adaptive = [sweep(f"RMSprop, alpha {a}", starts["rmsprop"], rule="rmsprop", alpha=a) for a in opt["rmsprop_alpha"]]
@@ -102,7 +110,8 @@ def _optimizer_study(settings, model: nn.Module, valid: Tensor, ms_full: Params,
                for eps in opt["rmsprop_eps"]]
     global_rms = sweep("global RMS (no decay)", starts["global_rms"], rule="global_rms", ms_g=ms_full)
     return {"corpus": opt["corpus"], "valid_tokens": valid.numel() - 1, "static_valid_nll": static,
-            "static_valid_ppl": _ppl(static), "momentum": momentum, "adaptive": adaptive, "sgd": sgd,
+            "static_valid_ppl": _ppl(static), "valid_block_tokens": block_tokens,
+            "momentum": momentum, "adaptive": adaptive, "sgd": sgd,
             "epsilon": epsilon, "global_rms": global_rms}
 
 
@@ -244,9 +253,11 @@ def _statistics_amount(settings, model: nn.Module, corpus, device, log) -> dict[
     full = available if st["batches"] is None else min(st["batches"], available)
 
     def sweep(label: str, start: float, **kwargs: Any) -> dict[str, Any]:
-        return _lr_sweep(model, valid, settings.segment_len, label, start, st["lr_factor"], st["max_evals"], log, **kwargs)
+        return _lr_sweep(model, valid, settings.segment_len, label, start, st["lr_factor"], st["max_evals"], log,
+                         settings.test_block, **kwargs)
 
-    static = static_evaluate(model, valid).mean_nll()
+    static_res = static_evaluate(model, valid)
+    static, block_tokens = static_res.mean_nll(), static_res.block_means(settings.test_block)[1]
     rmsprop = [sweep(f"RMSprop, eps {eps:g}", _rmsprop_start(st["lr_start"]["rmsprop"], eps), rule="rmsprop", eps=eps)
                for eps in st["rmsprop_eps"]]
     rows = []
@@ -258,7 +269,8 @@ def _statistics_amount(settings, model: nn.Module, corpus, device, log) -> dict[
         row.update(fraction=fraction, batches=batches, tokens=batches * gs["batch_size"] * gs["bptt"])
         rows.append(row)
     return {"corpus": settings.optimizers["corpus"], "valid_tokens": valid.numel() - 1, "static_valid_nll": static,
-            "static_valid_ppl": _ppl(static), "rmsprop": rmsprop, "global_rms": rows, "full_batches": full,
+            "static_valid_ppl": _ppl(static), "valid_block_tokens": block_tokens,
+            "rmsprop": rmsprop, "global_rms": rows, "full_batches": full,
             "training_batches": available, "batch_size": gs["batch_size"], "bptt": gs["bptt"]}
 
 
@@ -287,11 +299,12 @@ def _statistics_locality(settings, model: nn.Module, corpus, device, amount: dic
     for eps in st["rmsprop_eps"]:
         start = _rmsprop_start(st["lr_start"]["nonlocal_rmsprop"], eps)
         nonlocal_rows.append(_lr_sweep(model, valid, settings.segment_len, f"non-local RMSprop, eps {eps:g}", start,
-                                       st["lr_factor"], st["max_evals"], log, rule="nonlocal_rmsprop", eps=eps,
-                                       statistics_tokens=other))
+                                       st["lr_factor"], st["max_evals"], log, settings.test_block,
+                                       rule="nonlocal_rmsprop", eps=eps, statistics_tokens=other))
     global_rms = next(r for r in amount["global_rms"] if r["fraction"] == 1.0)
     return {"corpus": amount["corpus"], "valid_tokens": amount["valid_tokens"], "static_valid_nll": amount["static_valid_nll"],
-            "static_valid_ppl": amount["static_valid_ppl"], "rmsprop": amount["rmsprop"], "global_rms": global_rms,
+            "static_valid_ppl": amount["static_valid_ppl"], "valid_block_tokens": amount["valid_block_tokens"],
+            "rmsprop": amount["rmsprop"], "global_rms": global_rms,
             "nonlocal_rmsprop": nonlocal_rows, "statistics_source": {"split": st["source"], "offset": st["offset"],
                                                                      "tokens": other.numel()}}
 

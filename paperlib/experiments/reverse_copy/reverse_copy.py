@@ -27,8 +27,11 @@ Departures from the thesis and choices it leaves open:
   bias vectors); with this accounting a 10M budget and embedding size 498 give hidden size 793
   (thesis: 787).
 - The thesis tunes learning rate, L2 penalty and embedding size (plus r and k for the Mogrifier) with
-  a black-box tuner; we run the full grid given in ``params.yaml`` and pick, per model and length, the
-  grid point with the lowest validation cross-entropy; its test cross-entropy is reported.
+  a black-box tuner; we run the full grid given in ``params.yaml`` once per training seed (``seeds``: the
+  initialisation and the batch order; the examples are drawn once, from ``data_seed``) and pick, per model
+  and length, the grid point with the lowest validation cross-entropy averaged over the seeds; its mean test
+  cross-entropy is reported, with every seed's beside it for the claims' seed margins. The thesis does not say
+  how many seeds it ran.
 - The thesis' chapter-2 LSTM is eq. (2.1) without the capped input gate of §4.6, so the cap is off
   by default (it is a per-model option).
 - No dropout (as in the thesis: overfitting is not an issue with this much fresh data) and no
@@ -44,7 +47,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +78,10 @@ RESULT_KEYS = (
     "settings",  # the validated ReverseCopyParams
     "lengths",  # sequence lengths, ascending
     "chance_cross_entropy",  # ln V: the cross-entropy of guessing uniformly
-    "runs",  # one record per (model, length, grid point): sizes, parameters, valid/test metrics, loss curve
-    "best",  # {model: {length: the run with the lowest validation cross-entropy}}
-    "cross_entropy",  # {model: [test cross-entropy of the best run, per length]}
+    "runs",  # one record per (model, length, grid point, seed): sizes, parameters, valid/test metrics, loss curve
+    "best",  # {model: {length: the grid point with the lowest mean validation cross-entropy, seed means and lists}}
+    "cross_entropy",  # {model: [mean test cross-entropy over seeds of the best grid point, per length]}
+    "cross_entropy_seeds",  # {model: [[test cross-entropy per seed] of the best grid point, per length]}
     "parameters",  # {model: [parameter count of the best run, per length]}
     "claims",  # the thesis' claims judged on our numbers (paperlib.experiments.reverse_copy.claims.record)
     "paper",  # the thesis' statements (paperlib.reference.reverse_copy.REVERSE_COPY)
@@ -192,7 +196,8 @@ class ReverseCopyParams:
     ``{embedding_sizes: [...]}`` and, for the Mogrifier, also ``rounds: [...]``, ``ranks: [...]``
     (rank <= 0: full rank) and optionally ``zigzag``; either may set ``capped_input_gate``. The hidden
     size of every grid point is the largest within ``parameter_budget``. Every model is trained at
-    every length and every point of models x ``learning_rates`` x ``l2_penalties``.
+    every length and every point of models x ``learning_rates`` x ``l2_penalties``, once per seed of ``seeds``
+    (initialisation and batch order); the examples of every split are drawn from ``data_seed``.
     """
 
     vocab_size: int
@@ -213,7 +218,8 @@ class ReverseCopyParams:
     num_layers: int = 1
     eval_batch_size: int = 256
     log_every: int = 50
-    seed: int = 1
+    seeds: list[int] = field(default_factory=lambda: [1])
+    data_seed: int = 1
     workers: int = 1
     threads: int = 1
 
@@ -247,6 +253,9 @@ class ReverseCopyParams:
                      "batch_size", "num_layers", "eval_batch_size", "log_every", "workers", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds) or not all(isinstance(x, int)
+                                                                                 for x in self.seeds):
+            raise ValueError(f"seeds must be a non-empty list of distinct integers, got {self.seeds}")
         if self.vocab_size < 2:
             raise ValueError("vocab_size must be at least 2")
         if not self.learning_rates or any(lr <= 0 for lr in self.learning_rates):
@@ -270,30 +279,32 @@ class GridPoint:
     mogrifier_rank: int
     mogrifier_zigzag: bool
     capped_input_gate: bool
+    seed: int  # initialisation and batch order
 
 
 def grid_points(settings: ReverseCopyParams) -> list[GridPoint]:
-    """Every (model, length, lr, l2, embedding size[, rounds, rank]) run, hidden size from the budget."""
+    """Every (model, length, lr, l2, embedding size[, rounds, rank], seed) run, hidden size from the budget."""
     points = []
     for name in MODEL_NAMES:
         spec = settings.models[name]
         mog = name == "mogrifier"
         rounds = spec["rounds"] if mog else [None]
         ranks = spec["ranks"] if mog else [0]
-        for length, lr, l2, emb, r, k in itertools.product(sorted(settings.lengths), settings.learning_rates,
-                                                           settings.l2_penalties, spec["embedding_sizes"],
-                                                           rounds, ranks):
+        for length, lr, l2, emb, r, k, seed in itertools.product(sorted(settings.lengths), settings.learning_rates,
+                                                                 settings.l2_penalties, spec["embedding_sizes"],
+                                                                 rounds, ranks, settings.seeds):
             hidden = hidden_size_for_budget(settings.parameter_budget, settings.vocab_size, emb,
                                             settings.num_layers, r, k)
             points.append(GridPoint(name, length, float(lr), float(l2), emb, hidden, r, k,
-                                    bool(spec.get("zigzag", True)), bool(spec.get("capped_input_gate", False))))
+                                    bool(spec.get("zigzag", True)), bool(spec.get("capped_input_gate", False)),
+                                    seed))
     return points
 
 
 def split_data(settings: ReverseCopyParams, length: int) -> dict[str, ReverseCopyData]:
     """Train/valid/test sets of one length, each from its own seed (so the splits are disjoint draws)."""
     sizes = {"train": settings.train_examples, "valid": settings.valid_examples, "test": settings.test_examples}
-    return {split: reverse_copy(num, length, settings.vocab_size, seed=settings.seed * 100_003 + 1_009 * length + i)
+    return {split: reverse_copy(num, length, settings.vocab_size, seed=settings.data_seed * 100_003 + 1_009 * length + i)
             for i, (split, num) in enumerate(sizes.items())}
 
 
@@ -301,7 +312,7 @@ def run_key(point: GridPoint, settings: ReverseCopyParams) -> str:
     """A hash of everything that determines one run's outcome (for the run cache), code included."""
     # the grid's lists, workers and threads do not change what one run computes
     relevant = {k: v for k, v in asdict(settings).items()
-                if k not in ("models", "lengths", "learning_rates", "l2_penalties", "workers", "threads")}
+                if k not in ("models", "lengths", "learning_rates", "l2_penalties", "seeds", "workers", "threads")}
     text = json.dumps({"point": asdict(point), "settings": relevant, "code": code_hash(__name__), **cache_key()},
                       sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -313,13 +324,13 @@ def run_grid_point(point: GridPoint, settings: ReverseCopyParams) -> dict[str, A
     data = split_data(settings, point.length)
     model = build_model(settings.vocab_size, point.embedding_size, point.hidden_size, settings.num_layers,
                         point.mogrifier_rounds, point.mogrifier_rank, point.mogrifier_zigzag,
-                        point.capped_input_gate, seed=settings.seed).to(stage_device())
+                        point.capped_input_gate, seed=point.seed).to(stage_device())
     train = TrainSettings(steps=settings.steps, batch_size=settings.batch_size, lr=point.lr, l2=point.l2,
                           optimizer=settings.optimizer, beta1=settings.beta1, clip_norm=settings.clip_norm,
                           schedule=settings.schedule,
                           log_every=settings.log_every)
     try:
-        curve = train_model(model, data["train"], train, seed=settings.seed)
+        curve = train_model(model, data["train"], train, seed=point.seed)
         valid = evaluate(model, data["valid"], settings.eval_batch_size)
         test = evaluate(model, data["test"], settings.eval_batch_size)
         diverged = False
@@ -335,7 +346,7 @@ def run_grid_point(point: GridPoint, settings: ReverseCopyParams) -> dict[str, A
 
 
 def _job(point: GridPoint, settings: ReverseCopyParams, runs_dir: str, progress: bool) -> dict[str, Any]:
-    path = Path(runs_dir) / f"{point.model}-L{point.length}-{run_key(point, settings)}.json"
+    path = Path(runs_dir) / f"{point.model}-L{point.length}-s{point.seed}-{run_key(point, settings)}.json"
     if path.is_file():
         return json.loads(path.read_text())
     torch.set_num_threads(settings.threads)
@@ -345,20 +356,46 @@ def _job(point: GridPoint, settings: ReverseCopyParams, runs_dir: str, progress:
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)
     if progress:
-        print(f"{point.model:9s} L={point.length:<4d} lr={point.lr:g} l2={point.l2:g} E={point.embedding_size} "
+        print(f"{point.model:9s} L={point.length:<4d} seed={point.seed} lr={point.lr:g} l2={point.l2:g} "
+              f"E={point.embedding_size} "
               f"H={point.hidden_size}: valid CE {record['valid_cross_entropy']:.4f} ({record['seconds']:.0f}s)",
               flush=True)
     return record
 
 
-def select_best(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per model and length (as a string key), the run with the lowest validation cross-entropy."""
-    best: dict[str, dict[str, dict[str, Any]]] = {}
+SEED_METRICS = ("valid_cross_entropy", "valid_token_accuracy", "test_cross_entropy", "test_token_accuracy")
+PER_SEED = ("seed", "diverged", "train_curve", "seconds", *SEED_METRICS)  # what differs between a point's seeds
+
+
+def seed_means(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per grid point of ``runs`` (their seeds pooled, in order of first appearance): the point's
+    settings, ``seeds``, the mean of each of :data:`SEED_METRICS` over the seeds (inf if a seed diverged) and its
+    per-seed list under ``<metric>_seeds``, and ``diverged`` (some seed did)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
-        slot = best.setdefault(run["model"], {})
-        key = str(run["length"])
-        if key not in slot or run["valid_cross_entropy"] < slot[key]["valid_cross_entropy"]:
-            slot[key] = run
+        point = json.dumps({k: v for k, v in run.items() if k not in PER_SEED}, sort_keys=True)
+        groups.setdefault(point, []).append(run)
+    pooled = []
+    for members in groups.values():
+        record = {k: v for k, v in members[0].items() if k not in PER_SEED}
+        record.update(seeds=[r["seed"] for r in members], diverged=any(r["diverged"] for r in members))
+        for metric in SEED_METRICS:
+            values = [r[metric] for r in members]
+            record[metric] = math.fsum(values) / len(values) if all(map(math.isfinite, values)) else math.inf
+            record[f"{metric}_seeds"] = values
+        pooled.append(record)
+    return pooled
+
+
+def select_best(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per model and length (as a string key), the grid point with the lowest validation cross-entropy averaged
+    over its seeds (:func:`seed_means`)."""
+    best: dict[str, dict[str, dict[str, Any]]] = {}
+    for point in seed_means(runs):
+        slot = best.setdefault(point["model"], {})
+        key = str(point["length"])
+        if key not in slot or point["valid_cross_entropy"] < slot[key]["valid_cross_entropy"]:
+            slot[key] = point
     return best
 
 
@@ -380,9 +417,10 @@ def run_experiment(settings: ReverseCopyParams, runs_dir: str | os.PathLike, pro
         "lengths": lengths,
         "chance_cross_entropy": math.log(settings.vocab_size),
         "runs": records,
-        "best": {m: {k: {kk: vv for kk, vv in r.items() if kk != "train_curve"} for k, r in best[m].items()}
-                 for m in MODEL_NAMES},
+        "best": best,
         "cross_entropy": {m: [best[m][str(n)]["test_cross_entropy"] for n in lengths] for m in MODEL_NAMES},
+        "cross_entropy_seeds": {m: [best[m][str(n)]["test_cross_entropy_seeds"] for n in lengths]
+                                for m in MODEL_NAMES},
         "parameters": {m: [best[m][str(n)]["parameters"] for n in lengths] for m in MODEL_NAMES},
         "paper": REVERSE_COPY,
     }
@@ -407,7 +445,7 @@ def run_reverse_copy(profile: str | None = None, progress: bool = True,
     results = {"profile": profile, **results}
     out = root / "results" / f"{EXPERIMENT}.json"
     write_json_atomic(out, json_safe(results))
-    seconds = {f"{r['model']}-L{r['length']}-lr{r['lr']:g}-l2{r['l2']:g}-E{r['embedding_size']}": r["seconds"]
+    seconds = {f"{r['model']}-L{r['length']}-lr{r['lr']:g}-l2{r['l2']:g}-E{r['embedding_size']}-s{r['seed']}": r["seconds"]
                for r in results["runs"]}
     write_json_atomic(out.with_suffix(".provenance.json"),
                       {**provenance(root, profile, results["settings"], None, started,
@@ -418,6 +456,7 @@ def run_reverse_copy(profile: str | None = None, progress: bool = True,
 __all__ = [
     "EXPERIMENT", "RESULT_KEYS", "GridPoint", "ReverseCopyModel", "ReverseCopyParams", "TrainSettings",
     "build_model", "count_parameters", "evaluate", "grid_points", "hidden_size_for_budget",
-    "num_parameters", "run_experiment", "run_grid_point", "run_reverse_copy", "select_best", "split_data",
+    "num_parameters", "run_experiment", "run_grid_point", "run_reverse_copy", "seed_means", "select_best",
+    "split_data",
     "token_cross_entropy", "train_model",
 ]

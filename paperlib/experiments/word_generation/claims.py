@@ -299,4 +299,4 @@ def _ladder_part(ladder: Mapping[str, Any], reading: str) -> Part:
                  f"{budgets} steps, paper " + (f"{paper:+.2f}" if paper is not None else "—")
                  + f"; last quarter of each rung: {converged}" + check,
         rule="top rung beyond 2 SE of the gap, else the change from the first to the last rung beyond twice its "
-             "standard error (paperlib.experiments.claims.ladder_word)", kind="ladder reading")
+             "standard error (paperlib.experiments.common.claims.ladder_word)", kind="ladder reading")

@@ -299,7 +299,7 @@ ITEMS: dict[str, tuple[str, ...]] = {"M-F5.8": ("5.8",), "M-F5.9": ("5.9",), "M-
                                      "M-F5.11": ("5.11", "5.11-dropout"), "M-F5.12": ("5.10", "5.12"),
                                      "M-T5.1": ("T5.1-perplexity", "T5.1-latents")}
 _RULE = ("top rung beyond its margin, else the change from the first to the last rung beyond the two margins "
-         "combined (paperlib.experiments.claims.ladder_word)")
+         "combined (paperlib.experiments.common.claims.ladder_word)")
 
 
 def ladder_claim_part(ladder: Mapping[str, Any], key: str) -> Part | None:

@@ -214,7 +214,7 @@ def ladder_claim_part(ladder: Mapping[str, Any], figure: str) -> Part | None:
         shown = f"HV({entry['labels'][0]}) − HV({entry['labels'][1]}) {values}"
         rule = ("paired by seed; margin the larger of 2 SE and the hypervolume tie; top rung beyond its margin, else "
                 "the change from the first to the last rung beyond the two margins combined "
-                "(paperlib.experiments.claims.ladder_word)")
+                "(paperlib.experiments.common.claims.ladder_word)")
     else:
         near = ladder["near_optimal_nats"]
         values = " → ".join(f"{near - r['gap']:.2f} ± {r['margin']:.2f}" if "gap" in r else
@@ -222,5 +222,5 @@ def ladder_claim_part(ladder: Mapping[str, Any], figure: str) -> Part | None:
         shown = f"excess NLL over ln V at MI = 0.75 ln V {values} nats (near-optimal below {near})"
         rule = (f"gap = {near} − excess (best of the curves, per seed); a rung where some seed's frontier misses "
                 "the MI level has no gap; top rung beyond 2 SE, else the change from the first rung with a gap to "
-                "the top beyond twice its standard error (paperlib.experiments.ladder.reading)")
+                "the top beyond twice its standard error (paperlib.experiments.common.ladder.reading)")
     return claim_part(entry, shown, rule)
