@@ -186,7 +186,8 @@ RULE_KINDS = {
     "sampling margin": "as a seed margin, with the standard error over evaluated positions of one model instead of "
                        "over seeds",
     "bootstrap margin": "A beats B by more than twice the standard error of the mean paired difference under a "
-                        "bootstrap over the test units both were evaluated on (blocks of a test text, test songs); "
+                        "bootstrap over the units both were evaluated on (blocks of a test or validation text, test songs, "
+                        "independent test sequences); "
                         "inside it the paper's way is within noise",
     "hypervolume tie": "a normalised hypervolume beats another by more than the fixed tie; on PTB, the seed margin the "
                        "budget ladder measured for the same two curves at the stage's budget where it did",
