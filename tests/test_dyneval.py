@@ -847,7 +847,7 @@ def test_statistics_studies_use_the_fractions_of_the_batches_and_share_their_bas
                                    valid=random_tokens((300,), seed=12, vocab=20),
                                    test=random_tokens((300,), seed=13, vocab=20))
     settings = types.SimpleNamespace(
-        segment_len=5, gradient_stats={"batch_size": 4, "bptt": 5, "max_batches": 3},
+        segment_len=5, test_block=20, gradient_stats={"batch_size": 4, "bptt": 5, "max_batches": 3},
         optimizers={"corpus": "tiny", "valid_tokens": 60, "lr_factor": 3.0, "max_evals": 3,
                     "lr_start": {"rmsprop": 1e-3, "global_rms": 1e-3}},
         statistics_study={"fractions": [1.0, 0.01, 0.1], "batches": 100, "source": "test", "offset": 7,
@@ -873,6 +873,10 @@ def test_statistics_studies_use_the_fractions_of_the_batches_and_share_their_bas
     # the row's own evaluation, run again: abs=1e-6 (about 2 float32 eps of this ~4-nat loss) checks that the row
     # reports this setting; the settings of different rows move it by far more
     assert row["valid_nll"] == pytest.approx(again, abs=1e-6)
+    # every row keeps its loss per block of 20 validation tokens at its chosen η, the paired bootstrap's units
+    assert amount["valid_block_tokens"] == locality["valid_block_tokens"] == [20, 20, 20]
+    for r in [*amount["global_rms"], *amount["rmsprop"], *locality["nonlocal_rmsprop"]]:
+        assert len(r["valid_blocks"]) == 3 and sum(r["valid_blocks"]) / 3 == pytest.approx(r["valid_nll"], abs=1e-6)
     assert all(math.isfinite(r["valid_nll"]) for r in [*amount["global_rms"], *amount["rmsprop"], *locality["nonlocal_rmsprop"]])
     assert de.gradient_batches(0.01, 20) == 1 and de.gradient_batches(0.1, 1452) == 145
 
