@@ -912,3 +912,34 @@ def test_block_means_are_the_means_of_consecutive_blocks_with_a_shorter_last_one
         block_means(losses.view(1, 7), 3)
     with pytest.raises(ValueError, match="block must be"):
         block_means(losses, 0)
+
+
+def test_the_timescale_study_keeps_each_sequences_curve_and_its_seen_and_unseen_losses():
+    """Fig. 5.1 / Table 5.1's study keeps, beside the pooled numbers, every sequence's own curve and its mean loss on
+    seen and unseen words with their counts (the units of the claims' bootstrap over sequences); pooled back with
+    those counts they give the pooled numbers."""
+    import types
+
+    import paperlib.experiments.dynamic_evaluation.studies as de
+    from paperlib.dyneval import mean_squared_gradients
+
+    model = tiny_lm(vocab=20, hidden=8).float()
+    test = random_tokens((400,), seed=4, vocab=20)
+    settings = types.SimpleNamespace(timescale={"corpus": "tiny", "sequences": 3, "length": 61, "bin": 20,
+                                                "stream_batch": 2})
+    table = {"rows": [{"key": "global_rms_rms_decay", "settings": {"rule": "global_rms", "lr": 1e-3, "decay": 0.01,
+                                                                    "segment_len": 5}},
+                      {"key": "neural_cache", "settings": {"cache_length": 10, "theta": 0.5, "lam": 0.2}}]}
+    ms = {"full": mean_squared_gradients(model, random_tokens((600,), seed=5, vocab=20), batch_size=4, bptt=5,
+                                         max_batches=2)}
+    out = de._timescale(settings, model, test, table, ms, lambda _: None)
+    for name, curve in out["curves"].items():
+        rows = out["sequence_curves"][name]
+        assert len(rows) == 3 and all(len(r) == len(curve) == 3 for r in rows)
+        assert [sum(col) / 3 for col in zip(*rows)] == pytest.approx(curve, abs=1e-6)
+    words = out["seen_unseen_sequences"]["words"]
+    for name in ("static", "dynamic", "neural_cache"):
+        for split in ("seen", "unseen"):
+            means = out["seen_unseen_sequences"][name][split]
+            pooled = sum(m * n for m, n in zip(means, words[split])) / sum(words[split])
+            assert pooled == pytest.approx(out["seen_unseen"][name][split], abs=1e-9)

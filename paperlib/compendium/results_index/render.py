@@ -249,8 +249,8 @@ def render_definitions() -> list[str]:
         "  (`paperlib.experiments.averaging.claims`).",
         "- **Thresholds that define a claim** (not noise margins): the amount of data is \"negligible\" (K-T5.6) within "
         f"{STATISTICS_SPREAD:.0%}; \"on par\" with global RMS (K-T5.7) within {ON_PAR:.0%}",
-        "  (`paperlib.experiments.dynamic_evaluation.claims`; the dynamic-evaluation comparisons of two rules or settings take a",
-        "  bootstrap margin over blocks of the text, those of a curve's shape, Table 5.1's split and the related-words probe are strict);",
+        "  (`paperlib.experiments.dynamic_evaluation.claims`; the dynamic-evaluation comparisons take a bootstrap margin over",
+        "  blocks of the text or over independent sequences, except the related-words probe's, one update, which are strict);",
         "  full rank \"close behind\" low rank (M-T2.3) within half low rank's gain over the LSTM; a reverse-copy length is solved below "
         f"{SOLVED_NATS} nats (M-F2.4);",
         f"  \"near-optimal\" (M-F5.6) is within {NEAR_OPTIMAL_NATS} nats of ln V at MI = {HIGH_MI_FRACTION:g} ln V; "

@@ -134,8 +134,11 @@ def _timescale(settings, model: nn.Module, test: Tensor, table: dict[str, Any], 
         parts.append(dynamic_evaluate(model, chunk, ms_g=ms["full"], batched=True, **dyn_settings).losses)
     dynamic = torch.cat(parts)
     cache = neural_cache_losses(model, sequences, **cache_settings).float()
-    curves = {name: DynamicEvalResult(losses).curve(ts["bin"]).tolist()
-              for name, losses in (("static", static), ("dynamic", dynamic), ("neural_cache", cache))}
+    methods = (("static", static), ("dynamic", dynamic), ("neural_cache", cache))
+    curves = {name: DynamicEvalResult(losses).curve(ts["bin"]).tolist() for name, losses in methods}
+    # each sequence's own curve: the units of the claims' bootstrap over the independent sequences
+    sequence_curves = {name: [DynamicEvalResult(row).curve(ts["bin"]).tolist() for row in losses]
+                       for name, losses in methods}
     # Table 5.1: second half of each sequence, words seen before in the sequence vs first occurrences
     targets = sequences[:, 1:]
     seen = torch.zeros_like(targets, dtype=torch.bool)
@@ -146,17 +149,23 @@ def _timescale(settings, model: nn.Module, test: Tensor, table: dict[str, Any], 
             first.setdefault(w, t)
     half = torch.zeros_like(seen)
     half[:, (length - 1) // 2 :] = True
-    split = {}
-    for name, losses in (("static", static), ("dynamic", dynamic), ("neural_cache", cache)):
+    split, per_sequence = {}, {}
+    masks = {"seen": half & seen, "unseen": half & ~seen}
+    for name, losses in methods:
         losses = losses.double()
-        split[name] = {"seen": float(losses[half & seen].mean()), "unseen": float(losses[half & ~seen].mean())}
+        split[name] = {key: float(losses[mask].mean()) for key, mask in masks.items()}
+        # per sequence: the mean loss over its seen (unseen) words, 0 where it has none (its count is then 0)
+        per_sequence[name] = {key: ((losses * mask).sum(1) / mask.sum(1).clamp(min=1)).tolist()
+                              for key, mask in masks.items()}
+    per_sequence["words"] = {key: mask.sum(1).tolist() for key, mask in masks.items()}
     unseen = half & ~seen
     split["dynamic_better_than_static_on_unseen"] = float((dynamic.double()[unseen] < static.double()[unseen]).double().mean())
     split["cache_better_than_static_on_unseen"] = float((cache.double()[unseen] < static.double()[unseen]).double().mean())
     log(f"  time scales on {count} sequences of {length}: final-bin loss static {curves['static'][-1]:.3f}, "
         f"dynamic {curves['dynamic'][-1]:.3f}, cache {curves['neural_cache'][-1]:.3f}")
     return {"corpus": ts["corpus"], "sequences": count, "length": length, "bin": ts["bin"], "curves": curves,
-            "seen_unseen": split, "seen_share": float(seen[half].double().mean())}
+            "sequence_curves": sequence_curves, "seen_unseen": split, "seen_unseen_sequences": per_sequence,
+            "seen_share": float(seen[half].double().mean())}
 
 
 def choose_targets(test: Tensor, vocab, train_counts: Tensor, *, word: str | None, min_count: int, min_length: int,
