@@ -12,7 +12,11 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
    of its own; the pass / fail / skip counts and the failing tests' names are recorded, not fatal.
 3. **Ceilings**, once: a square matrix product at fp32 (IEEE), tf32 and bf16 (TFLOP/s: ``2 n^3`` over the median of
    timed products after warm-up, on random data) and a device-to-device copy (GB/s, bytes read plus written).
-4. **Workloads**: :data:`paperlib.experiments.dryrun.dryrun.ADAPTERS` builds each stage's ``paper`` workloads, the models
+4. **Stacked trials** (``--stacked M ...``, before the workloads, at most ``--stacked-budget`` seconds): a training
+   step of M PTB sentence-VAE trials of one curve as one stacked model
+   (:mod:`paperlib.experiments.micmco.ptb.stacked_trials`) against M separate steps, at the paper's shapes
+   (:func:`stacked_timings`); the small models of ch. 5 are launch-bound, which stacking is meant to fix.
+5. **Workloads**: :data:`paperlib.experiments.dryrun.dryrun.ADAPTERS` builds each stage's ``paper`` workloads, the models
    and steps the dry run counted, here materialised for real on the device. Each gets warm-up steps, then timed
    steps (the median step: forward, backward, clipping where the stage clips, optimizer step), tokens/s (batch x
    length / step; multi-sample objectives count each token once), peak memory, kernels per step (the CUDA kernels
@@ -22,9 +26,9 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
    hidden size, layers, batch and BPTT (the goals: our LSTM >= 0.8x, the Mogrifier >= 0.5x its tokens/s).
    Workloads are taken round robin over the stages (every stage's first, then every stage's second, ...) while the
    budget lasts; the ones left are listed under ``not_timed`` with the reason, never dropped silently.
-5. **CUDA graphs** (``--graphs``): the first workload of each LM stage again, its whole training step captured as
+6. **CUDA graphs** (``--graphs``): the first workload of each LM stage again, its whole training step captured as
    one CUDA graph and replayed (:func:`graphed_step`): the launch-bound part of a step, measured.
-6. **Compilation** (``--compile``): the first LM workload under ``torch.compile`` in each mode asked for, its first
+7. **Compilation** (``--compile``): the first LM workload under ``torch.compile`` in each mode asked for, its first
    step (compilation included) and steady step; skipped, and listed, when the budget cannot cover the compile
    time measured on a CPU (:data:`COMPILE_SECONDS`).
 
@@ -437,6 +441,85 @@ def compile_timings(order: list[tuple[str, dryrun.Workload]], modes: list[str], 
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# stacked trials
+
+# The PTB MICMCO curves the stacks are timed on: DReG 16 (Renyi) with shared dropout masks (the ladder's and Table
+# 5.1's curve: two surrogates, state-masked decoder) and DReG 1 on the training fit (no dropout).
+STACKED_CURVES = ("dreg16_renyi.shared", "dreg1.train")
+
+
+def stacked_timings(device: torch.device, quick: bool, deadline: float, warmup: int, repeats: int,
+                    sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+    """A training step of M trials of a PTB sentence-VAE curve as one stack against M separate steps.
+
+    Paper shapes (hidden 128, 10,000 words, 64 sentences of 5-35 tokens, the curve's samples) on random sentences;
+    tiny ones in the check mode. Per curve: the median separate step (``trials.train``: the fused recurrences,
+    packed encoder; steps timed through its scoring hook) and, per stack size M in ``sizes``, the median stacked step (:class:`~paperlib.experiments.micmco.ptb.
+    stacked_trials.StackedTrials`), its seconds per trial and its speed-up over M separate steps.
+    """
+    from paperlib.experiments.micmco.ptb.data import SentenceData
+    from paperlib.experiments.micmco.ptb.design import MicmcoPtbParams, curve_of
+    from paperlib.experiments.micmco.ptb.stacked_trials import StackedTrials, TrialSpec
+    from paperlib.experiments.micmco.ptb.trials import build_model, train
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import halton_design
+
+    vocab, hidden, batch = (50, 8, 4) if quick else (10_000, 128, 64)
+    generator = torch.Generator().manual_seed(0)
+    sentences = [torch.cat([torch.randint(1, vocab, (int(n),), generator=generator), torch.tensor([0])])
+                 for n in torch.randint(4, 35, (2_000,), generator=generator)]
+    data = SentenceData(sentences, sentences[:8], sentences[:8], sentences[:8], vocab, 0)
+    settings = MicmcoPtbParams(figures=["5.12"], trials=max(sizes), startup_trials=max(sizes), steps=10**6,
+                               batch_size=batch, hidden_size=hidden, **({"latent_dim": 4} if quick else {}))
+    rows = []
+    for name in STACKED_CURVES:
+        curve = curve_of(name)
+        specs = [TrialSpec(p, i) for i, p in enumerate(halton_design(curve.space, max(sizes), 0))]
+        row: dict[str, Any] = {"curve": name, "hidden": hidden, "vocab": vocab, "batch": batch,
+                               "samples": curve.estimator.num_samples, "stacks": []}
+        try:
+            if time.monotonic() > deadline:
+                raise TimeoutError("budget")
+
+            torch.manual_seed(0)
+            model = build_model(curve, specs[0].params, settings, vocab).to(device)
+            marks: list[float] = []
+
+            def mark(_: int) -> None:  # train's scoring hook, called after every step: a timestamp
+                synchronize(device)
+                marks.append(time.perf_counter())
+
+            steps = warmup + repeats + 1
+            train(model, curve, specs[0].params, data.train, 0, steps, batch, 0, range(1, steps + 1), mark)
+            row["separate_step_s"] = statistics.median(b - a for a, b in zip(marks[warmup:], marks[warmup + 1:]))
+            del model
+            for size in sizes:
+                if time.monotonic() > deadline:
+                    row["stacks"].append({"trials": size, "status": "not timed: budget"})
+                    continue
+                try:
+                    stack = StackedTrials(curve, specs[:size], settings, data, device)
+                    step = statistics.median(timed(stack.step, device, warmup, repeats))
+                    row["stacks"].append({
+                        "trials": size, "status": "timed", "step_s": step, "per_trial_s": step / size,
+                        "speedup": round(size * row["separate_step_s"] / step, 3) if step else None,
+                        "peak_memory_gib": (round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+                                            if device.type == "cuda" else None)})
+                    del stack
+                except torch.cuda.OutOfMemoryError as err:
+                    row["stacks"].append({"trials": size, "status": "out of memory", "error": str(err).splitlines()[0]})
+                finally:
+                    if device.type == "cuda":
+                        torch.cuda.empty_cache()
+                        torch.cuda.reset_peak_memory_stats(device)
+            row["status"] = "timed"
+        except Exception as err:  # noqa: BLE001 - recorded, not fatal
+            row.update(status="error" if not isinstance(err, TimeoutError) else "not timed: budget",
+                       error=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300])
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # the table and the command
 
 def render(result: dict[str, Any]) -> str:
@@ -471,6 +554,14 @@ def render(result: dict[str, Any]) -> str:
                          f"({row['graph_speedup']:.2f}x eager), {row['graph_tokens_per_s']:,.0f} tok/s")
         elif "graph_error" in row:
             lines.append(f"CUDA graph {row['stage']}:{row['workload']}: {row['graph_error']}")
+    for row in result.get("stacked", []):
+        if row["status"] != "timed":
+            lines.append(f"stacked {row['curve']}: {row['status']} {row.get('error', '')}")
+            continue
+        stacks = ", ".join(f"M={r['trials']} {r['step_s'] * 1e3:.1f} ms ({r['speedup']:.2f}x)" if r["status"] == "timed"
+                           else f"M={r['trials']} {r['status']}" for r in row["stacks"])
+        lines.append(f"stacked {row['curve']} (H {row['hidden']}, V {row['vocab']}, B {row['batch']}, "
+                     f"K {row['samples']}): separate step {row['separate_step_s'] * 1e3:.1f} ms; {stacks}")
     for row in result.get("compile", []):
         lines.append(f"compile {row['mode']}: {row['status']}"
                      + (f", first step {row['compile_and_first_step_s']:.1f} s, step {row['step_s'] * 1e3:.2f} ms"
@@ -502,6 +593,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile", nargs="*", default=[], choices=sorted(COMPILE_SECONDS), metavar="MODE")
     parser.add_argument("--graphs", action="store_true",
                         help="also time the first workload of each LM stage as a CUDA graph of its whole step")
+    parser.add_argument("--stacked", nargs="*", type=int, default=[1, 4, 12], metavar="M",
+                        help="stack sizes to time PTB sentence-VAE trials at (none: skip; check mode: 1 and 2)")
+    parser.add_argument("--stacked-budget", type=float, default=45.0,
+                        help="seconds of --budget the stacked timings may take (they run before the workloads)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dryrun", type=Path, default=REPO / "results" / "dryrun.json")
@@ -531,6 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     order = plan(stages, params, profile, cap, precision, per_stage)
     if args.graphs and args.cpu:
         parser.error("--graphs needs CUDA (CUDA graphs); the check mode runs on the CPU")
+    stacked = stacked_timings(device, args.cpu, min(deadline, time.monotonic() + args.stacked_budget), warmup,
+                              repeats, (1, 2) if args.cpu else tuple(args.stacked)) if args.stacked else []
     measured, not_timed = measure_workloads(order, device, deadline, warmup, repeats, dry, precision,
                                             ceiling[f"matmul_tflops_{precision}"], args.graphs)
     compiled = compile_timings(order, args.compile, device, deadline, warmup, repeats)
@@ -538,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     path = args.out / output_name(env, mode, datetime.date.today())
     result = {"schema": SCHEMA, "mode": mode, "profile": profile, "precision": precision,
               "max_length": 2 if args.cpu else None, "environment": env, "tests": tests, "ceilings": ceiling,
-              "workloads": measured, "compile": compiled, "not_timed": not_timed, "budget_s": args.budget,
+              "workloads": measured, "compile": compiled, "stacked": stacked, "not_timed": not_timed, "budget_s": args.budget,
               "elapsed_s": round(time.monotonic() - start, 1), "path": str(path.relative_to(args.out.parent)
                                                                            if path.is_relative_to(args.out.parent)
                                                                            else path)}

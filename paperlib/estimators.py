@@ -46,7 +46,8 @@ through the decoder makes its step ~1.4x that of the plain reparameterised one.
 All of them share the signature ``(objective, log_px_z, log_pz, z, posterior)`` where ``posterior`` is the
 ``torch.distributions`` object of q(z|x) (batch shape ``[B]``) and ``z`` the ``[K, B, ...]`` samples the
 decoder saw: reparameterised samples (``posterior.rsample((K,))``) for the pathwise estimators, plain
-samples (``posterior.sample((K,))``) for the score-function ones. The estimators evaluate ln q(z|x)
+samples (``posterior.sample((K,))``) for the score-function ones (:func:`sample` draws either from an explicit
+generator, for runs that keep one random stream per model). The estimators evaluate ln q(z|x)
 themselves, with stopped parameters where STL and DReG need them. :func:`surrogates` dispatches on the
 estimator name and returns :class:`Surrogates`, whose ``backward`` handles the DReG split.
 
@@ -341,6 +342,34 @@ def detach_distribution(dist: Distribution) -> Distribution:
         f"detach_distribution supports Normal, Categorical, OneHotCategorical and Independent wrappers of them; "
         f"got {type(dist).__name__}"
     )
+
+
+def sample(dist: Distribution, sample_shape: tuple[int, ...], reparameterised: bool,
+           generator: torch.Generator | None = None) -> Tensor:
+    """``dist.rsample(sample_shape)`` (``reparameterised``) or ``dist.sample(sample_shape)``, from ``generator``.
+
+    ``torch.distributions`` always draws from the default generator; with a ``generator`` this draws the same numbers
+    from it (the same kernels: ``normal_`` for a Normal's noise, ``torch.normal`` for its plain samples,
+    ``torch.multinomial`` for a Categorical), so a run can keep one random stream per model. Supports what
+    :func:`detach_distribution` supports. Without a generator it calls the distribution's own method.
+    """
+    if generator is None:
+        return dist.rsample(sample_shape) if reparameterised else dist.sample(sample_shape)
+    base = dist.base_dist if isinstance(dist, Independent) else dist
+    shape = dist._extended_shape(torch.Size(sample_shape))
+    if isinstance(base, Normal):
+        if reparameterised:
+            noise = torch.empty(shape, dtype=base.loc.dtype, device=base.loc.device).normal_(generator=generator)
+            return base.loc + noise * base.scale
+        with torch.no_grad():
+            return torch.normal(base.loc.expand(shape), base.scale.expand(shape), generator=generator)
+    if isinstance(base, Categorical) and not reparameterised:
+        with torch.no_grad():
+            probs = base.probs.reshape(-1, base._num_events)
+            count = torch.Size(sample_shape).numel()
+            return torch.multinomial(probs, count, True, generator=generator).T.reshape(shape)
+    raise ValueError(f"sample draws reparameterised Normal and plain Normal or Categorical samples (optionally "
+                     f"Independent); got {type(base).__name__} with reparameterised={reparameterised}")
 
 
 def _check_pathwise(z: Tensor, name: str) -> None:

@@ -110,6 +110,13 @@ def test_the_device_script_runs_its_whole_path_in_check_mode(tmp_path):
     assert "reference" not in rows["micmco_synthetic"]
     assert result["compile"] == [{"mode": "max-autotune", "stage": "lm_ptb", "workload": "lstm",
                                   "status": "not timed: budget (compiling takes >= 400 s)"}]
+    assert [row["curve"] for row in result["stacked"]] == ["dreg16_renyi.shared", "dreg1.train"]
+    for row in result["stacked"]:
+        assert row["status"] == "timed" and row["separate_step_s"] > 0 and row["samples"] in (16, 1)
+        assert [s["trials"] for s in row["stacks"]] == [1, 2] and all(s["step_s"] > 0 for s in row["stacks"])
+        assert all(s["speedup"] == pytest.approx(s["trials"] * row["separate_step_s"] / s["step_s"], rel=1e-2)
+                   for s in row["stacks"])
+    assert "stacked dreg16_renyi.shared" in out
 
 
 def test_the_device_script_reads_junit_plans_round_robin_and_names_what_the_budget_left(tmp_path):
@@ -155,7 +162,12 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
                            "copy_gbps": 4300.0}, "profile": "paper", "precision": "tf32",
               "tests": {"passed": 950, "failed": 1, "errors": 0, "skipped": 12},
               "workloads": [row, {**row, "workload": "mogrifier_lstm", "status": "out of memory"}],
-              "not_timed": [{"stage": "reverse_copy", "workload": "lstm L=50", "reason": "budget"}]}
+              "not_timed": [{"stage": "reverse_copy", "workload": "lstm L=50", "reason": "budget"}],
+              "stacked": [{"curve": "dreg16_renyi.shared", "hidden": 128, "vocab": 10000, "batch": 64, "samples": 16,
+                           "status": "timed", "separate_step_s": 0.05,
+                           "stacks": [{"trials": 4, "status": "timed", "step_s": 0.08, "speedup": 2.5,
+                                       "peak_memory_gib": 9.5},
+                                      {"trials": 12, "status": "out of memory"}]}]}
     (folder / "gpu-nvidia-h200-2026-11-01.json").write_text(json.dumps({**result, "precision": "bf16"}))
     (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(result))
     text = readme_with_measurements(readme, tmp_path)
@@ -165,6 +177,8 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     assert "| lm_ptb | lstm | 64 × 70 | 12.30 | 30.70 | 0.40 | 364,000 | 0.210 | 5,000 (6,135) | 0.85 | 3.20 |" in text
     assert "| lm_ptb | mogrifier_lstm | 64 × 70 | out of memory |" in text
     assert "Not timed within the run's budget: 1 workloads (reverse_copy)" in text
+    assert "| dreg16_renyi.shared | 128 × 10,000 × 64 × 16 | 50.00 | 4 | 80.00 | 2.50× | 9.50 |" in text
+    assert "| dreg16_renyi.shared | 128 × 10,000 × 64 × 16 | 50.00 | 12 | out of memory | | |" in text
 
 
 @pytest.mark.cuda

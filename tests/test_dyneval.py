@@ -223,20 +223,20 @@ def test_batched_and_sequential_dynamic_evaluation_agree(cell, options):
 @pytest.mark.numerics
 @pytest.mark.parametrize("capped", [False, True])
 def test_vmappable_lstm_scan_matches_the_step_reference_and_passes_gradcheck(capped):
-    from paperlib.dyneval.gradients import _LSTMScan
+    from paperlib.models.transformable import LSTMScan
     from paperlib.models.lstm import lstm_step
 
     g = torch.Generator().manual_seed(0)
     gx, w = torch.randn(4, 2, 12, generator=g, dtype=torch.float64), torch.randn(12, 3, generator=g, dtype=torch.float64)
     h0, c0 = torch.randn(2, 3, generator=g, dtype=torch.float64), torch.randn(2, 3, generator=g, dtype=torch.float64)
-    hs, cs, _ = _LSTMScan.apply(gx, w, h0, c0, capped)
+    hs, cs, _ = LSTMScan.apply(gx, w, h0, c0, capped)
     h, c = h0, c0
     for t in range(4):  # lstm_step with identity input weights: x W^x + b = gx
         h, c = lstm_step(gx[t], h, c, torch.eye(12, dtype=torch.float64), w, torch.zeros(12, dtype=torch.float64), capped)
         torch.testing.assert_close(hs[t + 1], h)
         torch.testing.assert_close(cs[t + 1], c)
     inputs = tuple(t.requires_grad_() for t in (gx, w, h0, c0))
-    assert torch.autograd.gradcheck(lambda *a: _LSTMScan.apply(*a, capped)[:2], inputs)
+    assert torch.autograd.gradcheck(lambda *a: LSTMScan.apply(*a, capped)[:2], inputs)
 
 
 def test_batched_evaluation_leaves_the_fused_layers_in_place():

@@ -81,6 +81,45 @@ def test_a_rung_repeats_the_main_stages_trial_and_finished_runs_are_read_back(tm
     assert run_folder(_ladder(trials=3, seeds=[0, 1, 2]), MAIN, tmp_path) == run_folder(ladder, MAIN, tmp_path)
 
 
+def test_a_stacked_ladder_scores_the_runs_of_separate_training_and_resumes_from_its_checkpoint(tmp_path, data,
+                                                                                                monkeypatch):
+    """With ``stacked`` each curve's four runs (2 seeds x 2 trials) train as one stack: every score equals the
+    separate run's up to float32 rounding in differently shaped matmuls (the stacked-trials tests bound the
+    weights to 1e-10 in float64; scores of order 1 agree to ~1e-6 here, 1e-4 leaves room). An interruption after
+    the first scoring step resumes from the curve's checkpoint and ends with the same records; records are read
+    back afterwards and the checkpoint is gone."""
+    separate = run_ladder(_ladder(), MAIN, tmp_path / "separate", data=data)
+    stacked_ladder = _ladder(stacked=True)
+    assert run_folder(stacked_ladder, MAIN, tmp_path) != run_folder(_ladder(), MAIN, tmp_path)
+
+    class Interrupted(Exception):
+        pass
+
+    real_save, saves = ladder_module.StackedTrials.save, []
+
+    def interrupting_save(self, path, extra=None):
+        real_save(self, path, extra)
+        saves.append(self.step_count)
+        if len(saves) == 1:
+            raise Interrupted
+
+    monkeypatch.setattr(ladder_module.StackedTrials, "save", interrupting_save)
+    with pytest.raises(Interrupted):
+        run_ladder(stacked_ladder, MAIN, tmp_path / "stacked", data=data)
+    folder = run_folder(stacked_ladder, MAIN, tmp_path / "stacked")
+    assert (folder / "dreg16_renyi.shared.stack.pt").is_file() and saves == [3]
+    stacked = run_ladder(stacked_ladder, MAIN, tmp_path / "stacked", data=data)
+    assert saves == [3, 4, 6, 8, 3, 4, 6, 8] and not list(folder.glob("*.stack.pt"))
+    assert [(r["curve"], r["seed"], r["trial"]) for r in stacked] == [(r["curve"], r["seed"], r["trial"])
+                                                                      for r in separate]
+    for ours, theirs in zip(stacked, separate):
+        assert ours["stacked_with"] == 4 and ours["diverged_at"] == theirs["diverged_at"]
+        assert [s["step"] for s in ours["scores"]] == [s["step"] for s in theirs["scores"]] == [3, 4, 6, 8]
+        for a, b in zip(ours["scores"], theirs["scores"]):
+            assert a["nll"] == pytest.approx(b["nll"], rel=1e-4) and a["kl"] == pytest.approx(b["kl"], abs=1e-4)
+    assert run_ladder(stacked_ladder, MAIN, tmp_path / "stacked", data=data) == stacked and saves[-1] == 8
+
+
 def _trial(number, nll, kl):
     return {"number": number, "nll": nll, "kl": kl}
 

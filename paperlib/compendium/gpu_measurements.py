@@ -1,7 +1,8 @@
 """The GPU measurements in ``docs/gpu.md``, generated from the newest ``benchmarks/results/gpu-*.json``.
 
 ``benchmarks/gpu.py`` writes one JSON per run on a GPU (card, versions, the unit suite's outcome on CUDA, the card's
-measured ceilings, a training step of each ``paper`` workload beside the dry run's prediction). ``paperlib index
+measured ceilings, a training step of each ``paper`` workload beside the dry run's prediction, and stacked
+sentence-VAE trials against separate ones). ``paperlib index
 --readme`` puts the newest one into :data:`PAGE` between :data:`START` and :data:`END`, so that every GPU number the
 documentation states was measured, and the dry run's estimates stay beside them; with none committed the block says
 so.
@@ -56,6 +57,20 @@ def render(result: dict[str, Any], source: str) -> str:
             f"{row['tokens_per_s']:,.0f} | {_number(row.get('mfu'), '.3f')} | {row['kernels_per_step']:,} "
             f"({_number(row.get('predicted_kernels'), ',')}) | {_number(row.get('over_reference'), '.2f')} | "
             f"{_number(row.get('peak_memory_gib'), '.2f')} |")
+    stacked = [row for row in result.get("stacked", []) if row["status"] == "timed"]
+    if stacked:
+        lines += ["", "Trials of a PTB sentence-VAE curve trained as one stacked model (hidden × vocabulary × batch × "
+                      "samples), one step against as many separate steps:", "",
+                  "| curve | shape | separate step (ms) | trials stacked | stacked step (ms) | speed-up | peak GiB |",
+                  "|---|---|---|---|---|---|---|"]
+        for row in stacked:
+            shape = f"{row['hidden']} × {row['vocab']:,} × {row['batch']} × {row['samples']}"
+            for stack in row["stacks"]:
+                timed = stack["status"] == "timed"
+                lines.append(f"| {row['curve']} | {shape} | {row['separate_step_s'] * 1e3:.2f} | {stack['trials']} | "
+                             + (f"{stack['step_s'] * 1e3:.2f} | {_number(stack['speedup'], '.2f')}× | "
+                                f"{_number(stack.get('peak_memory_gib'), '.2f')} |" if timed
+                                else f"{stack['status']} | | |"))
     if result.get("not_timed"):
         lines += ["", f"Not timed within the run's budget: {len(result['not_timed'])} workloads "
                       f"({', '.join(sorted({r['stage'] for r in result['not_timed']}))})."]

@@ -46,7 +46,7 @@ Beyond the seeds, many independent streams are dynamically evaluated at once, ea
 weights: ``tokens`` of shape [S, T] are evaluated with ``torch.func.vmap`` over ``torch.func.grad`` of a
 ``functional_call`` of the model, with per-stream stacked weights, so one forward/backward serves all
 streams. paperlib's LSTM and RLSTM layers use custom autograd Functions that functorch cannot transform;
-during batched evaluation (only) a plain/capped LSTM layer runs a vmappable LSTM scan (``_LSTMScan``,
+during batched evaluation (only) a plain/capped LSTM layer runs a vmappable LSTM scan (:class:`~paperlib.models.transformable.LSTMScan`,
 an autograd Function with ``setup_context`` whose backward takes the recurrent weight gradient in one
 matmul) and other layers their per-step autograd references (``lstm_step``, ``rlstm_step``,
 ``Mogrifier``); all compute the same function. ``torch.nn.GRU`` has no batching rule, so GRU models are

@@ -1,12 +1,11 @@
 """The gradients dynamic evaluation steps with: of one segment, for one stream (or a sparse M per stream) or
-vmapped over streams with fast weights per stream (a vmappable LSTM scan for paperlib's fused layers), and their
+vmapped over streams with fast weights per stream (:mod:`paperlib.models.transformable` for paperlib's fused
+layers), and their
 mean squares over training batches, MS_g of the global RMS rule (Krause eq. 4.4)."""
 
 from __future__ import annotations
 
-import contextlib
-import types
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -17,7 +16,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from paperlib.data.batching import batchify, bptt_windows
 from paperlib.dyneval.core import AdaptSpec, Params, _eval_mode, adapted_parameters
 from paperlib.dyneval.sparse import _check_sparse_mode, sparse_adaptation
-from paperlib.models.layers import LSTMLayer, RLSTMLayer, stepwise_recurrence
+from paperlib.models.transformable import functorch_compatible
 from paperlib.models.state import detach_state
 
 
@@ -65,104 +64,6 @@ class _StateCodec:
         for i, t in zip(self.tensor_at, tensors):
             leaves[i] = t
         return tree_unflatten(leaves, self.spec)
-
-
-class _LSTMScan(torch.autograd.Function):
-    """The LSTM time loop of eq. (2.1) (optionally capped) with a one-matmul recurrent weight gradient.
-
-    Written without in-place updates and with ``setup_context``, so functorch can vmap it (the fused
-    :class:`~paperlib.models.lstm.LSTMRecurrence` cannot be transformed). Inputs: ``gx`` [T, B, 4n] =
-    x W^x + b, ``weight_hh`` [4n, n], ``h0``/``c0`` [B, n]. Outputs h_0..h_T and c_0..c_T ([T+1, B, n])
-    and the gate activations [T, B, 4n] (kept for the backward pass).
-    """
-
-    generate_vmap_rule = True
-
-    @staticmethod
-    def forward(gx: Tensor, weight_hh: Tensor, h0: Tensor, c0: Tensor, capped: bool):  # type: ignore[override]
-        n = h0.shape[-1]
-        hs, cs, acts = [h0], [c0], []
-        for g_t in gx:
-            pre = g_t + hs[-1] @ weight_hh.transpose(0, 1)  # [B, 4n]
-            i, f = torch.sigmoid(pre[..., :n]), torch.sigmoid(pre[..., n : 2 * n])
-            j, o = torch.tanh(pre[..., 2 * n : 3 * n]), torch.sigmoid(pre[..., 3 * n :])
-            i_eff = torch.minimum(i, 1.0 - f) if capped else i
-            cs.append(f * cs[-1] + i_eff * j)
-            hs.append(o * torch.tanh(cs[-1]))
-            acts.append(torch.cat([i, f, j, o], dim=-1))
-        return torch.stack(hs), torch.stack(cs), torch.stack(acts)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output) -> None:
-        _, weight_hh, _, _, capped = inputs
-        hs, cs, acts = output
-        ctx.capped = capped
-        ctx.save_for_backward(weight_hh, hs, cs, acts)
-        ctx.mark_non_differentiable(acts)
-
-    @staticmethod
-    def backward(ctx, d_hs: Tensor, d_cs: Tensor, _d_acts: Tensor):  # type: ignore[override]
-        weight_hh, hs, cs, acts = ctx.saved_tensors
-        n = hs.shape[-1]
-        dh, dc = torch.zeros_like(hs[0]), torch.zeros_like(cs[0])
-        d_pre = []
-        for t in reversed(range(acts.shape[0])):
-            i, f, j, o = acts[t, ..., :n], acts[t, ..., n : 2 * n], acts[t, ..., 2 * n : 3 * n], acts[t, ..., 3 * n :]
-            dh = dh + d_hs[t + 1]
-            tanh_c = torch.tanh(cs[t + 1])
-            dc = dc + d_cs[t + 1] + dh * o * (1.0 - tanh_c * tanh_c)
-            d_update = dc * j  # gradient w.r.t. the (possibly capped) input gate
-            df = dc * cs[t]
-            if ctx.capped:
-                routed = i <= 1.0 - f  # the min passes its gradient to i or to 1 - f
-                di = torch.where(routed, d_update, torch.zeros_like(d_update))
-                df = df - (d_update - di)
-                i_eff = torch.minimum(i, 1.0 - f)
-            else:
-                di, i_eff = d_update, i
-            step = torch.cat([di * i * (1 - i), df * f * (1 - f), dc * i_eff * (1 - j * j), dh * tanh_c * o * (1 - o)], -1)
-            d_pre.append(step)
-            dh = step @ weight_hh  # [B, n]
-            dc = dc * f
-        d_gx = torch.stack(d_pre[::-1])  # [T, B, 4n]
-        d_weight = d_gx.flatten(0, -2).transpose(0, 1) @ hs[:-1].flatten(0, -2)  # one matmul over all steps
-        return d_gx, d_weight, dh + d_hs[0], dc + d_cs[0], None
-
-
-def _reference_recurrent_forward(layer: nn.Module, x: Tensor, state, state_mask: Tensor | None = None):
-    """Functorch-transformable form of an LSTM/RLSTM layer (same function as its fused recurrence).
-
-    A plain or capped LSTM without state mask or Mogrifier runs :class:`_LSTMScan`; otherwise the layer
-    runs per step: mask h_prev, mogrify (eq. 2.2), cell (eq. 2.1 or Melis §4.1).
-    """
-    h, c = state
-    mogrified = layer.mogrifier is not None and layer.mogrifier.rounds > 0
-    if isinstance(layer, LSTMLayer) and not mogrified and state_mask is None:
-        rnn = layer.rnn
-        gx = F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0 + rnn.bias_hh_l0)  # [T, B, 4n]
-        hs, cs, _ = _LSTMScan.apply(gx, rnn.weight_hh_l0, h, c, layer.capped_input_gate)
-        return hs[1:], (hs[-1], cs[-1])
-    return stepwise_recurrence(layer, x, (h, c), state_mask)
-
-
-@contextlib.contextmanager
-def functorch_compatible(model: nn.Module) -> Iterator[nn.Module]:
-    """Temporarily run LSTM/RLSTM layers through functorch-transformable code computing the same function.
-
-    The fused recurrences are ``torch.autograd.Function`` s with hand-written backward passes and in-place
-    kernels, which ``torch.func`` transforms cannot see through. Under this context a plain or capped LSTM
-    layer runs :class:`_LSTMScan` and any other LSTM/RLSTM layer its per-step autograd reference.
-    """
-    patched = []
-    try:
-        for module in model.modules():
-            if isinstance(module, (LSTMLayer, RLSTMLayer)) and "forward" not in vars(module):
-                module.forward = types.MethodType(_reference_recurrent_forward, module)
-                patched.append(module)
-        yield model
-    finally:
-        for module in patched:
-            del module.forward
 
 
 def _vmap_oracle(model: nn.Module, frozen: Params, codec: _StateCodec) -> GradientOracle:

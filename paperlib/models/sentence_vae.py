@@ -41,6 +41,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from paperlib.data import SentenceBatch
 from paperlib.models.layers import LSTMLayer
 from paperlib.models.masks import DropoutRates, sample_masks
+from paperlib.models.transformable import LSTMScan
 
 LATENTS = ("gaussian", "categorical")
 MASK_MODES = ("shared", "naive")
@@ -60,6 +61,28 @@ class BiLSTMEncoder(nn.Module):
         packed = pack_padded_sequence(self.embedding(tokens), lengths.cpu(), batch_first=True, enforce_sorted=False)
         _, (h, _) = self.rnn(packed)  # h: [2, B, H], each direction's state at the sentence's own end
         return self.head(h.mean(0))
+
+    def masked_forward(self, tokens: Tensor, lengths: Tensor) -> Tensor:
+        """The same function as :meth:`forward` without packing, so that ``torch.func`` transforms can trace it.
+
+        Both directions run over the padded batch (:class:`~paperlib.models.transformable.LSTMScan`); the backward
+        direction reads each sentence reversed within its own length, and each direction's state is taken after
+        the sentence's last real token (selected by a mask, not a gather, whose CUDA backward is not deterministic).
+        """
+        rnn = self.rnn
+        b, t = tokens.shape
+        steps = torch.arange(t, device=tokens.device)
+        reverse = torch.where(steps < lengths[:, None], lengths[:, None] - 1 - steps, steps)  # [B, T]
+        last = (torch.arange(t + 1, device=tokens.device)[:, None] == lengths).unsqueeze(-1)  # [T+1, B, 1]
+        finals = []
+        for order, suffix in ((None, ""), (reverse, "_reverse")):
+            read = tokens if order is None else tokens.gather(1, order)
+            bias = getattr(rnn, f"bias_ih_l0{suffix}") + getattr(rnn, f"bias_hh_l0{suffix}")
+            gx = F.linear(self.embedding(read), getattr(rnn, f"weight_ih_l0{suffix}"), bias).transpose(0, 1)
+            zero = gx.new_zeros(b, self.rnn.hidden_size)
+            hs, _, _ = LSTMScan.apply(gx, getattr(rnn, f"weight_hh_l0{suffix}"), zero, zero, False)  # [T+1, B, H]
+            finals.append(torch.where(last, hs, 0.0).sum(0))  # [B, H]: the state after the last real token
+        return self.head((finals[0] + finals[1]) / 2)
 
 
 @dataclass
@@ -135,7 +158,10 @@ class SentenceVAE(nn.Module):
 
     def posterior(self, x: SentenceBatch) -> Independent:
         """q(z|x) with batch shape [B]; the encoder reads the sentence itself (``x.targets``)."""
-        o = self.encoder(x.targets, x.lengths)
+        return self.posterior_from(self.encoder(x.targets, x.lengths))
+
+    def posterior_from(self, o: Tensor) -> Independent:
+        """q(z|x) from the encoder's output ``o`` [B, outputs] (what :meth:`posterior` builds after encoding)."""
         if self.latent == "gaussian":
             loc, log_var = o.chunk(2, dim=-1)  # [B, D] each; g(o) is the log variance
             return Independent(Normal(loc, (0.5 * log_var).exp(), validate_args=False), 1, validate_args=False)
@@ -158,11 +184,13 @@ class SentenceVAE(nn.Module):
         return [p for name, p in self.named_parameters() if not name.startswith("encoder.")]
 
     def log_likelihood(self, z: Tensor, x: SentenceBatch, masks: DecoderMasks | None = None,
-                       max_logits: int = 2**25) -> Tensor:
+                       max_logits: int = 2**25, dense: bool = False) -> Tensor:
         """ln p(x|z) for samples ``z`` [K, B, ...] -> [K, B], summed over each sentence's real tokens.
 
         Without ``masks``, masks are drawn in training mode (if any rate is positive) and none are used in eval
-        mode. The softmax is evaluated only at real tokens, in chunks of at most ``max_logits`` logits.
+        mode. The softmax is evaluated only at real tokens, in chunks of at most ``max_logits`` logits; with
+        ``dense`` at every position, padding masked out afterwards (no data-dependent shapes, so ``torch.func``
+        transforms can trace it, at the cost of the padding's logits).
         """
         k, b = z.shape[:2]
         t = x.inputs.shape[1]
@@ -181,6 +209,11 @@ class SentenceVAE(nn.Module):
         out = out.view(t, k, b, -1)
         if masks.output is not None:
             out = out * masks.output.permute(2, 0, 1, 3)  # [T, K', B, H]
+        if dense:
+            targets = x.targets.t().unsqueeze(1).expand(t, k, b)  # [T, K, B]
+            token_log_probs = -F.cross_entropy(self.output(out).flatten(0, 2), targets.flatten(), reduction="none")
+            real = x.mask.t().unsqueeze(1).expand(t, k, b).flatten()
+            return torch.where(real, token_log_probs, 0.0).view(t, k, b).sum(0)
         real = x.mask.t().unsqueeze(1).expand(t, k, b)  # [T, K, B]
         hidden = out[real]  # [N, H], N = K * (real tokens)
         targets = x.targets.t().unsqueeze(1).expand(t, k, b)[real]  # [N]

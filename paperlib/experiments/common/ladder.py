@@ -182,17 +182,22 @@ def start_stage(name: str, main_name: str, profile: str | None, runs_dir: str | 
 def finish_stage(stage: LadderStage, results: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
                  curve_key: str, main_name: str, code: str, out: str | os.PathLike | None) -> Path:
     """Write the ladder's results (``results/<name>.json`` unless ``out``; NaN as null) and its provenance, with
-    each run's seconds (runs named by ``curve_key``, seed and trial) and the code hash ``code``."""
+    each run's seconds (runs named by ``curve_key``, seed and trial), a stacked run's chunks, and the code hash
+    ``code``."""
     from paperlib.atomic_files import write_json_atomic
     from paperlib.experiments.common.provenance import provenance
 
     path = Path(out) if out is not None else stage.root / "results" / f"{stage.name}.json"
     write_json_atomic(path, json_safe(dict(results)))
     settings = {"ladder": dataclasses.asdict(stage.ladder), main_name: dataclasses.asdict(stage.main)}
+    def run(r: Mapping[str, Any]) -> str:
+        return f"{r[curve_key]} seed {r['seed']} trial {r['trial']}"
+
+    chunks = {run(r): r["chunks"] for r in records if "chunks" in r}  # stacked runs: steps, seconds, device
     write_json_atomic(path.with_suffix(".provenance.json"),
                       {**provenance(stage.root, stage.profile, settings, {}, stage.started, code=code),
-                       "run_seconds": {f"{r[curve_key]} seed {r['seed']} trial {r['trial']}": r.get("seconds")
-                                       for r in records}})
+                       "run_seconds": {run(r): r.get("seconds") for r in records},
+                       **({"run_chunks": chunks} if chunks else {})})
     return path
 
 

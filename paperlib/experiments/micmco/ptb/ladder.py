@@ -49,6 +49,7 @@ samples); only one 16-sample objective per figure (the one the thesis says impro
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import statistics
@@ -67,6 +68,7 @@ from paperlib.experiments.common.ladder import (LadderParams, claim_part, finish
 from paperlib.experiments.micmco.ptb.micmco_ptb import (CURVES, DIVERGED_NLL, EXPERIMENT as MAIN, LOW_KL, PPL_TOLERANCE,
                                             MicmcoPtbParams, SentenceData, build_model, compare_hypervolumes,
                                             evaluate, load_data, train)
+from paperlib.experiments.micmco.ptb.stacked_trials import StackedTrials, TrialSpec
 from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE, halton_design
 from paperlib.experiments.common.runs import json_safe, run_once
 
@@ -116,7 +118,13 @@ _QUANTITY = {"better": "HV difference", "lower": "best-NLL difference (nats per 
 @dataclass(frozen=True)
 class MicmcoPtbLadderParams(LadderParams, ladders=LADDERS):
     """The PTB ladder's settings (:class:`~paperlib.experiments.common.ladder.LadderParams`: which figures of
-    :data:`LADDERS`, rungs, seeds, trials, workers); each run's own are ``micmco_ptb``'s in the same profile."""
+    :data:`LADDERS`, rungs, seeds, trials, workers); each run's own are ``micmco_ptb``'s in the same profile.
+
+    ``stacked``: train each curve's runs (every seed and trial) as one stacked model
+    (:mod:`~paperlib.experiments.micmco.ptb.stacked_trials`), checkpointed at every scoring step, instead of one
+    job per run: the same runs up to float rounding, in a fraction of the kernel launches (for GPUs)."""
+
+    stacked: bool = False
 
 
 def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings: MicmcoPtbParams,
@@ -147,8 +155,51 @@ def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings
 def run_folder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: str | os.PathLike) -> Path:
     """Where the ladder's runs live (:func:`~paperlib.experiments.common.ladder.runs_folder`): keyed on the rungs, the main
     stage's trial settings at the top rung, its torch threads, the code and the compute settings."""
-    return runs_folder(runs_dir, ladder, code_hash(__name__),
-                       {"trial": seed_settings(main, 0, ladder.rungs[-1]).trial_fingerprint(), "threads": main.threads})
+    key: dict[str, Any] = {"trial": seed_settings(main, 0, ladder.rungs[-1]).trial_fingerprint(), "threads": main.threads}
+    if ladder.stacked:  # equal to separate runs up to rounding, not bit for bit: their own folder
+        key["stacked"] = True
+    return runs_folder(runs_dir, ladder, code_hash(__name__), key)
+
+
+def _run_stack(name: str, runs: Sequence[tuple[int, int, Mapping[str, float], str]], ladder: MicmcoPtbLadderParams,
+               main: MicmcoPtbParams, device: str, data: SentenceData | None, data_root: str | None,
+               checkpoint: Path) -> None:
+    """Train the runs ``(seed, trial, point, path)`` of curve ``name`` as one stack, scored as :func:`_run` scores
+    a run (the same evaluation subsets and seeds), and write each run's record to its path.
+
+    The stack (and the scores so far) is saved to ``checkpoint`` after every scoring step and continued from there
+    by a later call; the file goes once every record is written. Every seed trains on the same training sentences
+    (a seed changes only the evaluation subsets), so the stack reads the first seed's.
+    """
+    from paperlib.atomic_files import write_json_atomic
+
+    curve, top = CURVES[name], ladder.rungs[-1]
+    seeds = sorted({seed for seed, *_ in runs})
+    loaded = {s: data if data is not None else load_data(seed_settings(main, s, top), data_root) for s in seeds}
+    settings = seed_settings(main, seeds[0], top)
+    specs = [TrialSpec(dict(point), seed + 1000 * index) for seed, index, point, _ in runs]  # _run's trial seeds
+    first = loaded[seeds[0]]
+    if checkpoint.is_file():
+        stack = StackedTrials.load(checkpoint, curve, specs, settings, first, device)
+    else:
+        stack = StackedTrials(curve, specs, settings, first, device)
+    scores: list[list[dict[str, float]]] = stack.extra.get("scores", [[] for _ in specs])
+    for step in scoring_steps(ladder.rungs):
+        if step <= stack.step_count:
+            continue  # scored before the checkpoint
+        stack.run(until=step)
+        for k, (seed, _, _, _) in enumerate(runs):
+            if stack.stopped[k] is None:  # as train's score hook, which a diverged run no longer calls
+                found = evaluate(stack.models[k], loaded[seed].split(curve.split), first.eos_id, settings.eval_samples,
+                                 specs[k].seed + 1)
+                scores[k].append({"step": step, "nll": found["nll"], "kl": found["kl"]})
+        stack.save(checkpoint, extra={"scores": scores})
+    seconds = round(sum(c["seconds"] for c in stack.chunks), 1)
+    for k, (seed, index, point, path) in enumerate(runs):
+        write_json_atomic(path, json_safe({
+            "curve": name, "seed": seed, "trial": index, "params": dict(point), "scores": scores[k],
+            "diverged_at": stack.stopped[k], "seconds": seconds, "chunks": stack.chunks, "stacked_with": len(runs)}))
+    checkpoint.unlink()
 
 
 def run_ladder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: str | os.PathLike,
@@ -163,11 +214,19 @@ def run_ladder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: s
     if data is not None and ladder.workers > 1:
         raise ValueError("in-memory data needs workers == 1; give data_root for parallel workers")
     top, root = ladder.rungs[-1], None if data_root is None else str(data_root)
-    runs = plan_runs(ladder, run_folder(ladder, main, runs_dir),
-                     lambda n, s: halton_design(CURVES[n].space, ladder.trials, s), lambda n: CURVES[n].cost)
-    args = [(n, s, i, point, seed_settings(main, s, top), scoring_steps(ladder.rungs), path, str(device), data, root,
-             current()) for n, s, i, point, path in runs]
-    records = map_jobs(_run, args, ladder.workers)
+    folder = run_folder(ladder, main, runs_dir)
+    runs = plan_runs(ladder, folder, lambda n, s: halton_design(CURVES[n].space, ladder.trials, s),
+                     lambda n: CURVES[n].cost)
+    if ladder.stacked:
+        for name in dict.fromkeys(n for n, *_ in runs):  # the costliest curves first
+            pending = [(s, i, point, path) for n, s, i, point, path in runs if n == name and not Path(path).is_file()]
+            if pending:
+                _run_stack(name, pending, ladder, main, str(device), data, root, folder / f"{name}.stack.pt")
+        records = [json.loads(Path(path).read_text()) for *_, path in runs]
+    else:
+        args = [(n, s, i, point, seed_settings(main, s, top), scoring_steps(ladder.rungs), path, str(device), data,
+                 root, current()) for n, s, i, point, path in runs]
+        records = map_jobs(_run, args, ladder.workers)
     return sorted(records, key=lambda r: (ladder.curves.index(r["curve"]), r["seed"], r["trial"]))
 
 
@@ -349,7 +408,7 @@ def run_micmco_ptb_ladder(profile: str | None = None, progress: bool = True,
         "data": data.summary(), "hv_tie": HV_TIE, "ppl_tolerance": PPL_TOLERANCE, "low_kl": LOW_KL,
         "ladders": summarise(trials, ladder, main),
         "trials": trials,
-        "runs": [{k: v for k, v in r.items() if k != "seconds"} for r in records],
+        "runs": [{k: v for k, v in r.items() if k not in ("seconds", "chunks")} for r in records],
     }
     return finish_stage(stage, results, records, "curve", MAIN, code_hash(__name__), out)
 

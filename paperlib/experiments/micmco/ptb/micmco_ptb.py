@@ -47,7 +47,7 @@ Departures and readings (the thesis does not give them, or we chose differently)
   perplexities are not comparable to the thesis'; only the relative claims are tested.
 
 Modules: :mod:`.design` (Table 5.1 layout, ranges, curves, settings), :mod:`.data` (sentences), :mod:`.trials`
-(one trial, one study per curve), :mod:`.analysis` (frontiers, hypervolumes, Table 5.1), :mod:`.verdicts` (the
+(one trial, one study per curve), :mod:`.stacked_trials` (many trials as one stacked model), :mod:`.analysis` (frontiers, hypervolumes, Table 5.1), :mod:`.verdicts` (the
 stage's own verdicts on the thesis' claims); this module runs the experiment and re-exports their public names. The
 claims the results index reads are :mod:`.claims`, the ladder stage is :mod:`.ladder`.
 """

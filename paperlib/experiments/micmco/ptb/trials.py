@@ -146,17 +146,23 @@ def run_trial(curve: Curve, params: Mapping[str, float], data: SentenceData, set
     model = build_model(curve, params, settings, data.vocab_size).to(device)
     result = train(model, curve, params, data.train, data.eos_id, settings.steps * curve.steps_factor,
                    settings.batch_size * curve.batch_factor, seed)
+    return trial_record(curve, result, model, data, settings, seed), model
+
+
+def trial_record(curve: Curve, result: TrainResult, model: SentenceVAE, data: SentenceData,
+                 settings: MicmcoPtbParams, seed: int) -> dict[str, Any]:
+    """The record of a trained trial: its training outcome and, unless it diverged, its evaluation (seed + 1)."""
     record: dict[str, Any] = {"steps": result.steps, "train_seconds": round(result.seconds, 2),
                               "final_objective": result.final_objective, "diverged": result.diverged}
     diverged = {"diverged": True, "nll": math.nan, "kl": math.nan, "elbo_nll": math.nan, "q_kl": math.nan}
     if result.diverged:
-        return {**record, **diverged, "eval_seconds": 0.0}, model
+        return {**record, **diverged, "eval_seconds": 0.0}
     started = time.perf_counter()
     scores = evaluate(model, data.split(curve.split), data.eos_id, settings.eval_samples, seed + 1)
     seconds = round(time.perf_counter() - started, 2)
     if not scores["nll"] <= DIVERGED_NLL * math.log(data.vocab_size):
-        return {**record, **diverged, "eval_seconds": seconds}, model
-    return {**record, **{k: scores[k] for k in ("nll", "kl", "elbo_nll", "q_kl")}, "eval_seconds": seconds}, model
+        return {**record, **diverged, "eval_seconds": seconds}
+    return {**record, **{k: scores[k] for k in ("nll", "kl", "elbo_nll", "q_kl")}, "eval_seconds": seconds}
 
 
 # ---------------------------------------------------------------------------------------------------

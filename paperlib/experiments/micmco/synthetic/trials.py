@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import Tensor, nn
+from torch.distributions import Distribution
 
 from paperlib.estimators import (
-    PATHWISE_ESTIMATORS, Surrogates, analytic_elbo, iwae_bound, mutual_information, surrogates,
+    PATHWISE_ESTIMATORS, Surrogates, analytic_elbo, iwae_bound, mutual_information, sample, surrogates,
 )
 from paperlib.symbol_vae import CategoricalVAE, GaussianVAE, LatentVariableModel, VQVAE
 from paperlib.experiments.micmco.synthetic.design import Configuration, _SURROGATE_OF_BASE
@@ -31,19 +32,32 @@ def build_model(config: Configuration, vocab_size: int, hidden: int = 128, laten
                  float(params.get("vq_beta", 0.25)), 1.0 - float(params.get("vq_one_minus_decay", 0.01)))
 
 
+def latent_samples(q: Distribution, config: Configuration, generator: torch.Generator | None = None) -> Tensor:
+    """The K samples z ~ q(z|x) of one training step: reparameterised for pathwise estimators (and the ELBO).
+
+    With ``generator`` they are drawn from it (:func:`~paperlib.estimators.sample`), the same numbers
+    ``rsample``/``sample`` draw from the default generator in the same state.
+    """
+    pathwise = config.base == "elbo" or _SURROGATE_OF_BASE[config.base] in PATHWISE_ESTIMATORS
+    return sample(q, (config.num_samples,), pathwise, generator)  # [K, B, ...]
+
+
+def objective_surrogates(model: LatentVariableModel, config: Configuration, params: Mapping[str, float],
+                         q: Distribution, z: Tensor, log_px_z: Tensor) -> Surrogates:
+    """Surrogates (value = objective per example ``[B]``) given the step's posterior, samples and ln p(x|z)."""
+    if config.base == "elbo":  # beta-VAE (5.19) with analytic KL, beta = 1 - lambda (Prop. 13)
+        value = analytic_elbo(log_px_z, q, model.prior(), beta=1.0 - float(params["lam"]))
+        return Surrogates(value, value)
+    estimator = _SURROGATE_OF_BASE[config.base]
+    return surrogates(estimator, config.objective_fn(params), log_px_z, model.log_prior(z), z, q)
+
+
 def step_surrogates(model: LatentVariableModel, x: Tensor, config: Configuration,
                     params: Mapping[str, float]) -> Surrogates:
     """Surrogates (value = objective per example ``[B]``) of one training step of a VAE configuration."""
     q = model.posterior(x)
-    if config.base == "elbo":  # beta-VAE (5.19) with analytic KL, beta = 1 - lambda (Prop. 13)
-        z = q.rsample((config.num_samples,))  # [K, B, D]
-        value = analytic_elbo(model.log_likelihood(z, x), q, model.prior(), beta=1.0 - float(params["lam"]))
-        return Surrogates(value, value)
-    estimator = _SURROGATE_OF_BASE[config.base]
-    k = config.num_samples
-    z = q.rsample((k,)) if estimator in PATHWISE_ESTIMATORS else q.sample((k,))  # [K, B, ...]
-    objective = config.objective_fn(params)
-    return surrogates(estimator, objective, model.log_likelihood(z, x), model.log_prior(z), z, q)
+    z = latent_samples(q, config)
+    return objective_surrogates(model, config, params, q, z, model.log_likelihood(z, x))
 
 
 @dataclass

@@ -1,0 +1,317 @@
+"""Trials x seeds of one PTB curve trained as one stacked model (:mod:`paperlib.stacked`), resumable in chunks.
+
+:class:`StackedTrials` trains the sentence VAEs of several (hyperparameters, seed) pairs of one curve together: each
+step encodes every trial's batch in one vmapped pass, draws every trial's latent samples and dropout masks from
+that trial's own random stream, decodes all of them in a second vmapped pass, forms each trial's objective and
+estimator surrogates with the same code as a separate run (:func:`~paperlib.experiments.micmco.synthetic.trials.
+objective_surrogates`) and takes one Adam step whose parameter groups carry each trial's learning rate and L2
+coefficient. Trial m is therefore the run :func:`~paperlib.experiments.micmco.ptb.trials.run_trial` makes with the
+same hyperparameters and seed, up to float rounding: the same initial weights (built under the same seed), the same
+batches, latent samples and masks (the generator of trial m continues the default generator's stream from where a
+separate run's model construction leaves it), the same optimizer arithmetic; only the matmul shapes differ
+(batched, and each batch padded to the longest of the step, which the masked encoder and the masked sum of ln
+p(x|z) ignore).
+
+**Chunks**: :meth:`StackedTrials.run` trains up to a step count and stops early at a deadline; :meth:`save` /
+:meth:`StackedTrials.load` write and read everything a continuation needs (weights, Adam state, random streams,
+progress) atomically, so a run split over several sessions, each a few minutes long, ends exactly where one
+uninterrupted run would. Every chunk records its steps, seconds and the device it ran on.
+
+Departures from a separate run: a trial whose objective becomes non-finite stops updating (as a separate run stops
+training) while the others continue; the reported training seconds are the stack's wall time, shared by its trials.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+
+from paperlib.data import SentenceBatch
+from paperlib.estimators import Surrogates
+from paperlib.experiments.common.stage import stage_device
+from paperlib.experiments.micmco.ptb.data import SentenceData, _batch_stream
+from paperlib.experiments.micmco.ptb.design import Curve, MicmcoPtbParams
+from paperlib.experiments.micmco.ptb.trials import build_model, per_token, trial_record
+from paperlib.experiments.micmco.synthetic.trials import TrainResult, latent_samples, objective_surrogates
+from paperlib.models.sentence_vae import DecoderMasks, SentenceVAE
+from paperlib.stacked import StackedModels
+from paperlib.train import save_atomic
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One trial of a stack: its hyperparameters and its seed (initial weights, batch order, random draws)."""
+
+    params: Mapping[str, float]
+    seed: int
+
+
+def _continuing_generator(device: torch.device) -> torch.Generator:
+    """A generator in the state the default generator of ``device`` is in now (what a separate run draws next)."""
+    if device.type == "cpu":
+        generator = torch.Generator()
+        generator.set_state(torch.get_rng_state())
+        return generator
+    generator = torch.Generator(device)
+    generator.set_state(torch.cuda.get_rng_state(device))
+    return generator
+
+
+def _pad(t: Tensor, width: int, dim: int, value: float | bool | int = 0) -> Tensor:
+    extra = width - t.shape[dim]
+    if extra == 0:
+        return t
+    pad_shape = list(t.shape)
+    pad_shape[dim] = extra
+    return torch.cat([t, t.new_full(pad_shape, value)], dim)
+
+
+def _encode(vae: SentenceVAE, targets: Tensor, lengths: Tensor) -> Tensor:
+    return vae.encoder.masked_forward(targets, lengths)
+
+
+def _decode(vae: SentenceVAE, z: Tensor, inputs: Tensor, targets: Tensor, mask: Tensor, lengths: Tensor,
+            input_mask: Tensor | None, state_mask: Tensor | None, output_mask: Tensor | None) -> Tensor:
+    batch = SentenceBatch(inputs, targets, mask, lengths)
+    return vae.log_likelihood(z, batch, DecoderMasks(input_mask, state_mask, output_mask), dense=True)
+
+
+class StackedTrials:
+    """The trials ``specs`` of ``curve`` trained together for ``steps`` steps (the curve's factors applied).
+
+    ``device``: the stage's device by default. Models live in :attr:`models` (trial order); after training they
+    are in eval mode and :meth:`results` gives each trial's :class:`~paperlib.experiments.micmco.synthetic.trials.
+    TrainResult`.
+    """
+
+    def __init__(self, curve: Curve, specs: Sequence[TrialSpec], settings: MicmcoPtbParams, data: SentenceData,
+                 device: torch.device | str | None = None) -> None:
+        if not specs:
+            raise ValueError("a stack needs at least one trial")
+        missing = [name for spec in specs for name in curve.hyperparameters if name not in spec.params]
+        if missing:
+            raise ValueError(f"trials of curve {curve.label!r} need {curve.hyperparameters}; missing {sorted(set(missing))}")
+        self.curve, self.specs, self.settings, self.data = curve, list(specs), settings, data
+        self.device = torch.device(device) if device is not None else stage_device()
+        self.steps = settings.steps * curve.steps_factor
+        self.batch_size = settings.batch_size * curve.batch_factor
+        self.models: list[SentenceVAE] = []
+        self.generators: list[torch.Generator] = []
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            for spec in self.specs:  # as run_trial: seed, build, move; the random stream continues from there
+                torch.manual_seed(spec.seed)
+                self.models.append(build_model(curve, spec.params, settings, data.vocab_size).to(self.device))
+                self.generators.append(_continuing_generator(self.device))
+        self.stack = StackedModels(self.models)
+        self.optimizer = torch.optim.Adam(
+            [{"params": list(m.parameters()), "lr": float(s.params["learning_rate"]),
+              "weight_decay": 2.0 * float(s.params.get("l2_penalty", 0.0))} for m, s in zip(self.models, self.specs)],
+            betas=(0.0, 0.999), eps=1e-8)  # §5.C; the L2 coefficient as in trials.train
+        self.step_count = 0
+        self.stopped: list[int | None] = [None] * len(self.specs)  # the step a diverged trial stopped at
+        self.last_objective: list[float] = [math.nan] * len(self.specs)
+        self.tail_values: list[list[float]] = [[] for _ in self.specs]
+        self.chunks: list[dict[str, Any]] = []
+        self.extra: dict[str, Any] = {}  # what the caller saved with the run (see save)
+        self._streams = self._open_streams(0)
+
+    # -- training -------------------------------------------------------------------------------------------------
+
+    def _open_streams(self, skip: int) -> list:
+        streams = [_batch_stream(self.data.train, self.batch_size, self.data.eos_id, spec.seed) for spec in self.specs]
+        for stream in streams:
+            for _ in range(skip):
+                next(stream)
+        return streams
+
+    @property
+    def live(self) -> list[int]:
+        """The trials still training (not diverged)."""
+        return [i for i, stopped in enumerate(self.stopped) if stopped is None]
+
+    def _draws(self, live: list[int], batches: list[SentenceBatch], posteriors: list) -> tuple[list[Tensor], list[DecoderMasks]]:
+        """Each live trial's latent samples and dropout masks, from its own generator, in a separate run's order."""
+        k = self.curve.estimator.num_samples
+        samples, masks = [], []
+        for j, i in enumerate(live):
+            generator = self.generators[i]
+            samples.append(latent_samples(posteriors[j], self.curve.estimator, generator))  # [K, B, ...]
+            b, t = batches[i].inputs.shape
+            masks.append(self.models[i].sample_masks(k, b, t, generator))  # as log_likelihood in training mode
+        return samples, masks
+
+    def _stacked_masks(self, masks: list[DecoderMasks], width: int, shapes: list[tuple[int, ...]]) -> list[Tensor | None]:
+        """Per place (input, state, output): the live trials' masks stacked, padded in time; ones where a trial has none."""
+        stacked: list[Tensor | None] = []
+        for place, time_dim in (("input", 2), ("state", None), ("output", 2)):
+            drawn = [getattr(m, place) for m in masks]
+            if all(d is None for d in drawn):
+                stacked.append(None)
+                continue
+            like = next(d for d in drawn if d is not None)
+            rows = []
+            for d, shape in zip(drawn, shapes):
+                if d is None:
+                    size = list(like.shape)
+                    if time_dim is not None:
+                        size[time_dim] = shape[1]
+                    d = like.new_ones(size)
+                rows.append(d if time_dim is None else _pad(d, width, time_dim, 1.0))
+            stacked.append(torch.stack(rows))
+        return stacked
+
+    def step(self) -> None:
+        """One Adam step of every live trial (every trial's batch stream advances, so streams stay in step)."""
+        batches = [next(stream) for stream in self._streams]
+        live = self.live
+        if not live:
+            self.step_count += 1
+            return
+        width = max(batches[i].inputs.shape[1] for i in live)
+        tensors = [[_pad(getattr(batches[i], f).to(self.device), width, 1, False if f == "mask" else 0)
+                    for i in live] for f in ("inputs", "targets", "mask")]
+        inputs, targets, mask = (torch.stack(t) for t in tensors)  # [M, B, T]
+        lengths = torch.stack([batches[i].lengths.to(self.device) for i in live])  # [M, B]
+        self.optimizer.zero_grad(set_to_none=True)
+        codes = self.stack.call(_encode, targets, lengths, members=live)  # [M, B, outputs]
+        posteriors = [self.models[i].posterior_from(codes[j]) for j, i in enumerate(live)]
+        samples, masks = self._draws(live, batches, posteriors)
+        shapes = [tuple(batches[i].inputs.shape) for i in live]
+        input_mask, state_mask, output_mask = self._stacked_masks(masks, width, shapes)
+        log_px_z = self.stack.call(
+            _decode, torch.stack(samples), inputs, targets, mask, lengths, input_mask, state_mask, output_mask,
+            in_dims=(0, 0, 0, 0, 0, None if input_mask is None else 0, None if state_mask is None else 0,
+                     None if output_mask is None else 0), members=live)  # [M, K, B]
+        surrogates: list[Surrogates] = []
+        for j, i in enumerate(live):
+            s = objective_surrogates(self.models[i], self.curve.estimator, self.specs[i].params, posteriors[j],
+                                     samples[j], log_px_z[j])
+            surrogates.append(per_token(s, int(batches[i].lengths.sum())))
+        values = torch.stack([s.model.detach().mean() for s in surrogates]).tolist()  # the objective per token
+        keep = []
+        for j, i in enumerate(live):
+            self.last_objective[i] = values[j]
+            if math.isfinite(values[j]):
+                keep.append(j)
+            else:
+                self.stopped[i] = self.step_count + 1
+        if keep:
+            model_loss = sum(-surrogates[j].model.mean() for j in keep)
+            if all(surrogates[j].model is surrogates[j].encoder for j in keep):
+                model_loss.backward()
+            else:  # DReG: each surrogate w.r.t. its own parameter set (Surrogates.backward, for all trials at once)
+                kept = [self.models[live[j]] for j in keep]
+                model_loss.backward(inputs=[p for m in kept for p in m.model_parameters()], retain_graph=True)
+                sum(-surrogates[j].encoder.mean() for j in keep).backward(
+                    inputs=[p for m in kept for p in m.encoder_parameters()])
+            self.optimizer.step()  # a stopped trial has no gradients, so Adam leaves it as it is
+        tail = max(1, self.steps // 10)
+        self.step_count += 1
+        if self.step_count > self.steps - tail:
+            for j in keep:
+                self.tail_values[live[j]].append(values[j])
+
+    def run(self, until: int | None = None, deadline: float | None = None) -> bool:
+        """Train to step ``until`` (default: the end) or until ``time.time()`` passes ``deadline``; True when done.
+
+        The chunk (steps, seconds, device) is appended to :attr:`chunks`.
+        """
+        until = self.steps if until is None else min(until, self.steps)
+        started, first = time.perf_counter(), self.step_count
+        for model in self.models:
+            model.train()
+        while self.step_count < until and (deadline is None or time.time() < deadline):
+            self.step()
+        for model in self.models:
+            model.eval()
+        self.chunks.append({"from_step": first, "to_step": self.step_count,
+                            "seconds": round(time.perf_counter() - started, 3), "device": _device_name(self.device)})
+        return self.step_count >= self.steps
+
+    def results(self) -> list[TrainResult]:
+        """Each trial's training outcome, as :func:`~paperlib.experiments.micmco.ptb.trials.train` reports it."""
+        seconds = sum(c["seconds"] for c in self.chunks)
+        out = []
+        for i in range(len(self.specs)):
+            if self.stopped[i] is not None:
+                out.append(TrainResult(self.stopped[i], seconds, self.last_objective[i], True))
+            else:
+                tail = self.tail_values[i]
+                out.append(TrainResult(self.step_count, seconds, float(np.mean(tail)) if tail else math.nan, False))
+        return out
+
+    # -- chunks ---------------------------------------------------------------------------------------------------
+
+    def _identity(self) -> dict[str, Any]:
+        return {"curve": self.curve.label, "regime": self.curve.regime, "steps": self.steps,
+                "specs": [{"params": dict(s.params), "seed": s.seed} for s in self.specs],
+                "settings": self.settings.trial_fingerprint()}
+
+    def save(self, path: str | os.PathLike, extra: Mapping[str, Any] | None = None) -> None:
+        """Write everything :meth:`load` needs to continue this run, atomically, with the caller's ``extra``
+        (e.g. scores so far; :attr:`extra` after loading)."""
+        self.extra = dict(extra or {})
+        save_atomic({"identity": self._identity(), "step": self.step_count, "extra": self.extra,
+                     "models": [m.state_dict() for m in self.models], "optimizer": self.optimizer.state_dict(),
+                     "generators": [g.get_state() for g in self.generators], "stopped": self.stopped,
+                     "last_objective": self.last_objective, "tail_values": self.tail_values,
+                     "chunks": self.chunks}, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, curve: Curve, specs: Sequence[TrialSpec], settings: MicmcoPtbParams,
+             data: SentenceData, device: torch.device | str | None = None) -> "StackedTrials":
+        """The run saved at ``path``, continued on ``device``; a checkpoint of other trials or settings is an error."""
+        run = cls(curve, specs, settings, data, device)
+        saved = torch.load(Path(path), map_location=run.device, weights_only=False)
+        if saved["identity"] != run._identity():
+            raise ValueError(f"{path} holds another run: {saved['identity']} (expected {run._identity()})")
+        for model, state in zip(run.models, saved["models"]):
+            model.load_state_dict(state)
+        run.optimizer.load_state_dict(saved["optimizer"])
+        for generator, state in zip(run.generators, saved["generators"]):
+            generator.set_state(state.cpu() if run.device.type == "cpu" else state)
+        run.step_count, run.stopped = saved["step"], list(saved["stopped"])
+        run.last_objective, run.tail_values = list(saved["last_objective"]), [list(t) for t in saved["tail_values"]]
+        run.chunks, run.extra = list(saved["chunks"]), dict(saved["extra"])
+        run._streams = run._open_streams(run.step_count)
+        return run
+
+
+def _device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+def run_stacked_trials(curve: Curve, specs: Sequence[TrialSpec], data: SentenceData, settings: MicmcoPtbParams,
+                       checkpoint: str | os.PathLike | None = None, deadline: float | None = None,
+                       ) -> tuple[list[dict[str, Any]] | None, StackedTrials]:
+    """Train ``specs`` of ``curve`` as one stack and evaluate each trial as :func:`run_trial` does.
+
+    With ``checkpoint``, a run saved there is continued and the run is saved there whenever it stops; with a
+    ``deadline`` (``time.time()`` value) it stops early and returns ``(None, run)``, to be continued by a later
+    call. Returns ``(records, run)`` with one :func:`run_trial` record per spec once training is done.
+    """
+    if checkpoint is not None and Path(checkpoint).exists():
+        run = StackedTrials.load(checkpoint, curve, specs, settings, data)
+    else:
+        run = StackedTrials(curve, specs, settings, data)
+    done = run.run(deadline=deadline)
+    if checkpoint is not None:
+        run.save(checkpoint)
+    if not done:
+        return None, run
+    records = [trial_record(curve, result, model, data, settings, spec.seed)
+               for result, model, spec in zip(run.results(), run.models, specs)]
+    return records, run
+
+
+__all__ = ["StackedTrials", "TrialSpec", "run_stacked_trials"]
