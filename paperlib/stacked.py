@@ -72,7 +72,8 @@ class StackedModels:
              members: Sequence[int] | None = None) -> Any:
         """``[fn(model_m, *args_m) for m in members]`` as one batched pass, outputs stacked on a leading axis.
 
-        ``fn(model, *args)`` is any function of a model (e.g. ``lambda vae, x: vae.encoder.masked_forward(x)``);
+        ``fn(model, *args)`` is any function of a model (e.g. ``lambda vae, z, x: vae.log_likelihood(z, x,
+        dense=True)``);
         it must be traceable by ``torch.func`` (no data-dependent shapes, no random draws). ``in_dims``: per
         argument, 0 when it carries a leading model axis, None when every model gets the same value (default: 0
         for all). Model state (parameters and buffers) comes from :meth:`stacked`.

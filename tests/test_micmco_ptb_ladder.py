@@ -41,6 +41,8 @@ def test_settings_are_checked():
         _ladder(seeds=[0])
     with pytest.raises(ValueError, match="trials must be >= 2"):
         _ladder(trials=1)
+    with pytest.raises(ValueError, match="stack_size must be"):
+        _ladder(stack_size=0)
     assert _ladder(figures=["5.10", "5.12", "T5.1-latents"]).curves == [
         "dreg16_renyi.shared", "dreg16_renyi.naive", "dreg1.shared"]
     with pytest.raises(ValueError, match="not both"):
@@ -83,13 +85,13 @@ def test_a_rung_repeats_the_main_stages_trial_and_finished_runs_are_read_back(tm
 
 def test_a_stacked_ladder_scores_the_runs_of_separate_training_and_resumes_from_its_checkpoint(tmp_path, data,
                                                                                                 monkeypatch):
-    """With ``stacked`` each curve's four runs (2 seeds x 2 trials) train as one stack: every score equals the
+    """With ``stack_size`` 3 each curve's four runs (2 seeds x 2 trials) train as two stacks (3 runs and 1): every score equals the
     separate run's up to float32 rounding in differently shaped matmuls (the stacked-trials tests bound the
     weights to 1e-10 in float64; scores of order 1 agree to ~1e-6 here, 1e-4 leaves room). An interruption after
     the first scoring step resumes from the curve's checkpoint and ends with the same records; records are read
     back afterwards and the checkpoint is gone."""
     separate = run_ladder(_ladder(), MAIN, tmp_path / "separate", data=data)
-    stacked_ladder = _ladder(stacked=True)
+    stacked_ladder = _ladder(stack_size=3)
     assert run_folder(stacked_ladder, MAIN, tmp_path) != run_folder(_ladder(), MAIN, tmp_path)
 
     class Interrupted(Exception):
@@ -107,13 +109,14 @@ def test_a_stacked_ladder_scores_the_runs_of_separate_training_and_resumes_from_
     with pytest.raises(Interrupted):
         run_ladder(stacked_ladder, MAIN, tmp_path / "stacked", data=data)
     folder = run_folder(stacked_ladder, MAIN, tmp_path / "stacked")
-    assert (folder / "dreg16_renyi.shared.stack.pt").is_file() and saves == [3]
+    assert (folder / "dreg16_renyi.shared.stack0.pt").is_file() and saves == [3]
     stacked = run_ladder(stacked_ladder, MAIN, tmp_path / "stacked", data=data)
-    assert saves == [3, 4, 6, 8, 3, 4, 6, 8] and not list(folder.glob("*.stack.pt"))
+    assert saves == [3, 4, 6, 8] * 4 and not list(folder.glob("*.pt"))
     assert [(r["curve"], r["seed"], r["trial"]) for r in stacked] == [(r["curve"], r["seed"], r["trial"])
                                                                       for r in separate]
     for ours, theirs in zip(stacked, separate):
-        assert ours["stacked_with"] == 4 and ours["diverged_at"] == theirs["diverged_at"]
+        assert ours["stacked_with"] == (3 if ours["seed"] == 0 or ours["trial"] == 0 else 1)
+        assert ours["diverged_at"] == theirs["diverged_at"]
         assert [s["step"] for s in ours["scores"]] == [s["step"] for s in theirs["scores"]] == [3, 4, 6, 8]
         for a, b in zip(ours["scores"], theirs["scores"]):
             assert a["nll"] == pytest.approx(b["nll"], rel=1e-4) and a["kl"] == pytest.approx(b["kl"], abs=1e-4)

@@ -41,7 +41,6 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from paperlib.data import SentenceBatch
 from paperlib.models.layers import LSTMLayer
 from paperlib.models.masks import DropoutRates, sample_masks
-from paperlib.models.transformable import LSTMScan
 
 LATENTS = ("gaussian", "categorical")
 MASK_MODES = ("shared", "naive")
@@ -61,28 +60,6 @@ class BiLSTMEncoder(nn.Module):
         packed = pack_padded_sequence(self.embedding(tokens), lengths.cpu(), batch_first=True, enforce_sorted=False)
         _, (h, _) = self.rnn(packed)  # h: [2, B, H], each direction's state at the sentence's own end
         return self.head(h.mean(0))
-
-    def masked_forward(self, tokens: Tensor, lengths: Tensor) -> Tensor:
-        """The same function as :meth:`forward` without packing, so that ``torch.func`` transforms can trace it.
-
-        Both directions run over the padded batch (:class:`~paperlib.models.transformable.LSTMScan`); the backward
-        direction reads each sentence reversed within its own length, and each direction's state is taken after
-        the sentence's last real token (selected by a mask, not a gather, whose CUDA backward is not deterministic).
-        """
-        rnn = self.rnn
-        b, t = tokens.shape
-        steps = torch.arange(t, device=tokens.device)
-        reverse = torch.where(steps < lengths[:, None], lengths[:, None] - 1 - steps, steps)  # [B, T]
-        last = (torch.arange(t + 1, device=tokens.device)[:, None] == lengths).unsqueeze(-1)  # [T+1, B, 1]
-        finals = []
-        for order, suffix in ((None, ""), (reverse, "_reverse")):
-            read = tokens if order is None else tokens.gather(1, order)
-            bias = getattr(rnn, f"bias_ih_l0{suffix}") + getattr(rnn, f"bias_hh_l0{suffix}")
-            gx = F.linear(self.embedding(read), getattr(rnn, f"weight_ih_l0{suffix}"), bias).transpose(0, 1)
-            zero = gx.new_zeros(b, self.rnn.hidden_size)
-            hs, _, _ = LSTMScan.apply(gx, getattr(rnn, f"weight_hh_l0{suffix}"), zero, zero, False)  # [T+1, B, H]
-            finals.append(torch.where(last, hs, 0.0).sum(0))  # [B, H]: the state after the last real token
-        return self.head((finals[0] + finals[1]) / 2)
 
 
 @dataclass

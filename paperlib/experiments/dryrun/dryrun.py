@@ -384,12 +384,17 @@ def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap,
 def _micmco_ptb_ladder(stage: str, settings: Any, precision: str, cap: Cap,
                        profile: str = "paper") -> Iterator[Workload]:
     """micmco_ptb_ladder (:mod:`paperlib.experiments.micmco.ptb.ladder`): its curves, one run per seed and trial to
-    the top rung, with the ``micmco_ptb`` settings of the paper profile."""
+    the top rung (or stacks of ``stack_size`` runs), with the ``micmco_ptb`` settings of the paper profile."""
     from paperlib.experiments.micmco.ptb.micmco_ptb import EXPERIMENT
 
     main = experiment_params(EXPERIMENT, profile)
+    runs = len(settings.seeds) * settings.trials
     for name in settings.curves:
-        yield _sentence_workload(name, main, settings.rungs[-1], len(settings.seeds) * settings.trials, cap)
+        if settings.stack_size is None:
+            yield _sentence_workload(name, main, settings.rungs[-1], runs, cap)
+        else:  # ceil(runs / size) stacks, each counted as a full one
+            yield _stacked_sentence_workload(name, main, settings.rungs[-1], -(-runs // settings.stack_size),
+                                             settings.stack_size, cap)
 
 
 def _sentence_workload(name: str, settings: Any, steps: int, runs: int, cap: Cap) -> Workload:
@@ -413,6 +418,38 @@ def _sentence_workload(name: str, settings: Any, steps: int, runs: int, cap: Cap
     return Workload(name, lambda: build_model(curve, params, settings, vocab), backward,
                     _adam(params["learning_rate"], 2.0 * params.get("l2_penalty", 0.0)), steps,
                     cap(settings.max_len), runs, batch=f"{curve.estimator.num_samples}x{batch_size}")
+
+
+def _stacked_sentence_workload(name: str, settings: Any, steps: int, stacks: int, size: int, cap: Cap) -> Workload:
+    """``stacks`` stacked trainings of ``size`` models of one PTB MICMCO curve (:mod:`paperlib.experiments.micmco.ptb.
+    stacked_trials`: one vmapped encoder and decoder pass for all, an Adam group per model), at the space's centre."""
+    from paperlib.data import SentenceBatch
+    from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES, build_model
+    from paperlib.experiments.micmco.ptb.stacked_trials import backward_all, stacked_surrogates
+    from paperlib.stacked import StackedModels
+
+    vocab = settings.vocab_size or CORPORA[settings.corpus].vocab_size
+    curve = CURVES[name]
+    params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in curve.space.items()}
+    batch_size = settings.batch_size * curve.batch_factor
+
+    def backward(models: nn.Module, length: int, device: torch.device) -> None:
+        tokens = _tokens(vocab, batch_size, length, device=device)  # [B, T]: every sentence at the truncation length
+        batch = SentenceBatch(tokens, tokens, torch.ones_like(tokens, dtype=torch.bool),
+                              torch.full((batch_size,), length, device=device))
+        stack = StackedModels(list(models))
+        surrogates = stacked_surrogates(stack, range(size), curve, [params] * size, [batch] * size,
+                                        [batch_size * length] * size, [None] * size)
+        backward_all(surrogates, list(models))
+
+    def optimizer(models: nn.Module) -> torch.optim.Optimizer:
+        return torch.optim.Adam([{"params": list(m.parameters())} for m in models], lr=params["learning_rate"],
+                                betas=(0.0, 0.999), eps=1e-8, weight_decay=2.0 * params.get("l2_penalty", 0.0))
+
+    return Workload(f"{name} (stacks of {size})",
+                    lambda: nn.ModuleList(build_model(curve, params, settings, vocab) for _ in range(size)), backward,
+                    optimizer, steps, cap(settings.max_len), stacks,
+                    batch=f"{size}x{curve.estimator.num_samples}x{batch_size}")
 
 
 def _word_workload(name: str, spec: dict[str, Any], settings: Any, steps: int, runs: int, cap: Cap) -> Workload:

@@ -120,11 +120,17 @@ class MicmcoPtbLadderParams(LadderParams, ladders=LADDERS):
     """The PTB ladder's settings (:class:`~paperlib.experiments.common.ladder.LadderParams`: which figures of
     :data:`LADDERS`, rungs, seeds, trials, workers); each run's own are ``micmco_ptb``'s in the same profile.
 
-    ``stacked``: train each curve's runs (every seed and trial) as one stacked model
-    (:mod:`~paperlib.experiments.micmco.ptb.stacked_trials`), checkpointed at every scoring step, instead of one
-    job per run: the same runs up to float rounding, in a fraction of the kernel launches (for GPUs)."""
+    ``stack_size``: train each curve's runs (its seeds' trials, in plan order) in stacks of at most this many, each
+    one stacked model (:mod:`~paperlib.experiments.micmco.ptb.stacked_trials`) checkpointed at every scoring step,
+    instead of one job per run (None, the default): the same runs up to float rounding, in a fraction of the kernel
+    launches (for GPUs; on a CPU it is slower)."""
 
-    stacked: bool = False
+    stack_size: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.stack_size is not None and (isinstance(self.stack_size, bool) or self.stack_size < 1):
+            raise ValueError(f"stack_size must be None (separate runs) or a positive integer, got {self.stack_size!r}")
 
 
 def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings: MicmcoPtbParams,
@@ -156,7 +162,7 @@ def run_folder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: s
     """Where the ladder's runs live (:func:`~paperlib.experiments.common.ladder.runs_folder`): keyed on the rungs, the main
     stage's trial settings at the top rung, its torch threads, the code and the compute settings."""
     key: dict[str, Any] = {"trial": seed_settings(main, 0, ladder.rungs[-1]).trial_fingerprint(), "threads": main.threads}
-    if ladder.stacked:  # equal to separate runs up to rounding, not bit for bit: their own folder
+    if ladder.stack_size is not None:  # equal to separate runs up to rounding, not bit for bit: their own folder
         key["stacked"] = True
     return runs_folder(runs_dir, ladder, code_hash(__name__), key)
 
@@ -217,11 +223,15 @@ def run_ladder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: s
     folder = run_folder(ladder, main, runs_dir)
     runs = plan_runs(ladder, folder, lambda n, s: halton_design(CURVES[n].space, ladder.trials, s),
                      lambda n: CURVES[n].cost)
-    if ladder.stacked:
+    if ladder.stack_size is not None:
+        size = ladder.stack_size
         for name in dict.fromkeys(n for n, *_ in runs):  # the costliest curves first
-            pending = [(s, i, point, path) for n, s, i, point, path in runs if n == name and not Path(path).is_file()]
-            if pending:
-                _run_stack(name, pending, ladder, main, str(device), data, root, folder / f"{name}.stack.pt")
+            mine = [(s, i, point, path) for n, s, i, point, path in runs if n == name]
+            for k in range(0, len(mine), size):  # fixed groups, so a checkpoint always finds its own runs again
+                group = mine[k : k + size]
+                if not all(Path(path).is_file() for *_, path in group):
+                    _run_stack(name, group, ladder, main, str(device), data, root,
+                               folder / f"{name}.stack{k // size}.pt")
         records = [json.loads(Path(path).read_text()) for *_, path in runs]
     else:
         args = [(n, s, i, point, seed_settings(main, s, top), scoring_steps(ladder.rungs), path, str(device), data,

@@ -1,16 +1,17 @@
 """Trials x seeds of one PTB curve trained as one stacked model (:mod:`paperlib.stacked`), resumable in chunks.
 
 :class:`StackedTrials` trains the sentence VAEs of several (hyperparameters, seed) pairs of one curve together: each
-step encodes every trial's batch in one vmapped pass, draws every trial's latent samples and dropout masks from
-that trial's own random stream, decodes all of them in a second vmapped pass, forms each trial's objective and
+step draws every trial's latent samples and dropout masks from that trial's own random stream, decodes all of
+them in one vmapped pass where the decoders drop out their recurrent state (:func:`stacked_surrogates` says why
+only there), forms each trial's objective and
 estimator surrogates with the same code as a separate run (:func:`~paperlib.experiments.micmco.synthetic.trials.
 objective_surrogates`) and takes one Adam step whose parameter groups carry each trial's learning rate and L2
 coefficient. Trial m is therefore the run :func:`~paperlib.experiments.micmco.ptb.trials.run_trial` makes with the
 same hyperparameters and seed, up to float rounding: the same initial weights (built under the same seed), the same
 batches, latent samples and masks (the generator of trial m continues the default generator's stream from where a
-separate run's model construction leaves it), the same optimizer arithmetic; only the matmul shapes differ
-(batched, and each batch padded to the longest of the step, which the masked encoder and the masked sum of ln
-p(x|z) ignore).
+separate run's model construction leaves it), the same optimizer arithmetic; only the matmul shapes of the vmapped
+decoders differ (batched, and each batch padded to the longest of the step, which the masked sum of ln p(x|z)
+ignores).
 
 **Chunks**: :meth:`StackedTrials.run` trains up to a step count and stops early at a deadline; :meth:`save` /
 :meth:`StackedTrials.load` write and read everything a continuation needs (weights, Adam state, random streams,
@@ -34,7 +35,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
-from torch.nn import functional as F
 
 from paperlib.data import SentenceBatch
 from paperlib.estimators import Surrogates
@@ -76,14 +76,81 @@ def _pad(t: Tensor, width: int, dim: int, value: float | bool | int = 0) -> Tens
     return torch.cat([t, t.new_full(pad_shape, value)], dim)
 
 
-def _encode(vae: SentenceVAE, targets: Tensor, lengths: Tensor) -> Tensor:
-    return vae.encoder.masked_forward(targets, lengths)
-
-
 def _decode(vae: SentenceVAE, z: Tensor, inputs: Tensor, targets: Tensor, mask: Tensor, lengths: Tensor,
             input_mask: Tensor | None, state_mask: Tensor | None, output_mask: Tensor | None) -> Tensor:
     batch = SentenceBatch(inputs, targets, mask, lengths)
     return vae.log_likelihood(z, batch, DecoderMasks(input_mask, state_mask, output_mask), dense=True)
+
+
+def _stacked_masks(masks: Sequence[DecoderMasks], width: int, lengths: Sequence[int]) -> list[Tensor | None]:
+    """Per place (input, state, output): the trials' masks stacked, padded in time to ``width`` (a trial's batch
+    is ``lengths[j]`` long); ones where a trial has none; None where no trial has one."""
+    stacked: list[Tensor | None] = []
+    for place, time_dim in (("input", 2), ("state", None), ("output", 2)):
+        drawn = [getattr(m, place) for m in masks]
+        if all(d is None for d in drawn):
+            stacked.append(None)
+            continue
+        like = next(d for d in drawn if d is not None)
+        rows = []
+        for d, length in zip(drawn, lengths):
+            if d is None:
+                size = list(like.shape)
+                if time_dim is not None:
+                    size[time_dim] = length
+                d = like.new_ones(size)
+            rows.append(d if time_dim is None else _pad(d, width, time_dim, 1.0))
+        stacked.append(torch.stack(rows))
+    return stacked
+
+
+def stacked_surrogates(stack: StackedModels, members: Sequence[int], curve: Curve,
+                       params: Sequence[Mapping[str, float]], batches: Sequence[SentenceBatch], tokens: Sequence[int],
+                       generators: Sequence[torch.Generator | None]) -> list[Surrogates]:
+    """The per-token surrogates of one training step of the models ``members`` of ``stack`` (trials of ``curve``).
+
+    Member j has hyperparameters ``params[j]``, trains on ``batches[j]`` (``tokens[j]`` real tokens, on the
+    models' device) and draws its latent samples and dropout masks from ``generators[j]`` (None: the default
+    generator), in the order a separate run draws them (:func:`~paperlib.experiments.micmco.synthetic.trials.
+    step_surrogates`: samples, then masks). What a fused recurrence (cuDNN on a GPU: a few kernels for a whole
+    sequence) can run stays per trial: the encoders' bidirectional LSTMs, and the decoders when no trial drops
+    out its recurrent state. Variational state dropout forces the decoder's time loop into one step at a time
+    (about 40 kernels a step); those decoders run as one vmapped pass over the members, so the stack pays that
+    loop once. The objectives and estimators are each trial's own, as in a separate run.
+    """
+    models = [stack.models[i] for i in members]
+    posteriors = [model.posterior(batch) for model, batch in zip(models, batches)]
+    samples, masks = [], []
+    k = curve.estimator.num_samples
+    for j, (model, generator) in enumerate(zip(models, generators)):
+        samples.append(latent_samples(posteriors[j], curve.estimator, generator))  # [K, B, ...]
+        b, t = batches[j].inputs.shape
+        masks.append(model.sample_masks(k, b, t, generator))  # what log_likelihood draws in training mode
+    if all(m.state is None for m in masks):
+        log_px_z = [model.log_likelihood(samples[j], batches[j], masks[j]) for j, model in enumerate(models)]
+    else:
+        width = max(b.inputs.shape[1] for b in batches)
+        inputs, targets, mask = (torch.stack([_pad(getattr(b, f), width, 1, False if f == "mask" else 0)
+                                              for b in batches]) for f in ("inputs", "targets", "mask"))  # [M, B, T]
+        lengths = torch.stack([b.lengths for b in batches])  # [M, B]
+        input_mask, state_mask, output_mask = _stacked_masks(masks, width, [b.inputs.shape[1] for b in batches])
+        log_px_z = stack.call(
+            _decode, torch.stack(samples), inputs, targets, mask, lengths, input_mask, state_mask, output_mask,
+            in_dims=(0, 0, 0, 0, 0, *(None if m is None else 0 for m in (input_mask, state_mask, output_mask))),
+            members=members)  # [M, K, B]
+    return [per_token(objective_surrogates(model, curve.estimator, params[j], posteriors[j], samples[j], log_px_z[j]),
+                      tokens[j]) for j, model in enumerate(models)]
+
+
+def backward_all(surrogates: Sequence[Surrogates], models: Sequence[SentenceVAE]) -> None:
+    """Accumulate each trial's gradients of its loss ``-mean(objective)``: :meth:`~paperlib.estimators.Surrogates.
+    backward` for all trials at once (a trial's loss does not reach another trial's parameters)."""
+    model_loss = sum(-s.model.mean() for s in surrogates)
+    if all(s.model is s.encoder for s in surrogates):
+        model_loss.backward()
+        return
+    model_loss.backward(inputs=[p for m in models for p in m.model_parameters()], retain_graph=True)
+    sum(-s.encoder.mean() for s in surrogates).backward(inputs=[p for m in models for p in m.encoder_parameters()])
 
 
 class StackedTrials:
@@ -139,37 +206,6 @@ class StackedTrials:
         """The trials still training (not diverged)."""
         return [i for i, stopped in enumerate(self.stopped) if stopped is None]
 
-    def _draws(self, live: list[int], batches: list[SentenceBatch], posteriors: list) -> tuple[list[Tensor], list[DecoderMasks]]:
-        """Each live trial's latent samples and dropout masks, from its own generator, in a separate run's order."""
-        k = self.curve.estimator.num_samples
-        samples, masks = [], []
-        for j, i in enumerate(live):
-            generator = self.generators[i]
-            samples.append(latent_samples(posteriors[j], self.curve.estimator, generator))  # [K, B, ...]
-            b, t = batches[i].inputs.shape
-            masks.append(self.models[i].sample_masks(k, b, t, generator))  # as log_likelihood in training mode
-        return samples, masks
-
-    def _stacked_masks(self, masks: list[DecoderMasks], width: int, shapes: list[tuple[int, ...]]) -> list[Tensor | None]:
-        """Per place (input, state, output): the live trials' masks stacked, padded in time; ones where a trial has none."""
-        stacked: list[Tensor | None] = []
-        for place, time_dim in (("input", 2), ("state", None), ("output", 2)):
-            drawn = [getattr(m, place) for m in masks]
-            if all(d is None for d in drawn):
-                stacked.append(None)
-                continue
-            like = next(d for d in drawn if d is not None)
-            rows = []
-            for d, shape in zip(drawn, shapes):
-                if d is None:
-                    size = list(like.shape)
-                    if time_dim is not None:
-                        size[time_dim] = shape[1]
-                    d = like.new_ones(size)
-                rows.append(d if time_dim is None else _pad(d, width, time_dim, 1.0))
-            stacked.append(torch.stack(rows))
-        return stacked
-
     def step(self) -> None:
         """One Adam step of every live trial (every trial's batch stream advances, so streams stay in step)."""
         batches = [next(stream) for stream in self._streams]
@@ -177,26 +213,12 @@ class StackedTrials:
         if not live:
             self.step_count += 1
             return
-        width = max(batches[i].inputs.shape[1] for i in live)
-        tensors = [[_pad(getattr(batches[i], f).to(self.device), width, 1, False if f == "mask" else 0)
-                    for i in live] for f in ("inputs", "targets", "mask")]
-        inputs, targets, mask = (torch.stack(t) for t in tensors)  # [M, B, T]
-        lengths = torch.stack([batches[i].lengths.to(self.device) for i in live])  # [M, B]
         self.optimizer.zero_grad(set_to_none=True)
-        codes = self.stack.call(_encode, targets, lengths, members=live)  # [M, B, outputs]
-        posteriors = [self.models[i].posterior_from(codes[j]) for j, i in enumerate(live)]
-        samples, masks = self._draws(live, batches, posteriors)
-        shapes = [tuple(batches[i].inputs.shape) for i in live]
-        input_mask, state_mask, output_mask = self._stacked_masks(masks, width, shapes)
-        log_px_z = self.stack.call(
-            _decode, torch.stack(samples), inputs, targets, mask, lengths, input_mask, state_mask, output_mask,
-            in_dims=(0, 0, 0, 0, 0, None if input_mask is None else 0, None if state_mask is None else 0,
-                     None if output_mask is None else 0), members=live)  # [M, K, B]
-        surrogates: list[Surrogates] = []
-        for j, i in enumerate(live):
-            s = objective_surrogates(self.models[i], self.curve.estimator, self.specs[i].params, posteriors[j],
-                                     samples[j], log_px_z[j])
-            surrogates.append(per_token(s, int(batches[i].lengths.sum())))
+        surrogates = stacked_surrogates(
+            self.stack, live, self.curve, [self.specs[i].params for i in live],
+            [SentenceBatch(*(t.to(self.device) for t in (b.inputs, b.targets, b.mask, b.lengths)))
+             for b in (batches[i] for i in live)],
+            [int(batches[i].lengths.sum()) for i in live], [self.generators[i] for i in live])
         values = torch.stack([s.model.detach().mean() for s in surrogates]).tolist()  # the objective per token
         keep = []
         for j, i in enumerate(live):
@@ -206,14 +228,7 @@ class StackedTrials:
             else:
                 self.stopped[i] = self.step_count + 1
         if keep:
-            model_loss = sum(-surrogates[j].model.mean() for j in keep)
-            if all(surrogates[j].model is surrogates[j].encoder for j in keep):
-                model_loss.backward()
-            else:  # DReG: each surrogate w.r.t. its own parameter set (Surrogates.backward, for all trials at once)
-                kept = [self.models[live[j]] for j in keep]
-                model_loss.backward(inputs=[p for m in kept for p in m.model_parameters()], retain_graph=True)
-                sum(-surrogates[j].encoder.mean() for j in keep).backward(
-                    inputs=[p for m in kept for p in m.encoder_parameters()])
+            backward_all([surrogates[j] for j in keep], [self.models[live[j]] for j in keep])
             self.optimizer.step()  # a stopped trial has no gradients, so Adam leaves it as it is
         tail = max(1, self.steps // 10)
         self.step_count += 1
