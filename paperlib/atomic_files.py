@@ -20,3 +20,15 @@ def write_json_atomic(path: str | os.PathLike, payload: Any) -> Path:
     tmp.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, path)
     return path
+
+
+def save_torch_atomic(payload: Any, path: str | os.PathLike) -> Path:
+    """``torch.save`` ``payload`` to ``path`` atomically (a checkpoint: whole or absent); returns the path."""
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+    return path

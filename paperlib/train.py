@@ -55,7 +55,7 @@ from paperlib.data.batching import batchify, bptt_windows, num_windows
 from paperlib.models.evaluation import evaluate_nll
 from paperlib.models.objective import multi_sample_loss
 from paperlib.models.state import detach_state
-from paperlib.atomic_files import write_json_atomic
+from paperlib.atomic_files import save_torch_atomic as save_atomic, write_json_atomic
 from paperlib.schedules import SCHEDULES, schedule_factor
 
 OPTIMIZERS = ("radam", "adam", "sgd")
@@ -176,14 +176,6 @@ def _set_rng_state(state: dict[str, Any]) -> None:
     np.random.set_state(state["numpy"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def save_atomic(payload: Any, path: str | os.PathLike) -> None:
-    """torch.save to a temp file beside `path`, then rename: a kill never leaves half a checkpoint."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
 
 
 def _to_device(state: Any, device: torch.device) -> Any:

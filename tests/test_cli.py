@@ -102,3 +102,20 @@ def test_dyneval_tune_rejects_unknown_rows_and_bad_grids_in_one_line(capsys, mon
     assert "unknown row 'static'" in err and "global_rms_rms_decay" in err and "\n" not in err
     assert main(["dyneval", "tune", "ptb", "--grid", "lr", "--profile", "smoke"]) == 2
     assert "bad --grid 'lr'" in capsys.readouterr().err
+
+
+def test_a_stage_stopped_at_its_time_limit_exits_3_saying_how_to_continue(capsys, monkeypatch):
+    import types
+
+    from paperlib.compendium import cli
+    from paperlib.experiments.common.runs import TimeLimitReached
+
+    def stopped(profile, progress):
+        raise TimeLimitReached("micmco_ptb_ladder stopped at its time limit; the same command continues")
+
+    module = types.ModuleType("fake_stage")
+    module.run = stopped
+    monkeypatch.setitem(sys.modules, "fake_stage", module)
+    monkeypatch.setitem(cli.RUNNERS, "micmco_ptb_ladder", "fake_stage:run")
+    assert cli.main(["run", "micmco_ptb_ladder", "--profile", "smoke"]) == 3
+    assert "the same command continues" in capsys.readouterr().out

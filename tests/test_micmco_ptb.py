@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -366,6 +367,61 @@ def test_curve_study_resumes_without_repeating_trials(tmp_path, toy_data):
     records = run_curve_study("vimco16_renyi.train", more, data, tmp_path, "smoke")
     assert [r["number"] for r in records] == [0, 1, 2] and records[:2] == first
     assert len({tuple(sorted(r["params"].items())) for r in records}) == 3
+
+
+def test_a_stacked_study_asks_trials_in_batches_and_resumes_an_interrupted_stack(tmp_path, toy_data, monkeypatch):
+    """stack_size 2: the two start-design trials train as one stack and equal the separate study's (float32
+    rounding in the vmapped decoder: scores of order 1-4 agree to ~1e-6, 1e-4 leaves room); the third trial comes
+    from the GP sampler. A process stopped after the first stack trained, before its trials were told, resumes
+    from the stack's checkpoint without training it again and ends with the same records."""
+    from paperlib.experiments.micmco.ptb import studies
+
+    separate = run_curve_study("dreg16_kl.shared", MicmcoPtbParams(figures=["5.12"], **SMOKE), prepare_sentences(
+        toy_data, V, EOS, UNK, MicmcoPtbParams(figures=["5.12"], **SMOKE)), tmp_path / "separate", "smoke")
+    settings = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 3, "stack_size": 2})
+    assert settings.trial_fingerprint() != MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 3}).trial_fingerprint()
+    data = prepare_sentences(toy_data, V, EOS, UNK, settings)
+    stacked = run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "stacked", "smoke")
+    assert [r["number"] for r in stacked] == [0, 1, 2] and [r["state"] for r in stacked] == ["COMPLETE"] * 3
+    for ours, theirs in zip(stacked[:2], separate):
+        assert ours["params"] == theirs["params"]
+        for key in ("nll", "kl", "kl_estimate", "final_objective"):
+            assert ours[key] == pytest.approx(theirs[key], rel=1e-4, abs=1e-5)
+    assert stacked[2]["params"] not in [r["params"] for r in stacked[:2]]
+
+    class Stopped(Exception):
+        pass
+
+    real_save, trained = studies.StackedTrials.save, []
+
+    def stop_after_saving(self, path, extra=None):
+        real_save(self, path, extra)
+        raise Stopped
+
+    real_run = studies.StackedTrials.run
+    monkeypatch.setattr(studies.StackedTrials, "run", lambda self, *a, **k: trained.append(self.step_count) or
+                        real_run(self, *a, **k))
+    monkeypatch.setattr(studies.StackedTrials, "save", stop_after_saving)
+    with pytest.raises(Stopped):
+        run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "again", "smoke")
+    monkeypatch.setattr(studies.StackedTrials, "save", real_save)
+    again = run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "again", "smoke")
+    assert trained == [0, 0]  # the first stack once, then the third trial's; never the first stack again
+    assert [(r["params"], r["nll"]) for r in again] == [(r["params"], r["nll"]) for r in stacked]
+    assert not list((tmp_path / "again").glob("*.stack.pt"))
+    with pytest.raises(ValueError, match="stack_size must be"):
+        MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "stack_size": 0})
+    # a time limit stops the first stack before its first step, checkpointed; the same call continues it
+    from paperlib.experiments.common.runs import TimeLimitReached
+
+    with pytest.raises(TimeLimitReached, match="step 0 of 4"):
+        run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "limited", "smoke", deadline=time.time() - 1)
+    assert len(list((tmp_path / "limited").glob("*.stack.pt"))) == 1
+    limited = run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "limited", "smoke")
+    assert [(r["params"], r["nll"]) for r in limited] == [(r["params"], r["nll"]) for r in stacked]
+    with pytest.raises(ValueError, match="needs stacks"):
+        run_curve_study("dreg16_kl.shared", MicmcoPtbParams(figures=["5.12"], **SMOKE), data, tmp_path / "x", "smoke",
+                        deadline=time.time() + 60)
 
 
 def _fake_results(hv_shape: dict[str, float], table: list[dict] | None = None) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+import time
 
 import pytest
 
@@ -121,6 +122,30 @@ def test_a_stacked_ladder_scores_the_runs_of_separate_training_and_resumes_from_
         for a, b in zip(ours["scores"], theirs["scores"]):
             assert a["nll"] == pytest.approx(b["nll"], rel=1e-4) and a["kl"] == pytest.approx(b["kl"], abs=1e-4)
     assert run_ladder(stacked_ladder, MAIN, tmp_path / "stacked", data=data) == stacked and saves[-1] == 8
+
+
+def test_a_time_limit_stops_a_stacked_ladder_with_its_stack_checkpointed_and_the_same_call_continues(tmp_path, data,
+                                                                                                       monkeypatch):
+    from paperlib.experiments.common.runs import TIME_LIMIT_ENV, TimeLimitReached, stop_time
+
+    ladder = _ladder(stack_size=4)
+    with pytest.raises(TimeLimitReached, match="0 of 8 runs done"):
+        run_ladder(ladder, MAIN, tmp_path, data=data, deadline=time.time() - 1)
+    folder = run_folder(ladder, MAIN, tmp_path)
+    assert [p.name for p in folder.glob("*.pt")] == ["dreg16_renyi.shared.stack0.pt"]
+    records = run_ladder(ladder, MAIN, tmp_path, data=data)
+    assert len(records) == 8 and not list(folder.glob("*.pt"))
+    assert [c["from_step"] for c in records[0]["chunks"]] == [0, 3, 4, 6]  # no empty chunk from the stopped call
+    with pytest.raises(ValueError, match="needs stacks"):
+        run_ladder(_ladder(), MAIN, tmp_path, data=data, deadline=time.time() + 60)
+    monkeypatch.setenv(TIME_LIMIT_ENV, "90")
+    assert stop_time() == pytest.approx(time.time() + 90, abs=5)
+    for bad in ("0", "-3", "soon", "inf"):
+        monkeypatch.setenv(TIME_LIMIT_ENV, bad)
+        with pytest.raises(ValueError, match="positive number of seconds"):
+            stop_time()
+    monkeypatch.delenv(TIME_LIMIT_ENV)
+    assert stop_time() is None
 
 
 def _trial(number, nll, kl):

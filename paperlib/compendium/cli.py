@@ -125,8 +125,14 @@ def cmd_run(args) -> int:
     if args.experiment not in RUNNERS:
         raise ParamsError(f"unknown experiment {args.experiment!r}; runnable experiments: {', '.join(sorted(RUNNERS))} "
                           "(language-model comparisons: `paperlib train`)")
+    from paperlib.experiments.common.runs import TimeLimitReached
+
     module, function = RUNNERS[args.experiment].split(":")
-    out = getattr(importlib.import_module(module), function)(args.profile, not args.quiet)
+    try:
+        out = getattr(importlib.import_module(module), function)(args.profile, not args.quiet)
+    except TimeLimitReached as stopped:
+        print(stopped)
+        return 3
     print(f"wrote {out}")
     return 0
 

@@ -1,5 +1,6 @@
 """A stage's runs: running them in this process or in spawned workers (:func:`map_jobs`), training each once and
-reading it back afterwards (:func:`run_once`), and writing results as plain JSON (:func:`json_safe`)."""
+reading it back afterwards (:func:`run_once`), a time limit a stage can stop at with its work checkpointed
+(:func:`stop_time`, :class:`TimeLimitReached`), and writing results as plain JSON (:func:`json_safe`)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,30 @@ def run_once(path: str | Path, threads: int, compute: Compute | None, body: Call
     return record
 
 
+TIME_LIMIT_ENV = "PAPERLIB_TIME_LIMIT"
+
+
+class TimeLimitReached(RuntimeError):
+    """A stage stopped at its time limit (:func:`stop_time`) with its work checkpointed; the same command continues."""
+
+
+def stop_time() -> float | None:
+    """The ``time.time()`` by which a stage that honours it stops: ``$PAPERLIB_TIME_LIMIT`` seconds from now (a
+    lent machine's command slot; a positive number), None when unset."""
+    import os
+
+    raw = os.environ.get(TIME_LIMIT_ENV)
+    if raw is None or raw == "":
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"${TIME_LIMIT_ENV} must be a positive number of seconds, got {raw!r}")
+    return time.time() + seconds
+
+
 def json_safe(value: Any) -> Any:
     """``value`` with non-finite floats (diverged runs) replaced by None (JSON has neither NaN nor infinity) and
     tuples as lists, recursively."""
@@ -65,4 +90,4 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-__all__ = ["json_safe", "map_jobs", "run_once"]
+__all__ = ["TIME_LIMIT_ENV", "TimeLimitReached", "stop_time", "json_safe", "map_jobs", "run_once"]

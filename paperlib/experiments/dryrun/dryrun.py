@@ -373,12 +373,18 @@ def _symbol_workload(name: str, settings: Any, steps: int, runs: int) -> Workloa
 
 def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap,
                 profile: str = "paper") -> Iterator[Workload]:
-    """micmco_ptb (:mod:`paperlib.experiments.micmco.ptb.micmco_ptb`): ``trials`` trainings per curve of Melis §5.7.2, each step a batch
-    of sentences of ``max_len`` tokens through the curve's estimator, per-token loss."""
+    """micmco_ptb (:mod:`paperlib.experiments.micmco.ptb.micmco_ptb`): ``trials`` trainings per curve of Melis §5.7.2
+    (in stacks of ``stack_size``), each step a batch of sentences of ``max_len`` tokens through the curve's
+    estimator, per-token loss."""
     from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES
 
     for name in settings.selected:
-        yield _sentence_workload(name, settings, settings.steps * CURVES[name].steps_factor, settings.trials, cap)
+        steps = settings.steps * CURVES[name].steps_factor
+        if settings.stack_size is None:
+            yield _sentence_workload(name, settings, steps, settings.trials, cap)
+        else:  # the studies ask stack_size trials at a time: ceil(trials / size) stacks, each counted as a full one
+            yield _stacked_sentence_workload(name, settings, steps, -(-settings.trials // settings.stack_size),
+                                             settings.stack_size, cap)
 
 
 def _micmco_ptb_ladder(stage: str, settings: Any, precision: str, cap: Cap,

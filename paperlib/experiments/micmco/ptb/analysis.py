@@ -21,9 +21,8 @@ from paperlib.experiments.micmco.ptb.design import (
     CURVES, EXPERIMENT, FIGURES, MicmcoPtbParams, TABLE_5_1_COLUMNS, TABLE_5_1_VARIANTS, THESIS_TABLE_5_1, VARIANTS,
 )
 from paperlib.experiments.micmco.ptb.data import SentenceData
-from paperlib.experiments.micmco.ptb.trials import (
-    _checkpoint_path, _save_checkpoint, build_model, evaluate, run_trial, study_name,
-)
+from paperlib.experiments.micmco.ptb.studies import _checkpoint_path, _save_checkpoint, study_name
+from paperlib.experiments.micmco.ptb.trials import build_model, evaluate, run_trial
 
 
 def _points(records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:

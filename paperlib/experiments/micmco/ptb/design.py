@@ -232,7 +232,8 @@ class MicmcoPtbParams:
     ``eval_samples`` samples on ``train_eval_sentences`` of those training sentences (training-fit curves) or on
     ``valid_sentences`` validation sentences (None: all; otherwise fixed random subsets). Table 5.1 (``table_5_1``) uses
     ``test_samples`` samples on ``test_sentences`` test sentences. ``workers`` studies run in parallel processes with
-    ``threads`` torch threads each.
+    ``threads`` torch threads each. ``stack_size``: ask that many trials of a study at a time and train them as one
+    stacked model (:mod:`~paperlib.experiments.micmco.ptb.studies`; None, the default: one trial at a time).
     """
 
     figures: list[str]
@@ -261,6 +262,7 @@ class MicmcoPtbParams:
     seed: int = 0
     threads: int = 1
     workers: int = 2
+    stack_size: int | None = None
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.figures if f not in FIGURES and f != "all"]
@@ -277,6 +279,9 @@ class MicmcoPtbParams:
             raise ValueError(f"vocab_size must be None (the corpus vocabulary) or >= 3; got {self.vocab_size}")
         if self.hv_margin <= 0 or self.kl_cap <= 0 or not all(level > 0 for level in self.kl_levels):
             raise ValueError("hv_margin, kl_cap and every kl_levels entry must be positive")
+        if self.stack_size is not None and (isinstance(self.stack_size, bool) or self.stack_size < 1):
+            raise ValueError(f"stack_size must be None (one trial at a time) or a positive integer, got "
+                             f"{self.stack_size!r}")
 
     @property
     def selected_figures(self) -> list[str]:
@@ -292,7 +297,10 @@ class MicmcoPtbParams:
         keys = ("steps", "batch_size", "hidden_size", "latent_dim", "num_categorical", "categories", "max_len",
                 "vocab_size", "train_sentences", "train_eval_sentences", "valid_sentences", "eval_samples",
                 "tie_embeddings", "kl_cap", "corpus", "seed")
-        blob = json.dumps({k: getattr(self, k) for k in keys}, sort_keys=True)
+        values = {k: getattr(self, k) for k in keys}
+        if self.stack_size is not None:  # stacked trials equal separate ones up to rounding: a study of their own
+            values["stack_size"] = self.stack_size
+        blob = json.dumps(values, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
     def test_fingerprint(self) -> str:

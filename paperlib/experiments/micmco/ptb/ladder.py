@@ -70,7 +70,7 @@ from paperlib.experiments.micmco.ptb.micmco_ptb import (CURVES, DIVERGED_NLL, EX
                                             evaluate, load_data, train)
 from paperlib.experiments.micmco.ptb.stacked_trials import StackedTrials, TrialSpec
 from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE, halton_design
-from paperlib.experiments.common.runs import json_safe, run_once
+from paperlib.experiments.common.runs import TimeLimitReached, json_safe, run_once, stop_time
 
 NAME = "micmco_ptb_ladder"
 
@@ -169,13 +169,14 @@ def run_folder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: s
 
 def _run_stack(name: str, runs: Sequence[tuple[int, int, Mapping[str, float], str]], ladder: MicmcoPtbLadderParams,
                main: MicmcoPtbParams, device: str, data: SentenceData | None, data_root: str | None,
-               checkpoint: Path) -> None:
+               checkpoint: Path, deadline: float | None = None) -> bool:
     """Train the runs ``(seed, trial, point, path)`` of curve ``name`` as one stack, scored as :func:`_run` scores
     a run (the same evaluation subsets and seeds), and write each run's record to its path.
 
-    The stack (and the scores so far) is saved to ``checkpoint`` after every scoring step and continued from there
-    by a later call; the file goes once every record is written. Every seed trains on the same training sentences
-    (a seed changes only the evaluation subsets), so the stack reads the first seed's.
+    The stack (and the scores so far) is saved to ``checkpoint`` after every scoring step, and when ``deadline``
+    (``time.time()``) passes, and continued from there by a later call; the file goes once every record is written.
+    Returns False when the deadline stopped it. Every seed trains on the same training sentences (a seed changes only
+    the evaluation subsets), so the stack reads the first seed's.
     """
     from paperlib.atomic_files import write_json_atomic
 
@@ -193,7 +194,10 @@ def _run_stack(name: str, runs: Sequence[tuple[int, int, Mapping[str, float], st
     for step in scoring_steps(ladder.rungs):
         if step <= stack.step_count:
             continue  # scored before the checkpoint
-        stack.run(until=step)
+        stack.run(until=step, deadline=deadline)
+        if stack.step_count < step:  # stopped by the deadline
+            stack.save(checkpoint, extra={"scores": scores})
+            return False
         for k, (seed, _, _, _) in enumerate(runs):
             if stack.stopped[k] is None:  # as train's score hook, which a diverged run no longer calls
                 found = evaluate(stack.models[k], loaded[seed].split(curve.split), first.eos_id, settings.eval_samples,
@@ -206,17 +210,22 @@ def _run_stack(name: str, runs: Sequence[tuple[int, int, Mapping[str, float], st
             "curve": name, "seed": seed, "trial": index, "params": dict(point), "scores": scores[k],
             "diverged_at": stack.stopped[k], "seconds": seconds, "chunks": stack.chunks, "stacked_with": len(runs)}))
     checkpoint.unlink()
+    return True
 
 
 def run_ladder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: str | os.PathLike,
                device: str = "cpu", data: SentenceData | None = None,
-               data_root: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+               data_root: str | os.PathLike | None = None, deadline: float | None = None) -> list[dict[str, Any]]:
     """Every (curve, seed, trial) run, the costliest curves first; each is read back when already done.
 
     Give ``data`` (the same sentences for every seed; needs ``workers == 1``) or ``data_root`` (each run loads its
-    seed's sentences, as the main stage's study of that seed would)."""
+    seed's sentences, as the main stage's study of that seed would). With stacks (``stack_size``), a ``deadline``
+    (``time.time()``) stops the work there, the running stack checkpointed, and raises
+    :class:`~paperlib.experiments.common.runs.TimeLimitReached`; the same call continues it."""
     if (data is None) == (data_root is None):
         raise ValueError("give the sentences (data=...) or the corpus folder (data_root=...), not both")
+    if deadline is not None and ladder.stack_size is None:
+        raise ValueError("a time limit needs stacks (stack_size): separate runs cannot stop part-way")
     if data is not None and ladder.workers > 1:
         raise ValueError("in-memory data needs workers == 1; give data_root for parallel workers")
     top, root = ladder.rungs[-1], None if data_root is None else str(data_root)
@@ -229,9 +238,14 @@ def run_ladder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: s
             mine = [(s, i, point, path) for n, s, i, point, path in runs if n == name]
             for k in range(0, len(mine), size):  # fixed groups, so a checkpoint always finds its own runs again
                 group = mine[k : k + size]
-                if not all(Path(path).is_file() for *_, path in group):
-                    _run_stack(name, group, ladder, main, str(device), data, root,
-                               folder / f"{name}.stack{k // size}.pt")
+                if all(Path(path).is_file() for *_, path in group):
+                    continue
+                if not _run_stack(name, group, ladder, main, str(device), data, root,
+                                  folder / f"{name}.stack{k // size}.pt", deadline):
+                    done = sum(Path(path).is_file() for *_, path in runs)
+                    raise TimeLimitReached(
+                        f"{NAME} stopped at its time limit with {done} of {len(runs)} runs done; {name}'s stack "
+                        f"{k // size} is checkpointed in {folder}; the same command continues")
         records = [json.loads(Path(path).read_text()) for *_, path in runs]
     else:
         args = [(n, s, i, point, seed_settings(main, s, top), scoring_steps(ladder.rungs), path, str(device), data,
@@ -404,11 +418,14 @@ def ladder_claim_part(ladder: Mapping[str, Any], key: str) -> Part | None:
 
 def run_micmco_ptb_ladder(profile: str | None = None, progress: bool = True,
                           runs_dir: str | os.PathLike | None = None, out: str | os.PathLike | None = None) -> Path:
-    """The DVC stage: settings from params.yaml, results to ``results/micmco_ptb_ladder.json``."""
+    """The DVC stage: settings from params.yaml, results to ``results/micmco_ptb_ladder.json``. With stacks, the
+    stage stops at ``$PAPERLIB_TIME_LIMIT`` seconds (:func:`~paperlib.experiments.common.runs.stop_time`) with its
+    work checkpointed, raising :class:`~paperlib.experiments.common.runs.TimeLimitReached`."""
     stage = start_stage(NAME, MAIN, profile, runs_dir, progress)
     ladder, main = stage.ladder, stage.main
     data_root = stage.root / section_params("data", stage.params).root
-    records = run_ladder(ladder, main, stage.runs_dir, stage.device, data_root=data_root)
+    limit = stop_time() if ladder.stack_size is not None else None  # $PAPERLIB_TIME_LIMIT, honoured by stacks
+    records = run_ladder(ladder, main, stage.runs_dir, stage.device, data_root=data_root, deadline=limit)
     data = load_data(seed_settings(main, ladder.seeds[0], ladder.rungs[-1]), data_root)
     trials = trials_at(records, ladder, main, data.vocab_size)
     results = {

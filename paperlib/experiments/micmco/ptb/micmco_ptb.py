@@ -47,7 +47,8 @@ Departures and readings (the thesis does not give them, or we chose differently)
   perplexities are not comparable to the thesis'; only the relative claims are tested.
 
 Modules: :mod:`.design` (Table 5.1 layout, ranges, curves, settings), :mod:`.data` (sentences), :mod:`.trials`
-(one trial, one study per curve), :mod:`.stacked_trials` (many trials as one stacked model), :mod:`.analysis` (frontiers, hypervolumes, Table 5.1), :mod:`.verdicts` (the
+(one trial), :mod:`.studies` (one study per curve), :mod:`.stacked_trials` (many trials as one stacked model),
+:mod:`.analysis` (frontiers, hypervolumes, Table 5.1), :mod:`.verdicts` (the
 stage's own verdicts on the thesis' claims); this module runs the experiment and re-exports their public names. The
 claims the results index reads are :mod:`.claims`, the ladder stage is :mod:`.ladder`.
 """
@@ -64,16 +65,15 @@ from typing import Any
 import torch
 
 from paperlib.experiments.common.code_hash import code_hash
-from paperlib.experiments.common.runs import map_jobs
+from paperlib.experiments.common.runs import map_jobs, stop_time
 from paperlib.experiments.common.stage import setup_stage
 from paperlib.experiments.micmco.synthetic.micmco_synthetic import json_safe
 from paperlib.experiments.micmco.ptb.design import (
     CURVES, Curve, ESTIMATORS, EXPERIMENT, FIGURES, MicmcoPtbParams, PTB_RANGES, THESIS_TABLE_5_1, curve_of,
 )
 from paperlib.experiments.micmco.ptb.data import SentenceData, load_data, prepare_sentences
-from paperlib.experiments.micmco.ptb.trials import (
-    DIVERGED_NLL, _study_job, build_model, evaluate, per_token, run_curve_study, run_trial, train,
-)
+from paperlib.experiments.micmco.ptb.studies import _study_job, run_curve_study
+from paperlib.experiments.micmco.ptb.trials import DIVERGED_NLL, build_model, evaluate, per_token, run_trial, train
 from paperlib.experiments.micmco.ptb.analysis import (
     _best_trial, compare_hypervolumes, extra_minutes, frontier, hidden_sizes, summarise_figures, table_5_1,
 )
@@ -81,12 +81,13 @@ from paperlib.experiments.micmco.ptb.verdicts import LOW_KL, PPL_TOLERANCE, clai
 
 
 def run_experiment(settings: MicmcoPtbParams, runs_dir: str | os.PathLike, profile: str, progress: bool = False,
-                   data: SentenceData | None = None, data_root: str | os.PathLike | None = None
-                   ) -> tuple[dict[str, Any], dict[str, float]]:
+                   data: SentenceData | None = None, data_root: str | os.PathLike | None = None,
+                   deadline: float | None = None) -> tuple[dict[str, Any], dict[str, float]]:
     """Run (or resume) every study of ``settings`` and assemble the results; returns (results, seconds per study).
 
     Give either ``data`` (used in this process; requires ``workers == 1``) or ``data_root`` (each worker loads the
-    corpus). With ``workers > 1`` studies run in spawned processes, most expensive first.
+    corpus). With ``workers > 1`` studies run in spawned processes, most expensive first. With stacks, a
+    ``deadline`` stops the studies there (:func:`~paperlib.experiments.micmco.ptb.studies.run_curve_study`).
     """
     if data is None and data_root is None:
         raise ValueError("give the sentences (data=...) or the corpus folder (data_root=...)")
@@ -96,7 +97,7 @@ def run_experiment(settings: MicmcoPtbParams, runs_dir: str | os.PathLike, profi
     runs_dir.mkdir(parents=True, exist_ok=True)
     names = sorted(settings.selected, key=lambda n: CURVES[n].cost, reverse=True)
     root_arg = None if data_root is None else str(data_root)
-    jobs = [(n, settings, str(runs_dir), profile, progress, root_arg, data) for n in names]
+    jobs = [(n, settings, str(runs_dir), profile, progress, root_arg, data, deadline) for n in names]
     finished = map_jobs(_study_job, jobs, settings.workers)
     curves: dict[str, Any] = {}
     seconds: dict[str, float] = {}
@@ -139,6 +140,9 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
                    runs_dir: str | os.PathLike | None = None, params: dict[str, Any] | None = None) -> Path:
     """Run (or resume) the profile's studies and Table 5.1; write ``results/micmco_ptb.json`` plus provenance.
 
+    With stacks, the studies stop at ``$PAPERLIB_TIME_LIMIT`` seconds (:func:`~paperlib.experiments.common.runs.
+    stop_time`), raising :class:`~paperlib.experiments.common.runs.TimeLimitReached` with their work checkpointed.
+
     ``params``: an already loaded ``params.yaml`` mapping (default: the repository's). Studies live in
     ``runs/micmco_ptb/`` (scratch; resumable).
     """
@@ -157,7 +161,8 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
     setup_stage(profile, params)
     data_root = root / section_params("data", params).root
     runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / EXPERIMENT
-    results, seconds = run_experiment(settings, runs_dir, profile, progress, data_root=data_root)
+    limit = stop_time() if settings.stack_size is not None else None  # $PAPERLIB_TIME_LIMIT, honoured by stacks
+    results, seconds = run_experiment(settings, runs_dir, profile, progress, data_root=data_root, deadline=limit)
     out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
     write_json_atomic(out, json_safe(results))
     write_json_atomic(out.with_suffix(".provenance.json"),

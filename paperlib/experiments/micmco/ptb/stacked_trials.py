@@ -45,7 +45,7 @@ from paperlib.experiments.micmco.ptb.trials import build_model, per_token, trial
 from paperlib.experiments.micmco.synthetic.trials import TrainResult, latent_samples, objective_surrogates
 from paperlib.models.sentence_vae import DecoderMasks, SentenceVAE
 from paperlib.stacked import StackedModels
-from paperlib.train import save_atomic
+from paperlib.atomic_files import save_torch_atomic
 
 
 @dataclass(frozen=True)
@@ -239,7 +239,7 @@ class StackedTrials:
     def run(self, until: int | None = None, deadline: float | None = None) -> bool:
         """Train to step ``until`` (default: the end) or until ``time.time()`` passes ``deadline``; True when done.
 
-        The chunk (steps, seconds, device) is appended to :attr:`chunks`.
+        The chunk (steps, seconds, device) is appended to :attr:`chunks` when it took a step.
         """
         until = self.steps if until is None else min(until, self.steps)
         started, first = time.perf_counter(), self.step_count
@@ -249,8 +249,9 @@ class StackedTrials:
             self.step()
         for model in self.models:
             model.eval()
-        self.chunks.append({"from_step": first, "to_step": self.step_count,
-                            "seconds": round(time.perf_counter() - started, 3), "device": _device_name(self.device)})
+        if self.step_count > first:
+            self.chunks.append({"from_step": first, "to_step": self.step_count,
+                                "seconds": round(time.perf_counter() - started, 3), "device": _device_name(self.device)})
         return self.step_count >= self.steps
 
     def results(self) -> list[TrainResult]:
@@ -276,7 +277,7 @@ class StackedTrials:
         """Write everything :meth:`load` needs to continue this run, atomically, with the caller's ``extra``
         (e.g. scores so far; :attr:`extra` after loading)."""
         self.extra = dict(extra or {})
-        save_atomic({"identity": self._identity(), "step": self.step_count, "extra": self.extra,
+        save_torch_atomic({"identity": self._identity(), "step": self.step_count, "extra": self.extra,
                      "models": [m.state_dict() for m in self.models], "optimizer": self.optimizer.state_dict(),
                      "generators": [g.get_state() for g in self.generators], "stopped": self.stopped,
                      "last_objective": self.last_objective, "tail_values": self.tail_values,

@@ -1,31 +1,24 @@
-"""One trial (build, train, evaluate a sentence VAE) and one resumable Optuna study per curve."""
+"""One trial: build, train and evaluate a sentence VAE (the studies that run trials: :mod:`.studies`)."""
 
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from paperlib.experiments.common.code_hash import code_hash
 from paperlib.data import SentenceBatch, pad_sentences
-from paperlib.device import cache_key
-from paperlib.experiments.common.stage import setup_stage, stage_device
+from paperlib.experiments.common.stage import stage_device
 from paperlib.estimators import Surrogates, iwae_bound, mutual_information
-from paperlib.experiments.micmco.synthetic.micmco_synthetic import (
-    TrainResult, fail_stale_trials, halton_design, open_study, step_surrogates, suggest_space, trial_index,
-    trial_records, tune,
-)
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import TrainResult, step_surrogates
 from paperlib.models.masks import DropoutRates
 from paperlib.models.sentence_vae import SentenceVAE
-from paperlib.experiments.micmco.ptb.design import CURVES, Curve, EXPERIMENT, MicmcoPtbParams, curve_of
-from paperlib.experiments.micmco.ptb.data import SentenceData, _batch_stream, load_data
+from paperlib.experiments.micmco.ptb.design import Curve, MicmcoPtbParams
+from paperlib.experiments.micmco.ptb.data import SentenceData, _batch_stream
 
 
 def build_model(curve: Curve, params: Mapping[str, float], settings: MicmcoPtbParams, vocab_size: int) -> SentenceVAE:
@@ -163,81 +156,3 @@ def trial_record(curve: Curve, result: TrainResult, model: SentenceVAE, data: Se
     if not scores["nll"] <= DIVERGED_NLL * math.log(data.vocab_size):
         return {**record, **diverged, "eval_seconds": seconds}
     return {**record, **{k: scores[k] for k in ("nll", "kl", "elbo_nll", "q_kl")}, "eval_seconds": seconds}
-
-
-# ---------------------------------------------------------------------------------------------------
-# studies (one per curve, resumable)
-
-
-def study_name(curve_name: str, profile: str, settings: MicmcoPtbParams) -> str:
-    code = code_hash("paperlib.experiments.micmco.ptb.micmco_ptb")  # a study made by other code (of the stage) starts anew
-    return f"{curve_name}-{profile}-{settings.trial_fingerprint()}-{code[:8]}" + "".join(f"-{v}" for v in cache_key().values())
-
-
-def _checkpoint_path(runs_dir: Path, study: str) -> Path:
-    return runs_dir / f"{study}.best.pt"
-
-
-def _save_checkpoint(path: Path, trial: int, model: SentenceVAE) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save({"trial": trial, "state": model.state_dict()}, tmp)
-    os.replace(tmp, path)
-
-
-def run_curve_study(name: str, settings: MicmcoPtbParams, data: SentenceData, runs_dir: str | os.PathLike,
-                    profile: str, progress: bool = False) -> list[dict[str, Any]]:
-    """Tune curve ``name`` until ``settings.trials`` trials have finished (resuming its SQLite study).
-
-    The tuner sees (NLL, min(KL, ``kl_cap``)) per token; the raw KL estimate is kept as ``kl_estimate``. The model
-    of the best trial so far (lowest NLL) is saved for Table 5.1. Returns the trial records (``kl`` = capped KL).
-    """
-    import optuna
-
-    curve = CURVES[name] if name in CURVES else curve_of(name)
-    runs_dir = Path(runs_dir)
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    study_id = study_name(name, profile, settings)
-    study = open_study(study_id, f"sqlite:///{runs_dir / study_id}.sqlite3", settings.seed, settings.startup_trials)
-    fail_stale_trials(study)
-    space = curve.space
-    design = halton_design(space, settings.startup_trials, settings.seed)
-    checkpoint = _checkpoint_path(runs_dir, study_id)
-
-    def objective(trial: optuna.Trial) -> tuple[float, float]:
-        params = suggest_space(trial, space)
-        record, model = run_trial(curve, params, data, settings, settings.seed + 1000 * trial_index(trial))
-        for key in ("steps", "train_seconds", "eval_seconds", "final_objective", "diverged", "elbo_nll", "q_kl"):
-            trial.set_user_attr(key, record[key])
-        trial.set_user_attr("kl_estimate", record["kl"])
-        best = min((t.values[0] for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))),
-                   default=math.inf)
-        if math.isfinite(record["nll"]) and record["nll"] < best:
-            _save_checkpoint(checkpoint, trial.number, model)
-        if progress:
-            shown = ", ".join(f"{k}={v:.3g}" for k, v in params.items())
-            print(f"  {curve.label:<22} {curve.regime:<6} trial {trial.number:>3}: NLL {record['nll']:.4f}  "
-                  f"KL {record['kl']:.4f}  ({shown}; {record['train_seconds']:.0f}+{record['eval_seconds']:.0f}s)",
-                  flush=True)
-        return record["nll"], (record["kl"] if not record["kl"] > settings.kl_cap else settings.kl_cap)
-
-    tune(study, objective, design, settings.trials)
-    records = trial_records(study)
-    for r in records:
-        r["kl"] = r.pop("mi")
-    return records
-
-
-def _study_job(name: str, settings: MicmcoPtbParams, runs_dir: str, profile: str, progress: bool,
-               data_root: str | None, data: SentenceData | None) -> tuple[str, list[dict[str, Any]], float]:
-    import optuna
-
-    torch.set_num_threads(settings.threads)
-    setup_stage(profile)  # precision in this (possibly spawned) worker
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    if data is None:
-        data = load_data(settings, data_root)
-    if progress:
-        print(f"{EXPERIMENT} [{profile}]: {name} ({CURVES[name].label}, {CURVES[name].regime})", flush=True)
-    started = time.time()
-    records = run_curve_study(name, settings, data, runs_dir, profile, progress)
-    return name, records, round(time.time() - started, 1)

@@ -1,0 +1,179 @@
+"""One resumable Optuna study per curve: trials one at a time, or asked in batches and trained as stacks.
+
+A study is a SQLite file ``runs/micmco_ptb/<curve>-<profile>-<settings hash>-<code hash>.sqlite3``; the model of its
+best trial so far is kept beside it (``.best.pt``) for Table 5.1. Trials left running by an interruption fail and
+are asked again (a start-design trial with the same point and seed).
+
+With ``stack_size`` (the thesis tunes with batched Gaussian-process bandits, Golovin et al. 2017) the study asks for
+that many trials at a time: the start design's next points, then the GP sampler's batch (Optuna's GP sampler picks
+each point of a batch given the ones still running, q-batch log expected hypervolume improvement), trains them as
+one stack (:mod:`.stacked_trials`; checkpointed beside the study, so an interrupted stack of the same trials
+continues, and stopped at a time limit if one is given) and reports every trial's outcome. A trial of a stack equals its separate run up to float rounding, so
+a stacked study is a study of its own (its settings hash differs).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from paperlib.atomic_files import save_torch_atomic
+from paperlib.device import cache_key
+from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.runs import TimeLimitReached
+from paperlib.experiments.common.stage import setup_stage
+from paperlib.experiments.micmco.ptb.data import SentenceData, load_data
+from paperlib.experiments.micmco.ptb.design import CURVES, Curve, EXPERIMENT, MicmcoPtbParams, curve_of
+from paperlib.experiments.micmco.ptb.stacked_trials import StackedTrials, TrialSpec
+from paperlib.experiments.micmco.ptb.trials import run_trial, trial_record
+from paperlib.experiments.micmco.synthetic.micmco_synthetic import (
+    fail_stale_trials, halton_design, open_study, suggest_space, trial_index, trial_records, tune,
+)
+from paperlib.models.sentence_vae import SentenceVAE
+
+
+def study_name(curve_name: str, profile: str, settings: MicmcoPtbParams) -> str:
+    code = code_hash("paperlib.experiments.micmco.ptb.micmco_ptb")  # a study made by other code (of the stage) starts anew
+    return f"{curve_name}-{profile}-{settings.trial_fingerprint()}-{code[:8]}" + "".join(f"-{v}" for v in cache_key().values())
+
+
+def _checkpoint_path(runs_dir: Path, study: str) -> Path:
+    return runs_dir / f"{study}.best.pt"
+
+
+def _save_checkpoint(path: Path, trial: int, model: SentenceVAE) -> None:
+    save_torch_atomic({"trial": trial, "state": model.state_dict()}, path)
+
+
+def run_curve_study(name: str, settings: MicmcoPtbParams, data: SentenceData, runs_dir: str | os.PathLike,
+                    profile: str, progress: bool = False, deadline: float | None = None) -> list[dict[str, Any]]:
+    """Tune curve ``name`` until ``settings.trials`` trials have finished (resuming its SQLite study).
+
+    The tuner sees (NLL, min(KL, ``kl_cap``)) per token; the raw KL estimate is kept as ``kl_estimate``. The model
+    of the best trial so far (lowest NLL) is saved for Table 5.1. Returns the trial records (``kl`` = capped KL).
+    With ``settings.stack_size`` the trials are asked and trained in stacks (the module docstring), and a
+    ``deadline`` (``time.time()``) stops a stack there, checkpointed, raising
+    :class:`~paperlib.experiments.common.runs.TimeLimitReached` (the same call continues it).
+    """
+    if deadline is not None and settings.stack_size is None:
+        raise ValueError("a time limit needs stacks (stack_size): a separate trial cannot stop part-way")
+    import optuna
+
+    curve = CURVES[name] if name in CURVES else curve_of(name)
+    runs_dir = Path(runs_dir)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    study_id = study_name(name, profile, settings)
+    study = open_study(study_id, f"sqlite:///{runs_dir / study_id}.sqlite3", settings.seed, settings.startup_trials)
+    fail_stale_trials(study)
+    space = curve.space
+    design = halton_design(space, settings.startup_trials, settings.seed)
+    checkpoint = _checkpoint_path(runs_dir, study_id)
+
+    def report(trial: optuna.Trial, params: Mapping[str, float], record: dict[str, Any], model: SentenceVAE
+               ) -> tuple[float, float]:
+        """Store the trial's diagnostics, keep its model if it is the best so far, return its two objectives."""
+        for key in ("steps", "train_seconds", "eval_seconds", "final_objective", "diverged", "elbo_nll", "q_kl"):
+            trial.set_user_attr(key, record[key])
+        trial.set_user_attr("kl_estimate", record["kl"])
+        best = min((t.values[0] for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))),
+                   default=math.inf)
+        if math.isfinite(record["nll"]) and record["nll"] < best:
+            _save_checkpoint(checkpoint, trial.number, model)
+        if progress:
+            shown = ", ".join(f"{k}={v:.3g}" for k, v in params.items())
+            print(f"  {curve.label:<22} {curve.regime:<6} trial {trial.number:>3}: NLL {record['nll']:.4f}  "
+                  f"KL {record['kl']:.4f}  ({shown}; {record['train_seconds']:.0f}+{record['eval_seconds']:.0f}s)",
+                  flush=True)
+        return record["nll"], (record["kl"] if not record["kl"] > settings.kl_cap else settings.kl_cap)
+
+    if settings.stack_size is None:
+        def objective(trial: optuna.Trial) -> tuple[float, float]:
+            params = suggest_space(trial, space)
+            record, model = run_trial(curve, params, data, settings, settings.seed + 1000 * trial_index(trial))
+            return report(trial, params, record, model)
+
+        tune(study, objective, design, settings.trials)
+    else:
+        _tune_in_stacks(study, curve, design, settings, data, runs_dir / f"{study_id}.stack.pt", report, deadline)
+    records = trial_records(study)
+    for r in records:
+        r["kl"] = r.pop("mi")
+    return records
+
+
+def _finished(study) -> int:
+    from optuna.trial import TrialState
+
+    return sum(1 for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL))
+               if not t.user_attrs.get("interrupted"))
+
+
+CHECKPOINT_STEPS = 2000  # a study's stack is saved this often (at the paper's shapes ~50 MB per trial)
+
+
+def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data: SentenceData, path: Path,
+                    report, deadline: float | None = None) -> None:
+    """Ask ``stack_size`` trials at a time (design points first), train them as one stack, tell each outcome.
+
+    The stack is saved to ``path`` every :data:`CHECKPOINT_STEPS` steps, at the ``deadline`` and when it finishes
+    training, and continued from there if the process stops before the trials are told (the retried trials of an
+    interrupted start design are the same trials); a checkpoint of other trials (an interrupted batch of
+    sampler-chosen points, which the sampler need not choose again) is replaced. A trial whose NLL or KL is not
+    finite fails, as a separate trial's does.
+    """
+    import optuna
+
+    while (done := _finished(study)) < settings.trials:
+        trials, specs = [], []
+        for j in range(min(settings.stack_size, settings.trials - done)):
+            if done + j < len(design):
+                study.enqueue_trial(dict(design[done + j]))
+            trial = study.ask()  # the sampler sees the batch's earlier trials as running
+            trials.append(trial)
+            specs.append(TrialSpec(suggest_space(trial, curve.space), settings.seed + 1000 * trial_index(trial)))
+        stack = None
+        if path.is_file():
+            try:
+                stack = StackedTrials.load(path, curve, specs, settings, data)
+            except ValueError:  # another batch's stack
+                path.unlink()
+        if stack is None:
+            stack = StackedTrials(curve, specs, settings, data)
+        while stack.step_count < stack.steps:
+            stack.run(until=stack.step_count + CHECKPOINT_STEPS, deadline=deadline)
+            stack.save(path)
+            if deadline is not None and time.time() >= deadline and stack.step_count < stack.steps:
+                raise TimeLimitReached(f"{EXPERIMENT} stopped at its time limit in a stack of {curve.label} "
+                                       f"({curve.regime}) at step {stack.step_count:,} of {stack.steps:,}, "
+                                       f"checkpointed in {path}; the same command continues")
+        for trial, spec, result, model in zip(trials, specs, stack.results(), stack.models):
+            record = trial_record(curve, result, model, data, settings, spec.seed)
+            values = report(trial, spec.params, record, model)
+            if all(math.isfinite(v) for v in values):
+                study.tell(trial, values)
+            else:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        path.unlink()
+
+
+def _study_job(name: str, settings: MicmcoPtbParams, runs_dir: str, profile: str, progress: bool,
+               data_root: str | None, data: SentenceData | None, deadline: float | None = None
+               ) -> tuple[str, list[dict[str, Any]], float]:
+    import optuna
+
+    torch.set_num_threads(settings.threads)
+    setup_stage(profile)  # precision in this (possibly spawned) worker
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if data is None:
+        data = load_data(settings, data_root)
+    if progress:
+        print(f"{EXPERIMENT} [{profile}]: {name} ({CURVES[name].label}, {CURVES[name].regime})", flush=True)
+    started = time.time()
+    records = run_curve_study(name, settings, data, runs_dir, profile, progress, deadline)
+    return name, records, round(time.time() - started, 1)
