@@ -455,7 +455,7 @@ def stacked_timings(device: torch.device, quick: bool, deadline: float, warmup: 
     Paper shapes (hidden 128, 10,000 words, 64 sentences of 5-35 tokens, the curve's samples) on random sentences;
     tiny ones in the check mode. Per curve: the median separate step (``trials.train``: the fused recurrences,
     packed encoder; steps timed through its scoring hook) and, per stack size M in ``sizes``, the median stacked step (:class:`~paperlib.experiments.micmco.ptb.
-    stacked_trials.StackedTrials`), its seconds per trial and its speed-up over M separate steps.
+    stacked_trials.StackedTrials`) and its speed-up over M separate steps.
     """
     from paperlib.experiments.micmco.ptb.data import SentenceData
     from paperlib.experiments.micmco.ptb.design import MicmcoPtbParams, curve_of
@@ -500,7 +500,7 @@ def stacked_timings(device: torch.device, quick: bool, deadline: float, warmup: 
                     stack = StackedTrials(curve, specs[:size], settings, data, device)
                     step = statistics.median(timed(stack.step, device, warmup, repeats))
                     row["stacks"].append({
-                        "trials": size, "status": "timed", "step_s": step, "per_trial_s": step / size,
+                        "trials": size, "status": "timed", "step_s": step,
                         "speedup": round(size * row["separate_step_s"] / step, 3) if step else None,
                         "peak_memory_gib": (round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
                                             if device.type == "cuda" else None)})

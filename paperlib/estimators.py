@@ -350,8 +350,9 @@ def sample(dist: Distribution, sample_shape: tuple[int, ...], reparameterised: b
 
     ``torch.distributions`` always draws from the default generator; with a ``generator`` this draws the same numbers
     from it (the same kernels: ``normal_`` for a Normal's noise, ``torch.normal`` for its plain samples,
-    ``torch.multinomial`` for a Categorical), so a run can keep one random stream per model. Supports what
-    :func:`detach_distribution` supports. Without a generator it calls the distribution's own method.
+    ``torch.multinomial`` for a Categorical), so a run can keep one random stream per model. Supports Normal
+    (both kinds of sample) and Categorical (plain samples), optionally ``Independent``. Without a generator it calls
+    the distribution's own method, whatever the distribution.
     """
     if generator is None:
         return dist.rsample(sample_shape) if reparameterised else dist.sample(sample_shape)

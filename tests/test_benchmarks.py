@@ -148,10 +148,24 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     timed named as such; with no measurement the block says every GPU number is the dry run's estimate."""
     import json
 
-    from paperlib.compendium.gpu_measurements import END, START, newest, readme_with_measurements
+    from paperlib.compendium.gpu_measurements import (END, ESTIMATE_END, ESTIMATE_START, START, newest,
+                                                      readme_with_measurements)
 
-    readme = f"# x\n{START}\nold text\n{END}\nrest\n"
+    readme = f"# x\n{ESTIMATE_START}\nold table\n{ESTIMATE_END}\n{START}\nold text\n{END}\nrest\n"
+    workload = {"parameters": 21_400_000, "flops_per_step": 9.21e12, "kernels_per_step": 21_372, "steps_per_run": 100,
+                "runs": 3, "bound": "launch", "peak_memory_bytes": 2**30}
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "dryrun.json").write_text(json.dumps({"stages": {
+        "lm_ptb": {"gpu_hours": 9.4, "peak_memory_bytes": 19.7 * 2**30,
+                   "workloads": {"lstm": workload, "big": {**workload, "parameters": 23_100_000, "bound": "compute",
+                                                           "flops_per_step": 1e9, "steps_per_run": 283_000, "runs": 1}}},
+        "music": {"gpu_hours": 1_200.04, "peak_memory_bytes": 2**29, "workloads": {"nade": workload}}}}))
     assert "the dry run's estimate" in readme_with_measurements(readme, tmp_path) and newest(tmp_path) is None
+    table = readme_with_measurements(readme, tmp_path)
+    assert "old table" not in table and "| **total** | | | | | | | | **1,209** |" in table
+    assert "| lm_ptb | 2 | 21.4M–23.1M | 19.7 GiB | 9.21T | 21,372 | 0.283M | compute, launch | 9.4 |" in table
+    assert "| music | 1 | 21.4M | 0.5 GiB | 9.21T | 21,372 | 0.0003M | launch | 1,200.0 |" in table
+    assert "The largest step needs 19.7 GiB (lm_ptb)." in table
     folder = tmp_path / "benchmarks" / "results"
     folder.mkdir(parents=True)
     row = {"stage": "lm_ptb", "workload": "lstm", "batch": "64", "length": 70, "status": "timed", "step_s": 0.0123,

@@ -371,32 +371,35 @@ def test_curve_study_resumes_without_repeating_trials(tmp_path, toy_data):
 
 def test_a_stacked_study_asks_trials_in_batches_and_resumes_an_interrupted_stack(tmp_path, toy_data, monkeypatch):
     """stack_size 2: the two start-design trials train as one stack and equal the separate study's (float32
-    rounding in the vmapped decoder: scores of order 1-4 agree to ~1e-6, 1e-4 leaves room); the third trial comes
-    from the GP sampler. A process stopped after the first stack trained, before its trials were told, resumes
-    from the stack's checkpoint without training it again and ends with the same records."""
+    rounding in the vmapped decoder: scores of order 1-4 agree to ~1e-6, 1e-4 leaves room); the next two come from
+    the GP sampler as one batch. A process stopped after that batch trained, before its trials were told, resumes:
+    the same points are asked again (the sampler would pick others) and the stack continues from its checkpoint
+    without training again, ending with the same records."""
     from paperlib.experiments.micmco.ptb import studies
 
     separate = run_curve_study("dreg16_kl.shared", MicmcoPtbParams(figures=["5.12"], **SMOKE), prepare_sentences(
         toy_data, V, EOS, UNK, MicmcoPtbParams(figures=["5.12"], **SMOKE)), tmp_path / "separate", "smoke")
-    settings = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 3, "stack_size": 2})
-    assert settings.trial_fingerprint() != MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 3}).trial_fingerprint()
+    settings = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 4, "stack_size": 2})
+    assert settings.trial_fingerprint() != MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 4}).trial_fingerprint()
     data = prepare_sentences(toy_data, V, EOS, UNK, settings)
     stacked = run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "stacked", "smoke")
-    assert [r["number"] for r in stacked] == [0, 1, 2] and [r["state"] for r in stacked] == ["COMPLETE"] * 3
+    assert [r["number"] for r in stacked] == [0, 1, 2, 3] and [r["state"] for r in stacked] == ["COMPLETE"] * 4
     for ours, theirs in zip(stacked[:2], separate):
         assert ours["params"] == theirs["params"]
         for key in ("nll", "kl", "kl_estimate", "final_objective"):
             assert ours[key] == pytest.approx(theirs[key], rel=1e-4, abs=1e-5)
-    assert stacked[2]["params"] not in [r["params"] for r in stacked[:2]]
+    assert stacked[2]["params"] not in [r["params"] for r in stacked[:2]] and stacked[2]["params"] != stacked[3]["params"]
 
     class Stopped(Exception):
         pass
 
-    real_save, trained = studies.StackedTrials.save, []
+    real_save, trained, saves = studies.StackedTrials.save, [], []
 
-    def stop_after_saving(self, path, extra=None):
+    def stop_after_saving(self, path, extra=None):  # the second batch's save
         real_save(self, path, extra)
-        raise Stopped
+        saves.append(self.step_count)
+        if len(saves) == 2:
+            raise Stopped
 
     real_run = studies.StackedTrials.run
     monkeypatch.setattr(studies.StackedTrials, "run", lambda self, *a, **k: trained.append(self.step_count) or
@@ -406,16 +409,24 @@ def test_a_stacked_study_asks_trials_in_batches_and_resumes_an_interrupted_stack
         run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "again", "smoke")
     monkeypatch.setattr(studies.StackedTrials, "save", real_save)
     again = run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "again", "smoke")
-    assert trained == [0, 0]  # the first stack once, then the third trial's; never the first stack again
+    assert trained == [0, 0]  # each batch once; the second not again after the stop
     assert [(r["params"], r["nll"]) for r in again] == [(r["params"], r["nll"]) for r in stacked]
-    assert not list((tmp_path / "again").glob("*.stack.pt"))
+    assert not list((tmp_path / "again").glob("*.stack.*"))
     with pytest.raises(ValueError, match="stack_size must be"):
         MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "stack_size": 0})
-    # a time limit stops the first stack before its first step, checkpointed; the same call continues it
+    # past a time limit no batch starts; stopped inside a batch, its stack is checkpointed; the same call continues
     from paperlib.experiments.common.runs import TimeLimitReached
 
-    with pytest.raises(TimeLimitReached, match="step 0 of 4"):
+    with pytest.raises(TimeLimitReached, match="0 of 4 trials"):
         run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "limited", "smoke", deadline=time.time() - 1)
+    assert not list((tmp_path / "limited").glob("*.stack.*"))
+    def deadline_after_two_steps(self, until=None, deadline=None):  # as if the deadline passed at step 2
+        return real_run(self, until=min(until, self.step_count + 2), deadline=deadline)
+
+    monkeypatch.setattr(studies.StackedTrials, "run", deadline_after_two_steps)
+    with pytest.raises(TimeLimitReached, match="at step 2 of 4, checkpointed"):
+        run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "limited", "smoke", deadline=time.time() + 3600)
+    monkeypatch.undo()
     assert len(list((tmp_path / "limited").glob("*.stack.pt"))) == 1
     limited = run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "limited", "smoke")
     assert [(r["params"], r["nll"]) for r in limited] == [(r["params"], r["nll"]) for r in stacked]

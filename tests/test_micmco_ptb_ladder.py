@@ -124,18 +124,32 @@ def test_a_stacked_ladder_scores_the_runs_of_separate_training_and_resumes_from_
     assert run_ladder(stacked_ladder, MAIN, tmp_path / "stacked", data=data) == stacked and saves[-1] == 8
 
 
-def test_a_time_limit_stops_a_stacked_ladder_with_its_stack_checkpointed_and_the_same_call_continues(tmp_path, data,
-                                                                                                       monkeypatch):
+def test_a_time_limit_stops_a_stacked_ladder_with_its_stack_checkpointed_and_a_later_call_continues(tmp_path, data,
+                                                                                                      monkeypatch):
+    """Past a deadline no stack starts; one that passes mid-stack leaves it checkpointed; a later call with other
+    stacks (stack_size 3: the checkpoint now holds another stack) replaces it and finishes; seconds are shares."""
     from paperlib.experiments.common.runs import TIME_LIMIT_ENV, TimeLimitReached, stop_time
 
     ladder = _ladder(stack_size=4)
-    with pytest.raises(TimeLimitReached, match="0 of 8 runs done"):
+    with pytest.raises(TimeLimitReached, match="0 of 8 runs done; the same"):  # past it, no stack starts
         run_ladder(ladder, MAIN, tmp_path, data=data, deadline=time.time() - 1)
     folder = run_folder(ladder, MAIN, tmp_path)
+    assert not list(folder.glob("*.pt"))
+    real_run = ladder_module.StackedTrials.run
+
+    def deadline_after_two_steps(self, until=None, deadline=None):  # as if the deadline passed at step 2
+        return real_run(self, until=min(until, self.step_count + 2), deadline=deadline)
+
+    monkeypatch.setattr(ladder_module.StackedTrials, "run", deadline_after_two_steps)
+    with pytest.raises(TimeLimitReached, match="stack 0 is checkpointed"):
+        run_ladder(ladder, MAIN, tmp_path, data=data, deadline=time.time() + 3600)
+    monkeypatch.setattr(ladder_module.StackedTrials, "run", real_run)
     assert [p.name for p in folder.glob("*.pt")] == ["dreg16_renyi.shared.stack0.pt"]
-    records = run_ladder(ladder, MAIN, tmp_path, data=data)
+    records = run_ladder(_ladder(stack_size=3), MAIN, tmp_path, data=data)  # stack 0 is now another: replaced
     assert len(records) == 8 and not list(folder.glob("*.pt"))
-    assert [c["from_step"] for c in records[0]["chunks"]] == [0, 3, 4, 6]  # no empty chunk from the stopped call
+    assert [c["from_step"] for c in records[0]["chunks"]] == [0, 3, 4, 6]  # a fresh stack: the old one replaced
+    stack_seconds = sum(c["seconds"] for c in records[0]["chunks"])
+    assert records[0]["seconds"] == pytest.approx(stack_seconds / records[0]["stacked_with"], abs=0.05)
     with pytest.raises(ValueError, match="needs stacks"):
         run_ladder(_ladder(), MAIN, tmp_path, data=data, deadline=time.time() + 60)
     monkeypatch.setenv(TIME_LIMIT_ENV, "90")

@@ -3,6 +3,7 @@ equal to separate runs, resumable in chunks, and the pieces they rest on."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -11,12 +12,13 @@ import torch
 from torch import nn
 from torch.distributions import Categorical, Independent, Normal
 
-from paperlib.data import pad_sentences
+from paperlib.data import pad_sentences, sentence_batches
 from paperlib.estimators import sample
 from paperlib.experiments.micmco.ptb.design import MicmcoPtbParams, curve_of
 from paperlib.experiments.micmco.ptb.data import SentenceData
-from paperlib.experiments.micmco.ptb.stacked_trials import StackedTrials, TrialSpec, run_stacked_trials
-from paperlib.experiments.micmco.ptb.trials import build_model, run_trial, train
+from paperlib.experiments.micmco.ptb.data import BatchStream
+from paperlib.experiments.micmco.ptb.stacked_trials import StackedTrials, TrialSpec
+from paperlib.experiments.micmco.ptb.trials import build_model, run_trial, train, trial_record
 from paperlib.models.masks import DropoutRates
 from paperlib.models.sentence_vae import SentenceVAE
 from paperlib.stacked import StackedModels
@@ -96,45 +98,73 @@ def test_a_trial_does_not_depend_on_its_company(data, float64):
         assert torch.allclose(a, b, rtol=0, atol=1e-10)
 
 
-def test_a_run_interrupted_and_resumed_from_its_checkpoint_ends_bit_for_bit_where_one_run_ends(data, tmp_path):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_a_run_interrupted_and_resumed_from_its_checkpoint_ends_bit_for_bit_where_one_run_ends(device, data, tmp_path):
+    """Stopped after 2 of 6 steps (12 sentences of 60 drawn: the batch streams resume mid-epoch) and after 5 (25:
+    past an epoch's end, whose last small batch is dropped), saved, loaded into a fresh stack: the same weights as an
+    uninterrupted run, bit for bit (the same kernels on the same inputs)."""
     curve, specs = curve_of("dreg16_renyi.shared"), _specs("dreg16_renyi.shared")
-    straight = StackedTrials(curve, specs, SETTINGS, data, "cpu")
+    settings = dataclasses.replace(SETTINGS, steps=14)  # 70 sentences a trial: into a second epoch
+    straight = StackedTrials(curve, specs, settings, data, device)
     straight.run()
-    first = StackedTrials(curve, specs, SETTINGS, data, "cpu")
+    first = StackedTrials(curve, specs, settings, data, device)
     assert not first.run(until=2)
     first.save(tmp_path / "run.pt")
     del first
-    resumed = StackedTrials.load(tmp_path / "run.pt", curve, specs, SETTINGS, data, "cpu")
-    assert resumed.step_count == 2 and resumed.run()
+    middle = StackedTrials.load(tmp_path / "run.pt", curve, specs, settings, data, device)
+    assert middle.step_count == 2 and not middle.run(until=13)
+    middle.save(tmp_path / "run.pt")
+    resumed = StackedTrials.load(tmp_path / "run.pt", curve, specs, settings, data, device)
+    assert resumed.step_count == 13 and resumed.run()
     for a, b in zip(straight.models, resumed.models):
         for p, q in zip(a.parameters(), b.parameters()):
             assert torch.equal(p, q)
     assert [r.final_objective for r in resumed.results()] == [r.final_objective for r in straight.results()]
-    assert [(c["from_step"], c["to_step"], c["device"]) for c in resumed.chunks] == [(0, 2, "cpu"), (2, 6, "cpu")]
+    card = "cpu" if device == "cpu" else torch.cuda.get_device_name()
+    assert [(c["from_step"], c["to_step"], c["device"]) for c in resumed.chunks] == [(0, 2, card), (2, 13, card),
+                                                                                    (13, 14, card)]
     with pytest.raises(ValueError, match="another run"):
-        StackedTrials.load(tmp_path / "run.pt", curve, specs[:2], SETTINGS, data, "cpu")
+        StackedTrials.load(tmp_path / "run.pt", curve, specs[:2], settings, data, device)
 
 
-def test_a_past_deadline_stops_the_run_and_a_later_call_finishes_it_with_run_trial_records(data, tmp_path):
-    """``run_stacked_trials`` with a deadline saves and returns no records; called again it continues, and its
-    records (training outcome and evaluation) are those of ``run_trial`` for the same trials."""
+def test_a_batch_stream_is_the_shuffled_epochs_of_full_batches_and_resumes_where_it_was():
+    sentences = _sentences(23, 5)
+    stream = BatchStream(sentences, 5, EOS, 7)
+    generator = torch.Generator().manual_seed(7)
+    expected = [b for _ in range(3) for b in sentence_batches(sentences, 5, EOS, shuffle=True, generator=generator)
+                if len(b.lengths) == 5]  # 4 full batches an epoch, the 3 left over dropped
+    drawn = [next(stream) for _ in range(12)]
+    assert all(torch.equal(a.targets, b.targets) for a, b in zip(drawn, expected))
+    for stop in (0, 2, 4, 7):  # before the first epoch, inside one, at its end, inside the second
+        head = BatchStream(sentences, 5, EOS, 7)
+        for _ in range(stop):
+            next(head)
+        tail = BatchStream(sentences, 5, EOS, 0)
+        tail.restore(head.state())
+        assert all(torch.equal(next(tail).targets, b.targets) for b in expected[stop:12])
+
+
+def test_a_past_deadline_stops_a_stack_and_its_trials_give_run_trial_records(data):
+    """``run`` with a deadline already past takes no step (and records no chunk); run on, each trial's record
+    (training outcome and evaluation) is that of ``run_trial`` for the same trial up to float32 rounding (~1e-6)."""
     curve, specs = curve_of("dreg1.shared"), _specs("dreg1.shared")
-    checkpoint = tmp_path / "stack.pt"
-    records, run = run_stacked_trials(curve, specs, data, SETTINGS, checkpoint, deadline=time.time() - 1)
-    assert records is None and run.step_count == 0 and checkpoint.exists()
-    records, run = run_stacked_trials(curve, specs, data, SETTINGS, checkpoint)
-    assert run.step_count == SETTINGS.steps
-    for spec, record in zip(specs, records):
+    run = StackedTrials(curve, specs, SETTINGS, data, "cpu")
+    assert not run.run(deadline=time.time() - 1) and run.step_count == 0 and run.chunks == []
+    assert run.run() and run.step_count == SETTINGS.steps
+    for spec, result, model in zip(specs, run.results(), run.models):
+        record = trial_record(curve, result, model, data, SETTINGS, spec.seed)
         expected, _ = run_trial(curve, spec.params, data, SETTINGS, spec.seed)
         assert record["steps"] == expected["steps"] and record["diverged"] is expected["diverged"] is False
-        for key in ("nll", "kl", "elbo_nll", "q_kl", "final_objective"):  # float32: rounding only (~1e-6)
+        for key in ("nll", "kl", "elbo_nll", "q_kl", "final_objective"):
             assert record[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-5)
+    assert sum(r.seconds for r in run.results()) == pytest.approx(run.seconds)  # each trial its share
 
 
-def test_a_diverging_trial_stops_where_its_separate_run_stops_and_the_others_train_on(data, float64):
-    curve = curve_of("dreg16_kl.train")
-    specs = _specs("dreg16_kl.train")
-    specs[1] = TrialSpec({**specs[1].params, "learning_rate": math.inf}, specs[1].seed)  # NaN weights after a step
+@pytest.mark.parametrize("name", ["dreg16_kl.train", "dreg16_kl.shared"])  # decoders per trial; vmapped
+def test_a_diverging_trial_stops_where_its_separate_run_stops_and_the_others_train_on(name, data, float64):
+    curve = curve_of(name)
+    specs = _specs(name)
+    specs[1] = TrialSpec({**specs[1].params, "learning_rate": 1e12}, specs[1].seed)  # weights ~1e12 after a step
     run = StackedTrials(curve, specs, SETTINGS, data, "cpu")
     run.run()
     results = run.results()
@@ -143,10 +173,14 @@ def test_a_diverging_trial_stops_where_its_separate_run_stops_and_the_others_tra
         ref = build_model(curve, spec.params, SETTINGS, V)
         expected = train(ref, curve, spec.params, data.train, EOS, SETTINGS.steps, SETTINGS.batch_size, spec.seed)
         assert (result.diverged, result.steps) == (expected.diverged, expected.steps)
-        if not expected.diverged:
-            for got, want in zip(model.parameters(), ref.parameters()):
-                assert torch.allclose(got, want, rtol=0, atol=1e-10)
+        for got, want in zip(model.parameters(), ref.parameters()):  # the stopped trial: its weights at its stop
+            assert torch.allclose(got, want, rtol=1e-10, atol=1e-10)
     assert results[1].diverged and results[1].steps == 2 and not results[0].diverged and not results[2].diverged
+    stopped = [p.detach().clone() for p in run.models[1].parameters()]
+    assert all(p.isfinite().all() for p in stopped)  # finite weights, whose objective was not
+    run.steps += 2  # two more steps: the stopped trial's weights stay exactly as they are
+    run.run()
+    assert all(torch.equal(a, b) for a, b in zip(run.models[1].parameters(), stopped))
 
 
 def test_bad_stacks_are_clear_errors(data):

@@ -1,6 +1,7 @@
 """The GPU measurements in ``docs/gpu.md``, generated from the newest ``benchmarks/results/gpu-*.json``.
 
-``benchmarks/gpu.py`` writes one JSON per run on a GPU (card, versions, the unit suite's outcome on CUDA, the card's
+Also the dry run's estimate per stage (``results/dryrun.json``) between :data:`ESTIMATE_START` and
+:data:`ESTIMATE_END`. ``benchmarks/gpu.py`` writes one JSON per run on a GPU (card, versions, the unit suite's outcome on CUDA, the card's
 measured ceilings, a training step of each ``paper`` workload beside the dry run's prediction, and stacked
 sentence-VAE trials against separate ones). ``paperlib index
 --readme`` puts the newest one into :data:`PAGE` between :data:`START` and :data:`END`, so that every GPU number the
@@ -86,12 +87,45 @@ def block(root: str | Path) -> str:
     return render(json.loads(path.read_text()), "../" + path.relative_to(root).as_posix())
 
 
+DRYRUN = Path("results") / "dryrun.json"
+ESTIMATE_START = "<!-- dryrun-estimate:start (written by `paperlib index --readme` from results/dryrun.json; do not edit) -->"
+ESTIMATE_END = "<!-- dryrun-estimate:end -->"
+
+
+def render_estimate(result: dict[str, Any]) -> str:
+    """The dry run's table per stage (models, parameters, peak memory, the largest step's FLOPs and kernels,
+    optimizer steps, what bounds it, GPU-hours) with the total and the largest peak memory."""
+    from paperlib.experiments.dryrun.gpu_time import si_number as _si
+
+    lines = ["| stage | models | parameters | peak memory | FLOPs / step (largest) | kernels / step (largest) | "
+             "optimizer steps | bound | GPU-hours |", "|---|---|---|---|---|---|---|---|---|"]
+    for stage, entry in result["stages"].items():
+        rows = list(entry["workloads"].values())
+        sizes = sorted({r["parameters"] for r in rows})
+        params = _si(sizes[0]) if len(sizes) == 1 else f"{_si(sizes[0])}–{_si(sizes[-1])}"
+        steps = sum(r["steps_per_run"] * r["runs"] for r in rows)
+        lines.append(f"| {stage} | {len(rows)} | {params} | {entry['peak_memory_bytes'] / 2**30:.1f} GiB | "
+                     f"{_si(max(r['flops_per_step'] for r in rows))} | {max(r['kernels_per_step'] for r in rows):,} | "
+                     f"{steps / 1e6:.3g}M | {', '.join(sorted({r['bound'] for r in rows}))} | "
+                     f"{entry['gpu_hours']:,.1f} |")
+    total = sum(entry["gpu_hours"] for entry in result["stages"].values())
+    lines.append(f"| **total** | | | | | | | | **{total:,.0f}** |")
+    stage, entry = max(result["stages"].items(), key=lambda item: item[1]["peak_memory_bytes"])
+    lines += ["", f"The largest step needs {entry['peak_memory_bytes'] / 2**30:.1f} GiB ({stage})."]
+    return "\n".join(lines)
+
+
 def readme_with_measurements(readme: str, root: str | Path) -> str:
     """``readme`` (the text of :data:`PAGE`) with the text between :data:`START` and :data:`END` replaced by
-    :func:`block`."""
+    :func:`block`, and that between :data:`ESTIMATE_START` and :data:`ESTIMATE_END` by the dry run's table
+    (:func:`render_estimate` of ``results/dryrun.json``)."""
     from paperlib.compendium.results_index.render import replace_between
 
-    return replace_between(readme, START, END, lambda: block(root), "gpu-measurements", str(PAGE))
+    text = replace_between(readme, START, END, lambda: block(root), "gpu-measurements", str(PAGE))
+    return replace_between(text, ESTIMATE_START, ESTIMATE_END,
+                           lambda: render_estimate(json.loads((Path(root) / DRYRUN).read_text())),
+                           "dryrun-estimate", str(PAGE))
 
 
-__all__ = ["END", "PAGE", "START", "block", "newest", "readme_with_measurements", "render"]
+__all__ = ["END", "ESTIMATE_END", "ESTIMATE_START", "PAGE", "START", "block", "newest", "readme_with_measurements",
+           "render", "render_estimate"]

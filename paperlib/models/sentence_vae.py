@@ -135,10 +135,7 @@ class SentenceVAE(nn.Module):
 
     def posterior(self, x: SentenceBatch) -> Independent:
         """q(z|x) with batch shape [B]; the encoder reads the sentence itself (``x.targets``)."""
-        return self.posterior_from(self.encoder(x.targets, x.lengths))
-
-    def posterior_from(self, o: Tensor) -> Independent:
-        """q(z|x) from the encoder's output ``o`` [B, outputs] (what :meth:`posterior` builds after encoding)."""
+        o = self.encoder(x.targets, x.lengths)
         if self.latent == "gaussian":
             loc, log_var = o.chunk(2, dim=-1)  # [B, D] each; g(o) is the log variance
             return Independent(Normal(loc, (0.5 * log_var).exp(), validate_args=False), 1, validate_args=False)

@@ -428,7 +428,8 @@ def _sentence_workload(name: str, settings: Any, steps: int, runs: int, cap: Cap
 
 def _stacked_sentence_workload(name: str, settings: Any, steps: int, stacks: int, size: int, cap: Cap) -> Workload:
     """``stacks`` stacked trainings of ``size`` models of one PTB MICMCO curve (:mod:`paperlib.experiments.micmco.ptb.
-    stacked_trials`: one vmapped encoder and decoder pass for all, an Adam group per model), at the space's centre."""
+    stacked_trials`: encoders per model, decoders with state dropout as one vmapped pass, an Adam group per model),
+    at the space's centre."""
     from paperlib.data import SentenceBatch
     from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES, build_model
     from paperlib.experiments.micmco.ptb.stacked_trials import backward_all, stacked_surrogates

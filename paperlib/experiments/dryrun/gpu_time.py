@@ -53,7 +53,8 @@ def estimate(flops_per_step: float, kernels_per_step: int, steps: int, precision
             "bound": "compute" if compute >= launch else "launch"}
 
 
-def _si(value: float) -> str:
+def si_number(value: float) -> str:
+    """``value`` with three significant digits and an SI suffix (k, M, G, T)."""
     for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(value) >= scale:
             return f"{value / scale:.3g}{unit}"
@@ -77,8 +78,8 @@ def render_tables(result: dict[str, Any]) -> str:
         lines += ["", f"{stage}: {entry['gpu_hours']:,.1f} GPU-hours, peak memory "
                       f"{entry['peak_memory_bytes'] / 2**30:.2f} GiB", header]
         for name, w in entry["workloads"].items():
-            lines.append(f"{name[:44]:44s} {w['batch']:>8s} {w['length']:>4d} {_si(w['parameters']):>7s} "
-                         f"{w['peak_memory_bytes'] / 2**30:>5.2f} GiB {_si(w['flops_per_step']):>9s} "
+            lines.append(f"{name[:44]:44s} {w['batch']:>8s} {w['length']:>4d} {si_number(w['parameters']):>7s} "
+                         f"{w['peak_memory_bytes'] / 2**30:>5.2f} GiB {si_number(w['flops_per_step']):>9s} "
                          f"{w['kernels_per_step']:>8,d} {w['steps_per_run']:>7,d} x {w['runs']:<5d} "
                          f"{w['bound']:>7s} {w['gpu_hours']:>9,.2f}")
     total = sum(entry["gpu_hours"] for entry in result["stages"].values())
@@ -120,4 +121,4 @@ def calibrate(measurement: dict[str, Any], source: str = "measurement") -> tuple
 
 
 __all__ = ["DATASHEET", "GPU", "KERNEL_LATENCY_S", "MFU", "PEAK_FLOPS", "Constants", "calibrate", "estimate",
-           "render_tables"]
+           "render_tables", "si_number"]

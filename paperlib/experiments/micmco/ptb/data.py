@@ -4,14 +4,14 @@ the test set, and shuffled batches."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from paperlib.data import SentenceBatch, sentence_batches, truncate_sentences
+from paperlib.data import SentenceBatch, pad_sentences, truncate_sentences
 from paperlib.experiments.micmco.ptb.design import MicmcoPtbParams
 
 
@@ -94,10 +94,46 @@ def load_data(settings: MicmcoPtbParams, data_root: str | os.PathLike) -> Senten
     return _DATA_CACHE[key]
 
 
-def _batch_stream(sentences: list[Tensor], batch_size: int, eos_id: int, seed: int) -> Iterator[SentenceBatch]:
-    """Endless shuffled epochs of full batches (an epoch's last, smaller batch is dropped unless it is the only one)."""
-    generator = torch.Generator().manual_seed(seed)
-    while True:
-        for batch in sentence_batches(sentences, batch_size, eos_id, shuffle=True, generator=generator):
-            if len(batch.lengths) == min(batch_size, len(sentences)):
-                yield batch
+class BatchStream:
+    """Endless shuffled epochs of full batches of ``sentences`` (an epoch's last, smaller batch is dropped unless it is
+    the only one), shuffled by a generator seeded with ``seed``. :meth:`state` / :meth:`restore` save and restore its
+    position (the generator's state at the epoch's start and the place in that epoch), so that a resumed run
+    continues the same sequence without replaying it."""
+
+    def __init__(self, sentences: list[Tensor], batch_size: int, eos_id: int, seed: int) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.sentences, self.batch_size, self.eos_id = sentences, batch_size, eos_id
+        self.generator = torch.Generator().manual_seed(seed)
+        self._epoch_start = self.generator.get_state()
+        self._order: list[int] | None = None  # this epoch's permutation; None before the epoch starts
+        self._position = 0
+
+    def __iter__(self) -> "BatchStream":
+        return self
+
+    def __next__(self) -> SentenceBatch:
+        n, size = len(self.sentences), self.batch_size
+        while True:
+            if self._order is None:
+                self._epoch_start = self.generator.get_state()
+                self._order = torch.randperm(n, generator=self.generator).tolist()
+                self._position = 0
+            if self._position >= n:
+                self._order = None
+                continue
+            chosen = self._order[self._position : self._position + size]
+            self._position += size
+            if len(chosen) == min(size, n):
+                return pad_sentences([self.sentences[i] for i in chosen], self.eos_id)
+
+    def state(self) -> dict[str, Any]:
+        return {"epoch_start": self._epoch_start.clone(), "started": self._order is not None,
+                "position": self._position}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        self.generator.set_state(state["epoch_start"])
+        self._epoch_start, self._order, self._position = state["epoch_start"].clone(), None, 0
+        if state["started"]:
+            self._order = torch.randperm(len(self.sentences), generator=self.generator).tolist()
+            self._position = int(state["position"])

@@ -53,6 +53,7 @@ import json
 import math
 import os
 import statistics
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -161,7 +162,8 @@ def _run(name: str, seed: int, index: int, params: Mapping[str, float], settings
 def run_folder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: str | os.PathLike) -> Path:
     """Where the ladder's runs live (:func:`~paperlib.experiments.common.ladder.runs_folder`): keyed on the rungs, the main
     stage's trial settings at the top rung, its torch threads, the code and the compute settings."""
-    key: dict[str, Any] = {"trial": seed_settings(main, 0, ladder.rungs[-1]).trial_fingerprint(), "threads": main.threads}
+    own = dataclasses.replace(main, stack_size=None)  # how the main stage batches its studies changes no ladder run
+    key: dict[str, Any] = {"trial": seed_settings(own, 0, ladder.rungs[-1]).trial_fingerprint(), "threads": main.threads}
     if ladder.stack_size is not None:  # equal to separate runs up to rounding, not bit for bit: their own folder
         key["stacked"] = True
     return runs_folder(runs_dir, ladder, code_hash(__name__), key)
@@ -174,9 +176,10 @@ def _run_stack(name: str, runs: Sequence[tuple[int, int, Mapping[str, float], st
     a run (the same evaluation subsets and seeds), and write each run's record to its path.
 
     The stack (and the scores so far) is saved to ``checkpoint`` after every scoring step, and when ``deadline``
-    (``time.time()``) passes, and continued from there by a later call; the file goes once every record is written.
-    Returns False when the deadline stopped it. Every seed trains on the same training sentences (a seed changes only
-    the evaluation subsets), so the stack reads the first seed's.
+    (``time.time()``) passes, and continued from there by a later call (a checkpoint of other runs, left by other
+    settings, is replaced); the file goes once every record is written. Returns False when the deadline stopped it.
+    Every seed trains on the same training sentences (a seed changes only the evaluation subsets), so the stack
+    reads the first seed's. A run's ``seconds`` is its share of the stack's training time.
     """
     from paperlib.atomic_files import write_json_atomic
 
@@ -186,9 +189,13 @@ def _run_stack(name: str, runs: Sequence[tuple[int, int, Mapping[str, float], st
     settings = seed_settings(main, seeds[0], top)
     specs = [TrialSpec(dict(point), seed + 1000 * index) for seed, index, point, _ in runs]  # _run's trial seeds
     first = loaded[seeds[0]]
+    stack = None
     if checkpoint.is_file():
-        stack = StackedTrials.load(checkpoint, curve, specs, settings, first, device)
-    else:
+        try:
+            stack = StackedTrials.load(checkpoint, curve, specs, settings, first, device)
+        except ValueError:  # another stack's
+            checkpoint.unlink()
+    if stack is None:
         stack = StackedTrials(curve, specs, settings, first, device)
     scores: list[list[dict[str, float]]] = stack.extra.get("scores", [[] for _ in specs])
     for step in scoring_steps(ladder.rungs):
@@ -204,7 +211,7 @@ def _run_stack(name: str, runs: Sequence[tuple[int, int, Mapping[str, float], st
                                  specs[k].seed + 1)
                 scores[k].append({"step": step, "nll": found["nll"], "kl": found["kl"]})
         stack.save(checkpoint, extra={"scores": scores})
-    seconds = round(sum(c["seconds"] for c in stack.chunks), 1)
+    seconds = round(stack.seconds / len(runs), 1)
     for k, (seed, index, point, path) in enumerate(runs):
         write_json_atomic(path, json_safe({
             "curve": name, "seed": seed, "trial": index, "params": dict(point), "scores": scores[k],
@@ -236,13 +243,16 @@ def run_ladder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: s
         size = ladder.stack_size
         for name in dict.fromkeys(n for n, *_ in runs):  # the costliest curves first
             mine = [(s, i, point, path) for n, s, i, point, path in runs if n == name]
-            for k in range(0, len(mine), size):  # fixed groups, so a checkpoint always finds its own runs again
-                group = mine[k : k + size]
-                if all(Path(path).is_file() for *_, path in group):
+            for k in range(0, len(mine), size):  # fixed groups: an interrupted stack finds its checkpoint again
+                group = [run for run in mine[k : k + size] if not Path(run[-1]).is_file()]
+                if not group:
                     continue
+                done = sum(Path(path).is_file() for *_, path in runs)
+                if deadline is not None and time.time() >= deadline:
+                    raise TimeLimitReached(f"{NAME} stopped at its time limit with {done} of {len(runs)} runs done; "
+                                           "the same command continues")
                 if not _run_stack(name, group, ladder, main, str(device), data, root,
                                   folder / f"{name}.stack{k // size}.pt", deadline):
-                    done = sum(Path(path).is_file() for *_, path in runs)
                     raise TimeLimitReached(
                         f"{NAME} stopped at its time limit with {done} of {len(runs)} runs done; {name}'s stack "
                         f"{k // size} is checkpointed in {folder}; the same command continues")

@@ -15,11 +15,11 @@ ignores).
 
 **Chunks**: :meth:`StackedTrials.run` trains up to a step count and stops early at a deadline; :meth:`save` /
 :meth:`StackedTrials.load` write and read everything a continuation needs (weights, Adam state, random streams,
-progress) atomically, so a run split over several sessions, each a few minutes long, ends exactly where one
+the batch streams' places, progress) atomically, so a run split over several sessions, each a few minutes long, ends exactly where one
 uninterrupted run would. Every chunk records its steps, seconds and the device it ran on.
 
 Departures from a separate run: a trial whose objective becomes non-finite stops updating (as a separate run stops
-training) while the others continue; the reported training seconds are the stack's wall time, shared by its trials.
+training) while the others continue; a trial's reported training seconds are its share of the stack's.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from torch import Tensor
 from paperlib.data import SentenceBatch
 from paperlib.estimators import Surrogates
 from paperlib.experiments.common.stage import stage_device
-from paperlib.experiments.micmco.ptb.data import SentenceData, _batch_stream
+from paperlib.experiments.micmco.ptb.data import BatchStream, SentenceData
 from paperlib.experiments.micmco.ptb.design import Curve, MicmcoPtbParams
-from paperlib.experiments.micmco.ptb.trials import build_model, per_token, trial_record
+from paperlib.experiments.micmco.ptb.trials import build_model, per_token
 from paperlib.experiments.micmco.synthetic.trials import TrainResult, latent_samples, objective_surrogates
 from paperlib.models.sentence_vae import DecoderMasks, SentenceVAE
 from paperlib.stacked import StackedModels
@@ -190,16 +190,9 @@ class StackedTrials:
         self.tail_values: list[list[float]] = [[] for _ in self.specs]
         self.chunks: list[dict[str, Any]] = []
         self.extra: dict[str, Any] = {}  # what the caller saved with the run (see save)
-        self._streams = self._open_streams(0)
+        self._streams = [BatchStream(data.train, self.batch_size, data.eos_id, spec.seed) for spec in self.specs]
 
     # -- training -------------------------------------------------------------------------------------------------
-
-    def _open_streams(self, skip: int) -> list:
-        streams = [_batch_stream(self.data.train, self.batch_size, self.data.eos_id, spec.seed) for spec in self.specs]
-        for stream in streams:
-            for _ in range(skip):
-                next(stream)
-        return streams
 
     @property
     def live(self) -> list[int]:
@@ -229,7 +222,10 @@ class StackedTrials:
                 self.stopped[i] = self.step_count + 1
         if keep:
             backward_all([surrogates[j] for j in keep], [self.models[live[j]] for j in keep])
-            self.optimizer.step()  # a stopped trial has no gradients, so Adam leaves it as it is
+            for j in set(range(len(live))) - set(keep):  # zero (or NaN) gradients reach it through the stacking
+                for p in self.models[live[j]].parameters():
+                    p.grad = None  # no gradient: Adam leaves a trial that stopped as it is, as a separate run stops
+            self.optimizer.step()
         tail = max(1, self.steps // 10)
         self.step_count += 1
         if self.step_count > self.steps - tail:
@@ -255,8 +251,10 @@ class StackedTrials:
         return self.step_count >= self.steps
 
     def results(self) -> list[TrainResult]:
-        """Each trial's training outcome, as :func:`~paperlib.experiments.micmco.ptb.trials.train` reports it."""
-        seconds = sum(c["seconds"] for c in self.chunks)
+        """Each trial's training outcome, as :func:`~paperlib.experiments.micmco.ptb.trials.train` reports it; its
+        seconds are its share of the stack's (the stack's training time over its trials), so that the seconds of
+        the trials add up to the time spent."""
+        seconds = self.seconds / len(self.specs)
         out = []
         for i in range(len(self.specs)):
             if self.stopped[i] is not None:
@@ -265,6 +263,11 @@ class StackedTrials:
                 tail = self.tail_values[i]
                 out.append(TrainResult(self.step_count, seconds, float(np.mean(tail)) if tail else math.nan, False))
         return out
+
+    @property
+    def seconds(self) -> float:
+        """The stack's training time so far, over every chunk."""
+        return sum(c["seconds"] for c in self.chunks)
 
     # -- chunks ---------------------------------------------------------------------------------------------------
 
@@ -279,27 +282,32 @@ class StackedTrials:
         self.extra = dict(extra or {})
         save_torch_atomic({"identity": self._identity(), "step": self.step_count, "extra": self.extra,
                      "models": [m.state_dict() for m in self.models], "optimizer": self.optimizer.state_dict(),
-                     "generators": [g.get_state() for g in self.generators], "stopped": self.stopped,
+                     "generators": [g.get_state() for g in self.generators],
+                     "streams": [stream.state() for stream in self._streams], "stopped": self.stopped,
                      "last_objective": self.last_objective, "tail_values": self.tail_values,
                      "chunks": self.chunks}, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike, curve: Curve, specs: Sequence[TrialSpec], settings: MicmcoPtbParams,
              data: SentenceData, device: torch.device | str | None = None) -> "StackedTrials":
-        """The run saved at ``path``, continued on ``device``; a checkpoint of other trials or settings is an error."""
+        """The run saved at ``path``, continued on ``device``; a checkpoint of other trials or settings is an error.
+
+        Read onto the CPU (generator states must be CPU tensors; Adam's step counts stay there) and copied into the
+        run's models and optimizer, which hold their tensors on ``device``."""
         run = cls(curve, specs, settings, data, device)
-        saved = torch.load(Path(path), map_location=run.device, weights_only=False)
+        saved = torch.load(Path(path), map_location="cpu", weights_only=False)
         if saved["identity"] != run._identity():
             raise ValueError(f"{path} holds another run: {saved['identity']} (expected {run._identity()})")
         for model, state in zip(run.models, saved["models"]):
             model.load_state_dict(state)
         run.optimizer.load_state_dict(saved["optimizer"])
         for generator, state in zip(run.generators, saved["generators"]):
-            generator.set_state(state.cpu() if run.device.type == "cpu" else state)
+            generator.set_state(state)
+        for stream, state in zip(run._streams, saved["streams"]):
+            stream.restore(state)
         run.step_count, run.stopped = saved["step"], list(saved["stopped"])
         run.last_objective, run.tail_values = list(saved["last_objective"]), [list(t) for t in saved["tail_values"]]
         run.chunks, run.extra = list(saved["chunks"]), dict(saved["extra"])
-        run._streams = run._open_streams(run.step_count)
         return run
 
 
@@ -307,27 +315,4 @@ def _device_name(device: torch.device) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
 
-def run_stacked_trials(curve: Curve, specs: Sequence[TrialSpec], data: SentenceData, settings: MicmcoPtbParams,
-                       checkpoint: str | os.PathLike | None = None, deadline: float | None = None,
-                       ) -> tuple[list[dict[str, Any]] | None, StackedTrials]:
-    """Train ``specs`` of ``curve`` as one stack and evaluate each trial as :func:`run_trial` does.
-
-    With ``checkpoint``, a run saved there is continued and the run is saved there whenever it stops; with a
-    ``deadline`` (``time.time()`` value) it stops early and returns ``(None, run)``, to be continued by a later
-    call. Returns ``(records, run)`` with one :func:`run_trial` record per spec once training is done.
-    """
-    if checkpoint is not None and Path(checkpoint).exists():
-        run = StackedTrials.load(checkpoint, curve, specs, settings, data)
-    else:
-        run = StackedTrials(curve, specs, settings, data)
-    done = run.run(deadline=deadline)
-    if checkpoint is not None:
-        run.save(checkpoint)
-    if not done:
-        return None, run
-    records = [trial_record(curve, result, model, data, settings, spec.seed)
-               for result, model, spec in zip(run.results(), run.models, specs)]
-    return records, run
-
-
-__all__ = ["StackedTrials", "TrialSpec", "run_stacked_trials"]
+__all__ = ["StackedTrials", "TrialSpec", "backward_all", "stacked_surrogates"]

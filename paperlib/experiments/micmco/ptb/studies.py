@@ -7,13 +7,16 @@ are asked again (a start-design trial with the same point and seed).
 With ``stack_size`` (the thesis tunes with batched Gaussian-process bandits, Golovin et al. 2017) the study asks for
 that many trials at a time: the start design's next points, then the GP sampler's batch (Optuna's GP sampler picks
 each point of a batch given the ones still running, q-batch log expected hypervolume improvement), trains them as
-one stack (:mod:`.stacked_trials`; checkpointed beside the study, so an interrupted stack of the same trials
-continues, and stopped at a time limit if one is given) and reports every trial's outcome. A trial of a stack equals its separate run up to float rounding, so
+one stack (:mod:`.stacked_trials`; checkpointed beside the study with the batch's points, so an interrupted batch
+is asked again and its stack continues, and stopped at a time limit if one is given) and reports every trial's
+outcome. The time limit stops training; the batch's evaluations, once it has trained, run to their end, so give it
+a margin. A trial of a stack equals its separate run up to float rounding, so
 a stacked study is a study of its own (its settings hash differs).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -23,7 +26,7 @@ from typing import Any
 
 import torch
 
-from paperlib.atomic_files import save_torch_atomic
+from paperlib.atomic_files import save_torch_atomic, write_json_atomic
 from paperlib.device import cache_key
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.runs import TimeLimitReached
@@ -117,26 +120,47 @@ def _finished(study) -> int:
 CHECKPOINT_STEPS = 2000  # a study's stack is saved this often (at the paper's shapes ~50 MB per trial)
 
 
+def _interrupted_batch(study, points: Path, size: int) -> list[dict[str, float]] | None:
+    """The points of the batch ``points`` describes if an interruption left all its trials unfinished (failed as
+    interrupted) and it has ``size`` of them; else None (no batch, or one whose trials were told)."""
+    if not points.is_file():
+        return None
+    batch = json.loads(points.read_text())
+    by_number = {t.number: t for t in study.get_trials(deepcopy=False)}
+    unfinished = all(n in by_number and by_number[n].user_attrs.get("interrupted") for n in batch["trials"])
+    return batch["params"] if unfinished and len(batch["params"]) == size else None
+
+
 def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data: SentenceData, path: Path,
                     report, deadline: float | None = None) -> None:
     """Ask ``stack_size`` trials at a time (design points first), train them as one stack, tell each outcome.
 
-    The stack is saved to ``path`` every :data:`CHECKPOINT_STEPS` steps, at the ``deadline`` and when it finishes
-    training, and continued from there if the process stops before the trials are told (the retried trials of an
-    interrupted start design are the same trials); a checkpoint of other trials (an interrupted batch of
-    sampler-chosen points, which the sampler need not choose again) is replaced. A trial whose NLL or KL is not
-    finite fails, as a separate trial's does.
+    The batch's points are written beside the stack (``path`` with ``.json``) before it trains, and the stack is
+    saved to ``path`` every :data:`CHECKPOINT_STEPS` steps, at the ``deadline`` and when it finishes training. A
+    process that stops before the trials are told leaves them running; the next one fails them (they are
+    interrupted, not counted), asks the same points again (the same seeds, from the trials' places) and continues
+    the stack from its checkpoint. A trial whose NLL or KL is not finite fails, as a separate trial's does. Past the
+    ``deadline`` no new batch starts.
     """
     import optuna
 
+    points = path.with_suffix(".json")
     while (done := _finished(study)) < settings.trials:
+        if deadline is not None and time.time() >= deadline:
+            raise TimeLimitReached(f"{EXPERIMENT} stopped at its time limit with {done} of {settings.trials} trials of "
+                                   f"{curve.label} ({curve.regime}) done; the same command continues")
+        size = min(settings.stack_size, settings.trials - done)
+        interrupted = _interrupted_batch(study, points, size)
         trials, specs = [], []
-        for j in range(min(settings.stack_size, settings.trials - done)):
-            if done + j < len(design):
+        for j in range(size):
+            if interrupted is not None:
+                study.enqueue_trial(interrupted[j])
+            elif done + j < len(design):
                 study.enqueue_trial(dict(design[done + j]))
             trial = study.ask()  # the sampler sees the batch's earlier trials as running
             trials.append(trial)
             specs.append(TrialSpec(suggest_space(trial, curve.space), settings.seed + 1000 * trial_index(trial)))
+        write_json_atomic(points, {"trials": [t.number for t in trials], "params": [dict(sp.params) for sp in specs]})
         stack = None
         if path.is_file():
             try:
@@ -146,9 +170,10 @@ def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data
         if stack is None:
             stack = StackedTrials(curve, specs, settings, data)
         while stack.step_count < stack.steps:
-            stack.run(until=stack.step_count + CHECKPOINT_STEPS, deadline=deadline)
+            until = min(stack.step_count + CHECKPOINT_STEPS, stack.steps)
+            stack.run(until=until, deadline=deadline)
             stack.save(path)
-            if deadline is not None and time.time() >= deadline and stack.step_count < stack.steps:
+            if stack.step_count < until:  # the deadline stopped it
                 raise TimeLimitReached(f"{EXPERIMENT} stopped at its time limit in a stack of {curve.label} "
                                        f"({curve.regime}) at step {stack.step_count:,} of {stack.steps:,}, "
                                        f"checkpointed in {path}; the same command continues")
@@ -160,6 +185,7 @@ def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data
             else:
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
         path.unlink()
+        points.unlink()
 
 
 def _study_job(name: str, settings: MicmcoPtbParams, runs_dir: str, profile: str, progress: bool,

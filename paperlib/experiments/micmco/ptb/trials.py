@@ -18,7 +18,7 @@ from paperlib.experiments.micmco.synthetic.micmco_synthetic import TrainResult, 
 from paperlib.models.masks import DropoutRates
 from paperlib.models.sentence_vae import SentenceVAE
 from paperlib.experiments.micmco.ptb.design import Curve, MicmcoPtbParams
-from paperlib.experiments.micmco.ptb.data import SentenceData, _batch_stream
+from paperlib.experiments.micmco.ptb.data import BatchStream, SentenceData
 
 
 def build_model(curve: Curve, params: Mapping[str, float], settings: MicmcoPtbParams, vocab_size: int) -> SentenceVAE:
@@ -57,7 +57,7 @@ def train(model: SentenceVAE, curve: Curve, params: Mapping[str, float], sentenc
     optimizer = torch.optim.Adam(model.parameters(), lr=float(params["learning_rate"]), betas=(0.0, 0.999), eps=1e-8,
                                  weight_decay=2.0 * l2)
     model.train()
-    stream = _batch_stream(sentences, batch_size, eos_id, seed)
+    stream = BatchStream(sentences, batch_size, eos_id, seed)
     tail = max(1, steps // 10)
     tail_values: list[float] = []
     for step in range(steps):
