@@ -164,7 +164,7 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     table = readme_with_measurements(readme, tmp_path)
     assert "old table" not in table and "| **total** | | | | | | | | **1,209** |" in table
     assert "| lm_ptb | 2 | 21.4M–23.1M | 19.7 GiB | 9.21T | 21,372 | 0.283M | compute, launch | 9.4 |" in table
-    assert "| music | 1 | 21.4M | 0.5 GiB | 9.21T | 21,372 | 0.0003M | launch | 1,200.0 |" in table
+    assert "| music | 1 | 21.4M | 0.50 GiB | 9.21T | 21,372 | 0.0003M | launch | 1,200.0 |" in table
     assert "The largest step needs 19.7 GiB (lm_ptb)." in table
     folder = tmp_path / "benchmarks" / "results"
     folder.mkdir(parents=True)

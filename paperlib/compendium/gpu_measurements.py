@@ -93,18 +93,20 @@ ESTIMATE_END = "<!-- dryrun-estimate:end -->"
 
 
 def render_estimate(result: dict[str, Any]) -> str:
-    """The dry run's table per stage (models, parameters, peak memory, the largest step's FLOPs and kernels,
-    optimizer steps, what bounds it, GPU-hours) with the total and the largest peak memory."""
+    """The dry run's table per stage (models, parameters per model, peak memory, the largest step's FLOPs and
+    kernels, optimizer steps (a stacked step counts once), what bounds it, GPU-hours) with the total and the largest
+    peak memory."""
     from paperlib.experiments.dryrun.gpu_time import si_number as _si
 
     lines = ["| stage | models | parameters | peak memory | FLOPs / step (largest) | kernels / step (largest) | "
              "optimizer steps | bound | GPU-hours |", "|---|---|---|---|---|---|---|---|---|"]
     for stage, entry in result["stages"].items():
         rows = list(entry["workloads"].values())
-        sizes = sorted({r["parameters"] for r in rows})
-        params = _si(sizes[0]) if len(sizes) == 1 else f"{_si(sizes[0])}–{_si(sizes[-1])}"
+        sizes = [_si(min(r["parameters"] for r in rows)), _si(max(r["parameters"] for r in rows))]
+        params = sizes[0] if sizes[0] == sizes[1] else "–".join(sizes)
+        peak = entry["peak_memory_bytes"] / 2**30
         steps = sum(r["steps_per_run"] * r["runs"] for r in rows)
-        lines.append(f"| {stage} | {len(rows)} | {params} | {entry['peak_memory_bytes'] / 2**30:.1f} GiB | "
+        lines.append(f"| {stage} | {len(rows)} | {params} | {peak:.{1 if peak >= 1 else 2}f} GiB | "
                      f"{_si(max(r['flops_per_step'] for r in rows))} | {max(r['kernels_per_step'] for r in rows):,} | "
                      f"{steps / 1e6:.3g}M | {', '.join(sorted({r['bound'] for r in rows}))} | "
                      f"{entry['gpu_hours']:,.1f} |")

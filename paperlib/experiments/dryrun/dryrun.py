@@ -78,6 +78,7 @@ class Workload:
     batch: str = ""  # [samples x] batch size, for the table
     key: tuple | None = None
     probes: tuple[int, int] | None = None
+    models: int = 1  # models trained together in one (stacked) step; parameters are reported per model
 
 
 class StepCounter(TorchDispatchMode):
@@ -456,7 +457,7 @@ def _stacked_sentence_workload(name: str, settings: Any, steps: int, stacks: int
     return Workload(f"{name} (stacks of {size})",
                     lambda: nn.ModuleList(build_model(curve, params, settings, vocab) for _ in range(size)), backward,
                     optimizer, steps, cap(settings.max_len), stacks,
-                    batch=f"{size}x{curve.estimator.num_samples}x{batch_size}")
+                    batch=f"{size}x{curve.estimator.num_samples}x{batch_size}", models=size)
 
 
 def _word_workload(name: str, spec: dict[str, Any], settings: Any, steps: int, runs: int, cap: Cap) -> Workload:
@@ -629,7 +630,8 @@ def dry_run(stages: Sequence[str] | None = None, params: dict[str, Any] | None =
             step = measure(workload, cache)
             steps = workload.steps * workload.runs
             workloads[workload.name] = {
-                **step, "batch": workload.batch, "length": workload.length, "steps_per_run": workload.steps,
+                **step, "parameters": step["parameters"] // workload.models, "models_per_step": workload.models,
+                "batch": workload.batch, "length": workload.length, "steps_per_run": workload.steps,
                 "runs": workload.runs, "total_flops": step["flops_per_step"] * steps,
                 **{k: round(v, 4) if isinstance(v, float) else v
                    for k, v in estimate(step["flops_per_step"], step["kernels_per_step"], steps, precision,
