@@ -52,12 +52,18 @@ def check_dry_run(result: dict, printed: str, stages) -> None:
         tuning = experiment_params("tuning_ptb", "paper")
         assert result["stages"]["tuning_ptb"]["workloads"]["lstm"]["runs"] == \
             tuning.trials + tuning.neighbours + tuning.reruns == 313
-    if "micmco_ptb_ladder" in stages:  # every curve, one run per seed and trial to the top rung
+    if "micmco_ptb_ladder" in stages:  # every curve, one run per seed and trial to the top rung, or stacks of them
         settings = experiment_params("micmco_ptb_ladder", "paper")
         ladder = result["stages"]["micmco_ptb_ladder"]["workloads"]
-        assert set(ladder) == set(settings.curves)
-        assert {(w["steps_per_run"], w["runs"]) for w in ladder.values()} == {
-            (settings.rungs[-1], len(settings.seeds) * settings.trials)}
+        runs, size = len(settings.seeds) * settings.trials, settings.stack_size
+        if size is None:
+            assert set(ladder) == set(settings.curves)
+            assert {(w["steps_per_run"], w["runs"], w["models_per_step"]) for w in ladder.values()} == {
+                (settings.rungs[-1], runs, 1)}
+        else:
+            assert set(ladder) == {f"{curve} (stacks of {size})" for curve in settings.curves}
+            assert {(w["steps_per_run"], w["runs"], w["models_per_step"]) for w in ladder.values()} == {
+                (settings.rungs[-1], -(-runs // size), size)}
     if "reverse_copy" in stages:
         copies = result["stages"]["reverse_copy"]["workloads"].values()
         assert sum(w["runs"] for w in copies) == len(grid_points(experiment_params("reverse_copy", "paper")))

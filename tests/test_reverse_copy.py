@@ -337,3 +337,11 @@ def test_runner_on_a_tiny_config_writes_the_documented_keys_and_resumes_from_its
     # a rerun reads the cached runs instead of training again (same records, same seconds)
     again = json.loads(run_reverse_copy("smoke", progress=False, root=tmp_path).read_text())
     assert again["runs"] == results["runs"]
+    # at a profile other than the pipeline's, the results go to results/<profile>/, never over what DVC tracks
+    pipeline = tmp_path / "results" / "reverse_copy.json"
+    assert out == pipeline
+    before = pipeline.read_bytes()
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**params, "profile": "cpu"}))
+    elsewhere = run_reverse_copy("smoke", progress=False, root=tmp_path)
+    assert elsewhere == tmp_path / "results" / "smoke" / "reverse_copy.json"
+    assert elsewhere.with_suffix(".provenance.json").is_file() and pipeline.read_bytes() == before

@@ -26,7 +26,7 @@ import torch
 from paperlib.averaging import build_averager
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.config import register_experiment
-from paperlib.experiments.common.stage import begin_stage, seed_everything
+from paperlib.experiments.common.stage import begin_stage, results_path, seed_everything
 from paperlib.data import load_corpus, pinned_checksums
 from paperlib.train import forget_stale_run
 from paperlib.models import CELL_OPTIONS, VALID_CELLS, build_lm
@@ -168,7 +168,7 @@ def run_averaging_experiment(profile: str | None = None, progress: bool = True) 
                "main": {k: v for k, v in main.items() if k != "train_seconds"},
                "overfit": {k: v for k, v in overfit.items() if k != "train_seconds"},
                "summary": summarise(main, overfit)}
-    out = root / "results" / "averaging_ptb.json"
+    out = results_path(root, "averaging_ptb", profile)
     write_json_atomic(out, results)
     write_json_atomic(out.with_suffix(".provenance.json"),
                       {**provenance(root, profile, spec, pinned_checksums(settings.corpus), started,

@@ -100,6 +100,18 @@ def setup_stage(profile: str | None = None, params: dict[str, Any] | None = None
     return stage_device(requested, params)
 
 
+def results_path(root: str | Path, name: str, profile: str) -> Path:
+    """Where stage ``name`` writes its results when run at ``profile``: ``results/<name>.json`` for the pipeline's
+    profile (``params.yaml``'s ``profile``, the one ``dvc repro`` runs and the results index reads), and
+    ``results/<profile>/<name>.json`` for any other (e.g. ``PAPERLIB_PROFILE=paper`` on a GPU), so that a run at
+    another profile never overwrites what DVC tracks; its provenance goes beside it."""
+    from paperlib.experiments.common.config import load_params
+
+    pipeline = load_params(Path(root) / "params.yaml").get("profile", "cpu")
+    folder = Path(root) / "results"
+    return folder / f"{name}.json" if profile == pipeline else folder / profile / f"{name}.json"
+
+
 @dataclass(frozen=True)
 class Stage:
     """A started stage: when it started (for provenance's wall time), the repository root, ``params.yaml``, the

@@ -26,7 +26,7 @@ from paperlib.experiments.dynamic_evaluation.studies import (RELATED_WORDS_DEFAU
                                                   _ppl, _prefix, _related_words, _statistics_amount,
                                                   _statistics_locality, _timescale, related_words_settings,
                                                   statistics_study_settings)
-from paperlib.experiments.common.stage import begin_stage, setup_stage
+from paperlib.experiments.common.stage import begin_stage, results_path, setup_stage
 from paperlib.reference.dynamic_evaluation import DYNEVAL_TABLES
 
 
@@ -318,7 +318,7 @@ def run_dyneval(profile: str | None = None, progress: bool = True, out: str | No
     results["statistics_locality"] = _statistics_locality(settings, model, corpus, device, results["statistics_amount"], log)
     seconds["statistics_locality"] = round(time.time() - tick, 1)
 
-    path = Path(out) if out is not None else root / "results" / "dyneval.json"
+    path = Path(out) if out is not None else results_path(root, "dyneval", profile)
     write_json_atomic(path, json_safe(results))
     record = provenance(root, profile, json_safe(vars(settings)), pinned_checksums(*settings.corpora), started,
                         code=code_hash(__name__))

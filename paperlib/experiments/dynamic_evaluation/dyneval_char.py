@@ -49,7 +49,7 @@ from paperlib.dyneval import (
 )
 from paperlib.device import load_checkpoint
 from paperlib.experiments.dynamic_evaluation.out_of_domain_text import CharMapping, chars_to_lines, map_words_to_chars
-from paperlib.experiments.common.stage import begin_stage
+from paperlib.experiments.common.stage import begin_stage, results_path
 from paperlib.recovery import recovery_profile
 from paperlib.reference.dynamic_evaluation import (DYNEVAL_CHAR_FIG_3_3, DYNEVAL_CHAR_FIG_5_2, DYNEVAL_CHAR_MELIS_RECOVERY,
                                         DYNEVAL_CHAR_TABLE_4_4, DYNEVAL_CHAR_TABLE_6_1, DYNEVAL_CHAR_TABLE_6_4)
@@ -452,7 +452,7 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
 
     results["paper"] = {"table_4_4": DYNEVAL_CHAR_TABLE_4_4, "table_6_1": DYNEVAL_CHAR_TABLE_6_1, "table_6_4": DYNEVAL_CHAR_TABLE_6_4,
                         "fig_5_2": DYNEVAL_CHAR_FIG_5_2, "fig_3_3": DYNEVAL_CHAR_FIG_3_3, "melis_recovery": DYNEVAL_CHAR_MELIS_RECOVERY}
-    path = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
+    path = Path(out) if out is not None else results_path(root, EXPERIMENT, profile)
     write_json_atomic(path, json_safe(results))
     record = provenance(root, profile, json_safe(vars(settings)),
                         pinned_checksums(*dict.fromkeys((settings.corpus, settings.ood_corpus))), started,

@@ -22,7 +22,7 @@ import torch
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root, section_params
 from paperlib.data import batchify, bptt_windows, get_corpus, load_corpus, pinned_checksums
-from paperlib.experiments.common.stage import seed_everything, setup_stage
+from paperlib.experiments.common.stage import results_path, seed_everything, setup_stage
 from paperlib.distributed import is_main_process
 from paperlib.models import build_lm, collect_logits, evaluate_nll, mc_dropout_nll, optimal_temperature
 from paperlib.experiments.common.provenance import provenance
@@ -171,7 +171,7 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
                   for model, spec in settings.models.items()}  # the kind replaces the models' own averaging too
         settings = dataclasses.replace(settings, train=with_kind(settings.train), models=models)
         runs_dir = runs_dir if runs_dir is not None else root / "runs" / f"{name}.{averaging}"
-        out = out if out is not None else root / "results" / f"{name}.{averaging}.json"
+        out = out if out is not None else results_path(root, f"{name}.{averaging}", profile)
     torch.set_num_threads(settings.threads)
     device = setup_stage(profile, params)  # joins torchrun first: the corpus goes to the rank's own GPU
     corpus = load_corpus(settings.corpus, root / section_params("data", params).root)
@@ -186,7 +186,7 @@ def run_lm_experiment(name: str, profile: str | None = None, runs_dir: str | os.
                "models": settings.models, "eval_tokens": {"valid": int(valid_ids.numel()), "test": int(test_ids.numel())},
                "runs": [{k: v for k, v in r.items() if k not in ("train_seconds", "eval_seconds")} for r in runs],
                "summary": summarise(runs, level)}
-    out = Path(out) if out is not None else root / "results" / f"{name}.json"
+    out = Path(out) if out is not None else results_path(root, name, profile)
     if is_main_process():
         write_json_atomic(out, results)
         timing = {r["model"] + f"-seed{r['seed']}": r["train_seconds"] for r in runs}

@@ -44,7 +44,7 @@ import torch
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.config import register_experiment
 from paperlib.data.corpora import DataError, corpus_dir, get_corpus, is_fetched, pinned_checksums
-from paperlib.experiments.common.stage import begin_stage
+from paperlib.experiments.common.stage import begin_stage, results_path
 from paperlib.experiments.language_models.settings import LanguageModelParams
 from paperlib.reference.byte_lm import TEST_BITS_PER_BYTE
 
@@ -160,7 +160,7 @@ def run_byte_lm(profile: str | None = None, progress: bool = True, out: str | os
         "conversion_check": {"bytes": test_bytes, "words": test_words, "bits_per_byte": TEST_BITS_PER_BYTE,
                              "perplexity": word_perplexity(TEST_BITS_PER_BYTE, test_bytes, test_words)},
     }
-    out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
+    out = Path(out) if out is not None else results_path(root, EXPERIMENT, profile)
     if is_main_process():
         write_json_atomic(out, results)
         write_json_atomic(out.with_suffix(".provenance.json"),

@@ -35,7 +35,7 @@ from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.config import register_experiment
 from paperlib.experiments.common.runs import map_jobs
 from paperlib.reference.tuning import TUNING
-from paperlib.experiments.common.stage import setup_stage
+from paperlib.experiments.common.stage import results_path, setup_stage
 from paperlib.search_spaces import SPACES, SearchSpace, get_space
 from paperlib.tuning import (FINISHED, GRACE_PERIOD, HEARTBEAT_INTERVAL, LM_SPACES, SAMPLERS, LanguageModelObjective,
                              _quiet, default_storage, gp_sampler_available, lm_hyperparameters, make_pruner,
@@ -292,7 +292,7 @@ def run_tuning(profile: str | None = None, progress: bool = True, out: str | os.
                "sampler": settings.sampler if settings.sampler != "auto"
                else ("gp" if gp_sampler_available() else "tpe"),
                "models": records, "paper": TUNING}
-    out = Path(out) if out is not None else root / "results" / "tuning_ptb.json"
+    out = Path(out) if out is not None else results_path(root, "tuning_ptb", profile)
     write_json_atomic(out, results)
     write_json_atomic(out.with_suffix(".provenance.json"),
                       provenance(root, profile, dataclasses.asdict(settings), pinned_checksums(settings.corpus), started,

@@ -211,7 +211,7 @@ def run_music(profile: str | None = None, progress: bool = True, out: str | None
     from paperlib.atomic_files import write_json_atomic
     from paperlib.data import load_piano_rolls, pinned_checksums
     from paperlib.experiments.common.provenance import provenance
-    from paperlib.experiments.common.stage import begin_stage
+    from paperlib.experiments.common.stage import begin_stage, results_path
 
     stage = begin_stage("music", profile, progress=progress)
     settings, root, log = stage.settings, stage.root, stage.log
@@ -225,7 +225,7 @@ def run_music(profile: str | None = None, progress: bool = True, out: str | None
         train_model = _train_or_load(settings, corpus, rolls, root, stage.device, progress, log)
         results["corpora"][corpus] = corpus_results(rolls, settings, train_model, log)
         seconds[corpus] = round(time.time() - tick, 1)
-    path = Path(out) if out is not None else root / "results" / "music.json"
+    path = Path(out) if out is not None else results_path(root, "music", stage.profile)
     write_json_atomic(path, json_safe(results))
     record = provenance(root, stage.profile, json_safe(vars(settings)), pinned_checksums(*settings.corpora),
                         stage.started, code=code_hash(__name__))

@@ -61,7 +61,7 @@ from paperlib.experiments.common.runs import json_safe, map_jobs
 from paperlib.experiments.common.config import register_experiment
 from paperlib.data import ReverseCopyData, reverse_copy
 from paperlib.device import cache_key
-from paperlib.experiments.common.stage import setup_stage, stage_device
+from paperlib.experiments.common.stage import results_path, setup_stage, stage_device
 from paperlib.seq2seq import ReverseCopyModel, build_model, count_parameters, hidden_size_for_budget, num_parameters
 from paperlib.reference.reverse_copy import REVERSE_COPY
 from paperlib.schedules import schedule_factor
@@ -443,7 +443,7 @@ def run_reverse_copy(profile: str | None = None, progress: bool = True,
     setup_stage(profile, params)
     results = run_experiment(settings, root / "runs" / EXPERIMENT, progress)
     results = {"profile": profile, **results}
-    out = root / "results" / f"{EXPERIMENT}.json"
+    out = results_path(root, EXPERIMENT, profile)
     write_json_atomic(out, json_safe(results))
     seconds = {f"{r['model']}-L{r['length']}-lr{r['lr']:g}-l2{r['l2']:g}-E{r['embedding_size']}-s{r['seed']}": r["seconds"]
                for r in results["runs"]}

@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from paperlib.experiments.common.stage import results_path
 from paperlib.atomic_files import write_json_atomic
 from paperlib.device import Compute, configure, current
 from paperlib.data.wordlist import english_word_list
@@ -220,7 +221,7 @@ def run_word_generation_ladder(profile: str | None = None, progress: bool = True
         **summarise(records, ladder),
         "runs": [{k: v for k, v in r.items() if k != "seconds"} for r in records],
     }
-    out = Path(out) if out is not None else root / "results" / f"{NAME}.json"
+    out = Path(out) if out is not None else results_path(root, NAME, profile)
     write_json_atomic(out, results)
     write_json_atomic(out.with_suffix(".provenance.json"),
                       {**provenance(root, profile, {"ladder": dataclasses.asdict(ladder),

@@ -55,7 +55,7 @@ import torch
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.data.wordlist import WordList, english_word_list
 from paperlib.device import cache_key, load_checkpoint
-from paperlib.experiments.common.stage import begin_stage
+from paperlib.experiments.common.stage import begin_stage, results_path
 from paperlib.models.dssm import CharVocab
 from paperlib.experiments.common.provenance import provenance
 from paperlib.atomic_files import write_json_atomic
@@ -314,7 +314,7 @@ def run_word_generation(profile: str | None = None, progress: bool = True, runs_
     runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / NAME
     results = run_experiment(settings, data, runs_dir, progress, device)
     results["profile"] = profile
-    out = Path(out) if out is not None else root / "results" / f"{NAME}.json"
+    out = Path(out) if out is not None else results_path(root, NAME, profile)
     write_json_atomic(out, results)
     timing = {Path(p).parent.name: json.loads(p.read_text()).get("seconds")
               for p in sorted((runs_dir / settings_fingerprint(settings, data)).glob("*/done.json"))}

@@ -66,7 +66,7 @@ import torch
 
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.runs import map_jobs, stop_time
-from paperlib.experiments.common.stage import setup_stage
+from paperlib.experiments.common.stage import results_path, setup_stage
 from paperlib.experiments.micmco.synthetic.micmco_synthetic import json_safe
 from paperlib.experiments.micmco.ptb.design import (
     CURVES, Curve, ESTIMATORS, EXPERIMENT, FIGURES, MicmcoPtbParams, PTB_RANGES, THESIS_TABLE_5_1, curve_of,
@@ -163,7 +163,7 @@ def run_micmco_ptb(profile: str | None = None, progress: bool = True, out: str |
     runs_dir = Path(runs_dir) if runs_dir is not None else root / "runs" / EXPERIMENT
     limit = stop_time() if settings.stack_size is not None else None  # $PAPERLIB_TIME_LIMIT, honoured by stacks
     results, seconds = run_experiment(settings, runs_dir, profile, progress, data_root=data_root, deadline=limit)
-    out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
+    out = Path(out) if out is not None else results_path(root, EXPERIMENT, profile)
     write_json_atomic(out, json_safe(results))
     write_json_atomic(out.with_suffix(".provenance.json"),
                       {**provenance(root, profile, asdict(settings), pinned_checksums(settings.corpus), started,

@@ -63,7 +63,7 @@ from pathlib import Path
 
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.runs import json_safe, map_jobs
-from paperlib.experiments.common.stage import setup_stage
+from paperlib.experiments.common.stage import results_path, setup_stage
 from paperlib.symbol_vae import CategoricalVAE, GaussianVAE, LatentVariableModel, VQVAE
 from paperlib.frontiers import hypervolume, nll_at_mi, pareto_front
 from paperlib.experiments.micmco.synthetic.design import (
@@ -121,7 +121,7 @@ def run_micmco_synthetic(profile: str | None = None, progress: bool = True, runs
         "configurations": configurations,
     }
     results["claims"] = claim_verdicts(results)
-    out = Path(out) if out is not None else root / "results" / f"{EXPERIMENT}.json"
+    out = Path(out) if out is not None else results_path(root, EXPERIMENT, profile)
     write_json_atomic(out, json_safe(results))
     write_json_atomic(out.with_suffix(".provenance.json"),
                       {**provenance(root, profile, asdict(settings), None, started,
