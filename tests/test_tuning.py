@@ -450,6 +450,7 @@ def test_pipeline_runner_writes_every_trial_and_resumes_its_studies(data_root, t
             "trials": 2, "startup_trials": 2, "sampler": "random", "pruner": None, "train_tokens": 2000,
             "eval_tokens": 500, "threads": 1, "seed": 5, "neighbours": 1, "reruns": 1}
     params["experiments"]["tuning_ptb"] = {p: tiny for p in ("smoke", "cpu", "paper")}
+    params["profile"] = "smoke"  # the pipeline's profile: results/tuning_ptb.json (another's go to results/<profile>/)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "raw").symlink_to(data_root)

@@ -164,7 +164,7 @@ def start_stage(name: str, main_name: str, profile: str | None, runs_dir: str | 
     ``progress`` and a ladder of curves (:class:`LadderParams`), say what it will train. ``runs_dir`` defaults to
     ``runs/<name>``."""
     from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root
-    from paperlib.experiments.common.stage import results_path, setup_stage
+    from paperlib.experiments.common.stage import setup_stage
 
     started, root = time.time(), repo_root()
     params = load_params()
@@ -186,6 +186,7 @@ def finish_stage(stage: LadderStage, results: Mapping[str, Any], records: Sequen
     ``code``."""
     from paperlib.atomic_files import write_json_atomic
     from paperlib.experiments.common.provenance import provenance
+    from paperlib.experiments.common.stage import results_path
 
     path = Path(out) if out is not None else results_path(stage.root, stage.name, stage.profile)
     write_json_atomic(path, json_safe(dict(results)))
