@@ -176,8 +176,8 @@ def _micmco_ptb(stage: str, settings: Any, precision: str, cap: Cap,
         if settings.stack_size is None:
             yield _sentence_workload(name, settings, steps, settings.trials, cap)
         else:  # the studies ask stack_size trials at a time: ceil(trials / size) stacks, each counted as a full one
-            yield _stacked_sentence_workload(name, settings, steps, -(-settings.trials // settings.stack_size),
-                                             settings.stack_size, cap)
+            yield _sentence_workload(name, settings, steps, -(-settings.trials // settings.stack_size), cap,
+                                     settings.stack_size)
 
 
 def _micmco_ptb_ladder(stage: str, settings: Any, precision: str, cap: Cap,
@@ -192,39 +192,17 @@ def _micmco_ptb_ladder(stage: str, settings: Any, precision: str, cap: Cap,
         if settings.stack_size is None:
             yield _sentence_workload(name, main, settings.rungs[-1], runs, cap)
         else:  # ceil(runs / size) stacks, each counted as a full one
-            yield _stacked_sentence_workload(name, main, settings.rungs[-1], -(-runs // settings.stack_size),
-                                             settings.stack_size, cap)
+            yield _sentence_workload(name, main, settings.rungs[-1], -(-runs // settings.stack_size), cap,
+                                     settings.stack_size)
 
 
-def _sentence_workload(name: str, settings: Any, steps: int, runs: int, cap: Cap) -> Workload:
-    """``runs`` trainings of one PTB MICMCO curve for ``steps`` steps, at its search space's centre."""
+def _sentence_workload(name: str, settings: Any, steps: int, runs: int, cap: Cap, stack: int | None = None) -> Workload:
+    """``runs`` trainings of one PTB MICMCO curve for ``steps`` steps, at its search space's centre; with ``stack``,
+    ``runs`` stacked trainings of that many models (:mod:`paperlib.experiments.micmco.ptb.stacked_trials`: encoders
+    per model, decoders with state dropout as one vmapped pass, an Adam group per model)."""
     from paperlib.data import SentenceBatch
     from paperlib.experiments.micmco.synthetic.micmco_synthetic import step_surrogates
     from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES, build_model, per_token
-
-    vocab = settings.vocab_size or CORPORA[settings.corpus].vocab_size
-    curve = CURVES[name]
-    params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in curve.space.items()}
-    batch_size = settings.batch_size * curve.batch_factor
-
-    def backward(model: nn.Module, length: int, device: torch.device) -> None:
-        tokens = _tokens(vocab, batch_size, length, device=device)  # [B, T]: every sentence at the truncation length
-        batch = SentenceBatch(tokens, tokens, torch.ones_like(tokens, dtype=torch.bool),
-                              torch.full((batch_size,), length, device=device))
-        surrogates = step_surrogates(model, batch, curve.estimator, params)
-        per_token(surrogates, batch_size * length).backward(model.model_parameters(), model.encoder_parameters())
-
-    return Workload(name, lambda: build_model(curve, params, settings, vocab), backward,
-                    _adam(params["learning_rate"], 2.0 * params.get("l2_penalty", 0.0)), steps,
-                    cap(settings.max_len), runs, batch=f"{curve.estimator.num_samples}x{batch_size}")
-
-
-def _stacked_sentence_workload(name: str, settings: Any, steps: int, stacks: int, size: int, cap: Cap) -> Workload:
-    """``stacks`` stacked trainings of ``size`` models of one PTB MICMCO curve (:mod:`paperlib.experiments.micmco.ptb.
-    stacked_trials`: encoders per model, decoders with state dropout as one vmapped pass, an Adam group per model),
-    at the space's centre."""
-    from paperlib.data import SentenceBatch
-    from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES, build_model
     from paperlib.experiments.micmco.ptb.stacked_trials import backward_all, stacked_surrogates
     from paperlib.stacked import StackedModels
 
@@ -232,24 +210,36 @@ def _stacked_sentence_workload(name: str, settings: Any, steps: int, stacks: int
     curve = CURVES[name]
     params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in curve.space.items()}
     batch_size = settings.batch_size * curve.batch_factor
+    lr, weight_decay = params["learning_rate"], 2.0 * params.get("l2_penalty", 0.0)
 
-    def backward(models: nn.Module, length: int, device: torch.device) -> None:
-        tokens = _tokens(vocab, batch_size, length, device=device)  # [B, T]: every sentence at the truncation length
-        batch = SentenceBatch(tokens, tokens, torch.ones_like(tokens, dtype=torch.bool),
-                              torch.full((batch_size,), length, device=device))
-        stack = StackedModels(list(models))
-        surrogates = stacked_surrogates(stack, range(size), curve, [params] * size, [batch] * size,
-                                        [batch_size * length] * size, [None] * size)
+    def full_batch(length: int, device: torch.device) -> SentenceBatch:  # every sentence at the truncation length
+        tokens = _tokens(vocab, batch_size, length, device=device)  # [B, T]
+        return SentenceBatch(tokens, tokens, torch.ones_like(tokens, dtype=torch.bool),
+                             torch.full((batch_size,), length, device=device))
+
+    samples = f"{curve.estimator.num_samples}x{batch_size}"
+    if stack is None:
+        def backward(model: nn.Module, length: int, device: torch.device) -> None:
+            surrogates = step_surrogates(model, full_batch(length, device), curve.estimator, params)
+            per_token(surrogates, batch_size * length).backward(model.model_parameters(), model.encoder_parameters())
+
+        return Workload(name, lambda: build_model(curve, params, settings, vocab), backward, _adam(lr, weight_decay),
+                        steps, cap(settings.max_len), runs, batch=samples)
+
+    def stacked_backward(models: nn.Module, length: int, device: torch.device) -> None:
+        batch = full_batch(length, device)
+        surrogates = stacked_surrogates(StackedModels(list(models)), range(stack), curve, [params] * stack,
+                                        [batch] * stack, [batch_size * length] * stack, [None] * stack)
         backward_all(surrogates, list(models))
 
-    def optimizer(models: nn.Module) -> torch.optim.Optimizer:
-        return torch.optim.Adam([{"params": list(m.parameters())} for m in models], lr=params["learning_rate"],
-                                betas=(0.0, 0.999), eps=1e-8, weight_decay=2.0 * params.get("l2_penalty", 0.0))
+    def optimizer(models: nn.Module) -> torch.optim.Optimizer:  # one parameter group per model, as StackedTrials
+        return torch.optim.Adam([{"params": list(m.parameters())} for m in models], lr=lr, betas=(0.0, 0.999),
+                                eps=1e-8, weight_decay=weight_decay)
 
-    return Workload(f"{name} (stacks of {size})",
-                    lambda: nn.ModuleList(build_model(curve, params, settings, vocab) for _ in range(size)), backward,
-                    optimizer, steps, cap(settings.max_len), stacks,
-                    batch=f"{size}x{curve.estimator.num_samples}x{batch_size}", models=size)
+    return Workload(f"{name} (stacks of {stack})",
+                    lambda: nn.ModuleList(build_model(curve, params, settings, vocab) for _ in range(stack)),
+                    stacked_backward, optimizer, steps, cap(settings.max_len), runs, batch=f"{stack}x{samples}",
+                    models=stack)
 
 
 def _word_workload(name: str, spec: dict[str, Any], settings: Any, steps: int, runs: int, cap: Cap) -> Workload:
