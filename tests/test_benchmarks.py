@@ -40,6 +40,12 @@ def test_estimator_benchmark_gives_every_objective_relative_to_its_base_step():
         assert re.search(rf"\s{estimator}\s+2\s+\S+ms\s+{RATIO}\s+{RATIO}\s+{RATIO}\s*$", out, re.M), (estimator, out)
 
 
+def test_stacked_trials_benchmark_times_the_stack_and_the_separate_runs():
+    out = _run("stacked_trials.py", "--seeds", "1", "--trials", "2", "--steps", "2", "--vocab", "30", "--hidden", "4",
+               "--batch", "3")
+    assert "2 trials x 2 steps" in out and "stacked / separate" in out
+
+
 def test_wallclock_benchmark_prints_each_test_perplexity_and_its_ratio_to_the_tutorial(data_root):
     out = _run("lm_wallclock.py", "--seconds", "0.5", "--models", "baseline", "lstm", "--threads", "1",
                "--profile", "smoke", "--data", str(data_root))
