@@ -4,7 +4,7 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
     python benchmarks/gpu.py [--out DIR] [--budget SECONDS] [--tests] [--stages ...] [--compile MODE ...]
     python benchmarks/gpu.py --cpu --out DIR        # the check mode CI runs: every code path, small sizes, seconds
 
-``benchmarks/gpu.sh`` wraps it for a lent machine (carried wheels, environment, where the output goes). In order:
+``benchmarks/gpu.sh`` wraps it for a bare GPU machine (carried wheels, environment, where the output goes). In order:
 
 1. **Environment**: card, driver, CUDA, cuDNN, torch, Python, the commit (when the copy has its ``.git``).
 2. **Tests** (``--tests``): ``pytest -m "not slow"`` (``--pytest-args``) with the device policy on CUDA (``PAPERLIB_DEVICE=cuda``: every

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device check in one command: benchmarks/gpu.py on a lent GPU machine (a bare image with torch and the
+# The device check in one command: benchmarks/gpu.py on a bare GPU machine (an image with torch and the
 # scientific stack but no package registry), plus the one step that must happen beforehand on a machine that has one.
 #
 #   bash benchmarks/gpu.sh --fetch-wheels    # here, once: the pure-Python packages the image lacks -> .whl/ (ignored)
@@ -13,7 +13,7 @@
 # The image lacks optuna (tuning studies; with colorlog, alembic, Mako and SQLAlchemy), zuko
 # (the DSSM's flows), nltk (word-generation metrics) and pretty_midi (music); benchmarks/gpu-wheels.txt pins
 # them. wordfreq (60 MB installed), dvc, papermill and nbval do not travel: the tests that need them skip there,
-# saying why. Output goes to $OUT when set (the lent machine's return folder), else benchmarks/results/.
+# saying why. Output goes to $OUT when set (the folder a remote machine returns), else benchmarks/results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--fetch-wheels" ]; then

@@ -154,10 +154,11 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     timed named as such; with no measurement the block says every GPU number is the dry run's estimate."""
     import json
 
-    from paperlib.compendium.gpu_measurements import (END, ESTIMATE_END, ESTIMATE_START, START, newest,
-                                                      readme_with_measurements)
+    from paperlib.compendium.gpu_measurements import (END, ESTIMATE_END, ESTIMATE_START, GPU_ESTIMATE_END,
+                                                      GPU_ESTIMATE_START, START, newest, readme_with_measurements)
 
-    readme = f"# x\n{ESTIMATE_START}\nold table\n{ESTIMATE_END}\n{START}\nold text\n{END}\nrest\n"
+    readme = (f"# x\n{ESTIMATE_START}\nold table\n{ESTIMATE_END}\n{GPU_ESTIMATE_START}\nold gpu table\n"
+              f"{GPU_ESTIMATE_END}\n{START}\nold text\n{END}\nrest\n")
     workload = {"parameters": 21_400_000, "flops_per_step": 9.21e12, "kernels_per_step": 21_372, "steps_per_run": 100,
                 "runs": 3, "bound": "launch", "peak_memory_bytes": 2**30}
     (tmp_path / "results").mkdir()
@@ -166,9 +167,13 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
                    "workloads": {"lstm": workload, "big": {**workload, "parameters": 23_100_000, "bound": "compute",
                                                            "flops_per_step": 1e9, "steps_per_run": 283_000, "runs": 1}}},
         "music": {"gpu_hours": 1_200.04, "peak_memory_bytes": 2**29, "workloads": {"nade": workload}}}}))
+    (tmp_path / "results" / "dryrun_gpu.json").write_text(json.dumps({"stages": {  # the gpu profile's, its own table
+        "music": {"gpu_hours": 0.25, "peak_memory_bytes": 2**29, "workloads": {"nade": workload}}}}))
     assert "the dry run's estimate" in readme_with_measurements(readme, tmp_path) and newest(tmp_path) is None
     table = readme_with_measurements(readme, tmp_path)
     assert "old table" not in table and "| **total** | | | | | | | | **1,209** |" in table
+    gpu_table = table.split(GPU_ESTIMATE_START)[1].split(GPU_ESTIMATE_END)[0]
+    assert "old gpu table" not in table and "| music | 1 |" in gpu_table and "| **total** | | | | | | | | **0** |" in gpu_table
     assert "| lm_ptb | 2 | 21.4M–23.1M | 19.7 GiB | 9.21T | 21,372 | 0.283M | compute, launch | 9.4 |" in table
     assert "| music | 1 | 21.4M | 0.50 GiB | 9.21T | 21,372 | 0.0003M | launch | 1,200.0 |" in table
     assert "The largest step needs 19.7 GiB (lm_ptb)." in table

@@ -31,10 +31,10 @@ def test_repository_params_are_valid_for_every_profile(raw):
 
 def test_unknown_profile_names_the_valid_ones(raw, tmp_path):
     raw["profile"] = "laptop"
-    with pytest.raises(ParamsError, match="unknown profile 'laptop'; valid profiles: smoke, cpu, paper"):
+    with pytest.raises(ParamsError, match="unknown profile 'laptop'; valid profiles: smoke, cpu, gpu, paper"):
         load_params(write(tmp_path, raw))
     with pytest.raises(ParamsError, match="valid profiles"):
-        active_profile("gpu")
+        active_profile("h100")
 
 
 def test_misspelled_key_names_the_valid_keys(raw):

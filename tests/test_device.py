@@ -69,18 +69,18 @@ def test_a_bare_cuda_is_pinned_to_the_local_rank(monkeypatch):
 
 def test_compute_section_is_validated():
     with pytest.raises(ValueError, match="unknown precision 'fp16'"):
-        ComputeParams(precision={"smoke": "fp32", "cpu": "fp32", "paper": "fp16"})
-    with pytest.raises(ValueError, match="missing \\['paper'\\]"):
+        ComputeParams(precision={"smoke": "fp32", "cpu": "fp32", "gpu": "tf32", "paper": "fp16"})
+    with pytest.raises(ValueError, match="missing \\['gpu', 'paper'\\]"):
         ComputeParams(sync_every={"smoke": 1, "cpu": 1})
     with pytest.raises(ValueError, match="integer >= 1"):
-        ComputeParams(sync_every={"smoke": 1, "cpu": 0, "paper": 1})
+        ComputeParams(sync_every={"smoke": 1, "cpu": 0, "gpu": 1, "paper": 1})
     with pytest.raises(ValueError, match="not a device"):
         ComputeParams(device="tpu!")
     with pytest.raises(ValueError, match="compile.paper: unknown mode 'fast'; valid: eager, default, reduce-overhead"):
-        ComputeParams(compile={"smoke": "eager", "cpu": "eager", "paper": "fast"})
+        ComputeParams(compile={"smoke": "eager", "cpu": "eager", "gpu": "eager", "paper": "fast"})
     with pytest.raises(ValueError, match="unknown compile mode 'max'"):
         configure(compile="max")
-    assert ComputeParams().compile == {"smoke": "eager", "cpu": "eager", "paper": "eager"}  # optional in params.yaml
+    assert ComputeParams().compile == {"smoke": "eager", "cpu": "eager", "gpu": "eager", "paper": "eager"}  # optional
 
 
 # -- compilation ----------------------------------------------------------------------------------------------

@@ -171,6 +171,27 @@ def test_the_committed_dry_run_is_at_full_length_and_covers_every_stage():
     assert result["assumptions"]["max_length"] is None and set(result["stages"]) == set(dryrun.STAGES)
     lm = result["stages"]["lm_ptb"]["workloads"]["mogrifier_lstm"]
     assert lm["length"] == 70 and lm["batch"] == "64"
+    assert result["assumptions"]["profile"] == "paper"
+
+
+def test_the_gpu_profile_fits_one_h100_day_by_the_committed_dry_run():
+    """The `gpu` profile's promise (params.yaml, docs/gpu.md): every stage's training within 24 H100-hours in all,
+    by the dry run of its settings at full length, leaving time for evaluation, and every step within an 80 GB
+    H100's memory."""
+    result = json.loads((REPO / "results" / "dryrun_gpu.json").read_text())
+    made = result["assumptions"]
+    assert made["profile"] == "gpu" and made["max_length"] is None and set(result["stages"]) == set(dryrun.STAGES)
+    assert sum(stage["gpu_hours"] for stage in result["stages"].values()) <= 24.0
+    assert max(stage["peak_memory_bytes"] for stage in result["stages"].values()) <= 80e9
+    ptb = result["stages"]["micmco_ptb"]["workloads"]
+    assert all(w["models_per_step"] == 10 for w in ptb.values())  # every curve trained as stacks of 10 trials
+    # the thesis' sentence VAEs (hidden 128, the full vocabulary): the paper profile's models, counted the same way
+    paper = json.loads((REPO / "results" / "dryrun.json").read_text())["stages"]["micmco_ptb"]["workloads"]
+    assert all(w["parameters"] == paper[name]["parameters"] for name, w in ptb.items())
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    assert "results/dryrun_gpu.json" in stages["results_index"]["deps"]
+    assert {p for p in stages["dryrun_gpu"]["params"] if p.startswith("experiments.")} == \
+        {f"experiments.{name}.gpu" for name in dryrun.STAGES}
 
 
 # -- on a GPU only ----------------------------------------------------------------------------------------------

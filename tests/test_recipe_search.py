@@ -7,6 +7,7 @@ import optuna
 import pytest
 import yaml
 
+from paperlib.experiments.common.config import PROFILES
 from paperlib.experiments.language_models.recipe_search import MAX_DROPOUT, apply_recipe, sample_recipe
 from tests.conftest import REPO
 
@@ -49,7 +50,7 @@ def test_a_study_times_each_shape_once_gives_every_trial_its_step_budget_and_res
             "models": {"lstm": {"cell": "lstm", "hidden_size": 8, "num_layers": 1, "options": {"input_dropout": 0.1}}},
             "train": {"batch_size": 8, "bptt": 10, "max_steps": 2, "eval_every": 50, "eval_batch_size": 4,
                       "eval_max_windows": 2}}
-    params["experiments"]["lm_ptb"] = {p: tiny for p in ("smoke", "cpu", "paper")}
+    params["experiments"]["lm_ptb"] = {p: tiny for p in PROFILES}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "raw").symlink_to(data_root)

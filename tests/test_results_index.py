@@ -267,16 +267,19 @@ def test_compute_section_sums_the_recorded_wall_times():
     assert ri.render_compute({}) == ""
 
 
-def test_compute_section_joins_the_paper_scale_estimate_by_stage_name():
+def test_compute_section_joins_the_gpu_and_paper_estimates_by_stage_name():
     made = {"gpu": "GPU X", "precision": "tf32", "mfu": 0.3, "kernel_latency_us": 5.0, "max_length": None}
     dryrun = {"assumptions": made, "stages": {"z": {"gpu_hours": 99.0}, "b": {"gpu_hours": 12.34}}}
-    text = ri.render_compute({"a": ("cpu", 60.0), "b": ("cpu", 120.0)}, dryrun)
-    assert "| a | cpu | 1.0 min | n/a | 1.0 min | n/a |" in text
-    assert "| b | cpu | 2.0 min | n/a | 2.0 min | 12.3 |" in text
-    assert "| **total** | | **3.0 min** | **0.0 min** | **3.0 min** | **12** |" in text  # z has no row: not counted
+    gpu = {"assumptions": {**made, "profile": "gpu"}, "stages": {"b": {"gpu_hours": 0.56}}}
+    text = ri.render_compute({"a": ("cpu", 60.0), "b": ("cpu", 120.0)}, dryrun, gpu)
+    assert "| a | cpu | 1.0 min | n/a | 1.0 min | n/a | n/a |" in text
+    assert "| b | cpu | 2.0 min | n/a | 2.0 min | 0.6 | 12.3 |" in text
+    # z has no row: not counted
+    assert "| **total** | | **3.0 min** | **0.0 min** | **3.0 min** | **0.6** | **12** |" in text
     assert "one GPU X at tf32 (MFU 0.3, or 5 µs per kernel launch" in text
     quick = {**dryrun, "assumptions": {**made, "max_length": 2}}  # a capped check is not the paper's scale
-    assert "| b | cpu | 2.0 min | n/a | 2.0 min | n/a |" in ri.render_compute({"b": ("cpu", 120.0)}, quick)
+    text = ri.render_compute({"b": ("cpu", 120.0)}, quick, {})
+    assert "| b | cpu | 2.0 min | n/a | 2.0 min | n/a | n/a |" in text and "estimated without a GPU" not in text
 
 
 def test_recorded_work_counts_trials_over_workers_or_per_run_times():

@@ -19,6 +19,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from paperlib.experiments.common.config import PROFILES
 from paperlib.search_spaces import Hyperparameter, get_space, sample
 from paperlib.tuning import LanguageModelObjective, lm_hyperparameters, make_sampler, make_storage, open_study, run_worker
 from paperlib.experiments.language_models.tuning_ptb import (
@@ -449,7 +450,7 @@ def test_pipeline_runner_writes_every_trial_and_resumes_its_studies(data_root, t
                       "eval_max_windows": 2, "averaging": "2ta"},
             "trials": 2, "startup_trials": 2, "sampler": "random", "pruner": None, "train_tokens": 2000,
             "eval_tokens": 500, "threads": 1, "seed": 5, "neighbours": 1, "reruns": 1}
-    params["experiments"]["tuning_ptb"] = {p: tiny for p in ("smoke", "cpu", "paper")}
+    params["experiments"]["tuning_ptb"] = {p: tiny for p in PROFILES}
     params["profile"] = "smoke"  # the pipeline's profile: results/tuning_ptb.json (another's go to results/<profile>/)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     (tmp_path / "data").mkdir()

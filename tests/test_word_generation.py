@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from paperlib.experiments.common.config import PROFILES
 from paperlib.data.wordlist import WordList, split_tokens, split_types
 from paperlib.models.dssm import CharVocab, GRUWordModel
 from paperlib.experiments.word_generation.word_generation import (
@@ -263,7 +264,7 @@ def test_stage_entry_point_writes_results_and_provenance(tmp_path, monkeypatch):
             "seeds_weighted": [0], "eval_samples": 5, "generated_words": 20, "ngram_words": 5, "mi_prefixes": 4,
             "mi_noise": 3, "fig2_trajectories": 2, "history_every": 1, "history_prefixes": 3, "threads": 1}
     params = {"profile": "smoke", "data": {"root": "data/raw", "corpora": ["ptb"]},
-              "experiments": {"word_generation": {p: tiny for p in ("smoke", "cpu", "paper")}}}
+              "experiments": {"word_generation": {p: tiny for p in PROFILES}}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     (tmp_path / "dvc.yaml").write_text("stages: {}\n")
     monkeypatch.setenv("PAPERLIB_ROOT", str(tmp_path))

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from paperlib.experiments.common.config import ParamsError
+from paperlib.experiments.common.config import PROFILES, ParamsError
 
 
 def _data_root(args) -> Path:
@@ -331,6 +331,23 @@ def cmd_index(args) -> int:
     return 0
 
 
+def cmd_state(args) -> int:
+    """Pack a stage's resumable state (its runs/ folder without checkpoints) into one archive, or merge one in
+    (`paperlib.compendium.state_archive`)."""
+    from paperlib.compendium.state_archive import pack, unpack
+    from paperlib.experiments.common.config import repo_root
+
+    root = repo_root()
+    if args.action == "pack":
+        made = pack(root, args.stages, args.out, None if args.limit_mb is None else int(args.limit_mb * 2**20))
+        print(f"wrote {args.out}: {made['files']} files, {made['bytes']:,} bytes; left behind "
+              f"{len(made['left_behind'])} checkpoints (work in progress restarts from its batch's start)")
+    else:
+        names = unpack(args.archive, root)
+        print(f"unpacked {len(names)} files from {args.archive} into {root / 'runs'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="paperlib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -348,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept corpora without a pinned sha256 and record the checksum seen")
     p.set_defaults(func=cmd_data_fetch)
     p = data_sub.add_parser("summary", help="write the dataset summary the data notebook plots")
-    p.add_argument("--profile", help="smoke, cpu or paper (default: $PAPERLIB_PROFILE, then params.yaml)")
+    p.add_argument("--profile", help="smoke, cpu, gpu or paper (default: $PAPERLIB_PROFILE, then params.yaml)")
     p.add_argument("--out", default="results/data_summary.json", help="output JSON, relative to the repo root")
     p.set_defaults(func=cmd_data_summary)
 
@@ -356,12 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
     prm_sub = prm.add_subparsers(dest="params_command", required=True, metavar="ACTION")
     p = prm_sub.add_parser("show", help="print the validated settings of the active profile")
     p.add_argument("experiment", nargs="?", help="one experiment (default: all)")
-    p.add_argument("--profile", help="smoke, cpu or paper")
+    p.add_argument("--profile", help="smoke, cpu, gpu or paper")
     p.set_defaults(func=cmd_params_show)
 
     p = sub.add_parser("train", help="train and evaluate the models of a language-model experiment")
     p.add_argument("experiment", help="experiment in params.yaml, e.g. lm_ptb or lm_ptb_char")
-    p.add_argument("--profile", help="smoke, cpu or paper")
+    p.add_argument("--profile", help="smoke, cpu, gpu or paper")
     p.add_argument("--averaging", choices=("none", "2ta", "ta", "ema", "swa", "polyak"),
                    help="override train.averaging (results go to results/<experiment>.<kind>.json)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -369,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run an experiment (averaging_ptb, ...) and write results/<name>.json")
     p.add_argument("experiment", help=f"one of: {', '.join(sorted(RUNNERS))}")
-    p.add_argument("--profile", help="smoke, cpu or paper")
+    p.add_argument("--profile", help="smoke, cpu, gpu or paper")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
 
@@ -386,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sampler", choices=("auto", "gp", "tpe", "random"),
                    help="default: params.yaml (auto: Optuna's GP sampler if installed, else TPE)")
     p.add_argument("--seed", type=int, help="sampler seed (default: fresh; workers of one study need different seeds)")
-    p.add_argument("--profile", help="smoke, cpu or paper (model and training sizes)")
+    p.add_argument("--profile", help="smoke, cpu, gpu or paper (model and training sizes)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_tune)
 
@@ -443,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", help="Trainer checkpoint of the profile's architecture (default: the experiment's)")
     p.add_argument("--data-root", help="folder with the fetched corpora (default: params.yaml data.root)")
     p.add_argument("--out", help="also write the trials and the best setting as JSON here")
-    p.add_argument("--profile", help="smoke, cpu or paper")
+    p.add_argument("--profile", help="smoke, cpu, gpu or paper")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_dyneval_tune)
 
@@ -451,13 +468,24 @@ def build_parser() -> argparse.ArgumentParser:
                        "peak memory, FLOPs, kernels and estimated GPU-hours per stage (no GPU needed)")
     p.add_argument("stages", nargs="*", metavar="STAGE", help="experiment stages (default: all)")
     p.add_argument("--json", help="also write the numbers here, e.g. results/dryrun.json")
-    p.add_argument("--profile", default="paper", choices=("smoke", "cpu", "paper"),
+    p.add_argument("--profile", default="paper", choices=PROFILES,
                    help="whose settings to count (default: paper)")
     p.add_argument("--calibration", metavar="GPU_JSON",
                    help="estimate with the MFU and time per kernel fitted to a benchmarks/gpu.py measurement")
     p.add_argument("--max-length", type=int, help="cap every sequence length (a quick check, not the paper's numbers)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_dryrun)
+
+    state = sub.add_parser("state", help="carry a stage's resumable state (studies, finished runs) between machines")
+    state_sub = state.add_subparsers(dest="action", required=True)
+    p = state_sub.add_parser("pack", help="runs/<stage>/ without its checkpoints -> one .tar.gz")
+    p.add_argument("stages", nargs="+", metavar="STAGE")
+    p.add_argument("--out", required=True, help="the archive to write, e.g. runs/device/micmco_ptb.tar.gz")
+    p.add_argument("--limit-mb", type=float, help="refuse to write an archive larger than this (MiB)")
+    p.set_defaults(func=cmd_state)
+    p = state_sub.add_parser("unpack", help="merge an archive made by `state pack` into runs/")
+    p.add_argument("archive")
+    p.set_defaults(func=cmd_state)
 
     p = sub.add_parser("index", help="write results/README.md (one row per table/figure of the seeds), "
                        "results/metrics/<experiment>.json and results/plots/*.csv for `dvc metrics/plots show`")
@@ -469,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="notebook name without .ipynb")
     p.add_argument("-p", "--param", nargs=2, action="append", metavar=("KEY", "VALUE"),
                    help="notebook parameter (VALUE parsed as JSON when possible); repeatable")
-    p.add_argument("--profile", help="smoke, cpu or paper")
+    p.add_argument("--profile", help="smoke, cpu, gpu or paper")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_run_notebook)
     return parser

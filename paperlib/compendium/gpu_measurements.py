@@ -90,6 +90,10 @@ def block(root: str | Path) -> str:
 DRYRUN = Path("results") / "dryrun.json"
 ESTIMATE_START = "<!-- dryrun-estimate:start (written by `paperlib index --readme` from results/dryrun.json; do not edit) -->"
 ESTIMATE_END = "<!-- dryrun-estimate:end -->"
+DRYRUN_GPU = Path("results") / "dryrun_gpu.json"
+GPU_ESTIMATE_START = ("<!-- dryrun-gpu-estimate:start (written by `paperlib index --readme` from results/dryrun_gpu.json; "
+                      "do not edit) -->")
+GPU_ESTIMATE_END = "<!-- dryrun-gpu-estimate:end -->"
 
 
 def render_estimate(result: dict[str, Any]) -> str:
@@ -119,15 +123,19 @@ def render_estimate(result: dict[str, Any]) -> str:
 
 def readme_with_measurements(readme: str, root: str | Path) -> str:
     """``readme`` (the text of :data:`PAGE`) with the text between :data:`START` and :data:`END` replaced by
-    :func:`block`, and that between :data:`ESTIMATE_START` and :data:`ESTIMATE_END` by the dry run's table
-    (:func:`render_estimate` of ``results/dryrun.json``)."""
+    :func:`block`, that between :data:`ESTIMATE_START` and :data:`ESTIMATE_END` by the dry run's table of the
+    ``paper`` profile (:func:`render_estimate` of ``results/dryrun.json``) and that between
+    :data:`GPU_ESTIMATE_START` and :data:`GPU_ESTIMATE_END` by the ``gpu`` profile's (``results/dryrun_gpu.json``)."""
     from paperlib.compendium.results_index.render import replace_between
 
     text = replace_between(readme, START, END, lambda: block(root), "gpu-measurements", str(PAGE))
-    return replace_between(text, ESTIMATE_START, ESTIMATE_END,
+    text = replace_between(text, ESTIMATE_START, ESTIMATE_END,
                            lambda: render_estimate(json.loads((Path(root) / DRYRUN).read_text())),
                            "dryrun-estimate", str(PAGE))
+    return replace_between(text, GPU_ESTIMATE_START, GPU_ESTIMATE_END,
+                           lambda: render_estimate(json.loads((Path(root) / DRYRUN_GPU).read_text())),
+                           "dryrun-gpu-estimate", str(PAGE))
 
 
-__all__ = ["END", "ESTIMATE_END", "ESTIMATE_START", "PAGE", "START", "block", "newest", "readme_with_measurements",
+__all__ = ["DRYRUN", "DRYRUN_GPU", "END", "ESTIMATE_END", "ESTIMATE_START", "GPU_ESTIMATE_END", "GPU_ESTIMATE_START", "PAGE", "START", "block", "newest", "readme_with_measurements",
            "render", "render_estimate"]

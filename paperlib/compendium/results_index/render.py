@@ -96,52 +96,68 @@ def scratch_estimate(entry: tuple) -> float | None:
     return max(seconds or 0.0, work or 0.0)
 
 
-def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | None = None) -> str:
-    """The compute section: per stage, the wall time of its last run as its provenance records it, and the work
-    its records account for including parts reused from earlier runs; totals of both and of their maximum. Beside
-    them, joined by stage name, the ``paper`` profile's GPU-hours estimated by ``paperlib dryrun`` (``dryrun``: the
-    content of ``results/dryrun.json``, read from the repository when None; a capped quick run is not shown)."""
-    if not wall_times:
-        return ""
+def _estimates(dryrun: Mapping[str, Any] | None, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A dry run's assumptions and its stages (none for a capped quick run): ``dryrun`` as given, or read from
+    ``results/<name>`` when None (nothing when the file or the repository is missing)."""
     if dryrun is None:
         from paperlib.experiments.common.config import ParamsError, repo_root
 
         try:
-            path = repo_root() / "results" / "dryrun.json"
+            path = repo_root() / "results" / name
         except ParamsError:
             path = None
         dryrun = json.loads(path.read_text()) if path is not None and path.is_file() else {}
     made = dryrun.get("assumptions", {})
-    paper = {} if made.get("max_length") is not None else dryrun.get("stages", {})
+    return made, ({} if made.get("max_length") is not None else dict(dryrun.get("stages", {})))
+
+
+def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | None = None,
+                   dryrun_gpu: Mapping[str, Any] | None = None) -> str:
+    """The compute section: per stage, the wall time of its last run as its provenance records it, and the work
+    its records account for including parts reused from earlier runs; totals of both and of their maximum. Beside
+    them, joined by stage name, the ``gpu`` and ``paper`` profiles' GPU-hours estimated by ``paperlib dryrun``
+    (``dryrun_gpu`` and ``dryrun``: the content of ``results/dryrun_gpu.json`` and ``results/dryrun.json``, read from
+    the repository when None; a capped quick run is not shown)."""
+    if not wall_times:
+        return ""
+    made, paper = _estimates(dryrun, "dryrun.json")
+    made_gpu, gpu = _estimates(dryrun_gpu, "dryrun_gpu.json")
     lines = ["", "## Compute", "",
              "Per experiment stage (2-core CPU machine): the wall time of its last run, from its `*.provenance.json`",
              "(a stage that resumed from its checkpoints in `runs/` records only the remainder), and the work its",
              "records account for including reused parts (per-trial or per-run times; a lower bound on a run from",
              "scratch, as final evaluations are not timed there). The fifth column, the larger of the two, estimates",
              "a run from scratch.", ""]
-    if paper:
-        lines += [f"The last column is the `paper` profile's training time on one {made['gpu']} at {made['precision']} "
-                  f"(MFU {made['mfu']:g}, or {made['kernel_latency_us']:g} µs per kernel launch when that is slower),",
-                  "estimated without a GPU by `paperlib dryrun` (`results/dryrun.json`; training only, see",
-                  "`paperlib/experiments/dryrun.py`).", ""]
+    if paper or gpu:
+        made = made if paper else made_gpu
+        lines += [f"The last two columns are the `gpu` and `paper` profiles' training time on one {made['gpu']} at "
+                  f"{made['precision']} (MFU {made['mfu']:g}, or {made['kernel_latency_us']:g} µs per kernel launch "
+                  "when that is slower),",
+                  "estimated without a GPU by `paperlib dryrun` (`results/dryrun_gpu.json`, `results/dryrun.json`; "
+                  "training only, see", "`paperlib/experiments/dryrun/dryrun.py`).", ""]
     lines += ["| stage | profile | last run | recorded work | estimate from scratch "
-              "| paper scale (estimated GPU-hours) |", "|---|---|---|---|---|---|"]
-    totals = [0.0, 0.0, 0.0, 0.0]
+              "| gpu profile (estimated GPU-hours) | paper profile (estimated GPU-hours) |",
+              "|---|---|---|---|---|---|---|"]
+    totals = [0.0, 0.0, 0.0, 0.0, 0.0]
 
     def minutes(seconds: float | None) -> str:
         return "n/a" if seconds is None else f"{seconds / 60:.1f} min"
+
+    def hours(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:,.1f}"
 
     for name, entry in wall_times.items():
         profile, seconds = entry[0], entry[1]
         work = entry[2] if len(entry) > 2 else None
         scratch = scratch_estimate(entry)
-        hours = paper.get(name, {}).get("gpu_hours")
-        for i, value in enumerate((seconds, work, scratch, hours)):
+        at_gpu, at_paper = gpu.get(name, {}).get("gpu_hours"), paper.get(name, {}).get("gpu_hours")
+        for i, value in enumerate((seconds, work, scratch, at_gpu, at_paper)):
             totals[i] += value or 0.0
         lines.append(f"| {name} | {profile} | {minutes(seconds)} | {minutes(work)} | {minutes(scratch)} | "
-                     f"{'n/a' if hours is None else f'{hours:,.1f}'} |")
+                     f"{hours(at_gpu)} | {hours(at_paper)} |")
     lines.append(f"| **total** | | **{totals[0] / 60:.1f} min** | **{totals[1] / 60:.1f} min** | "
-                 f"**{totals[2] / 60:.1f} min** | **{f'{totals[3]:,.0f}' if paper else 'n/a'}** |")
+                 f"**{totals[2] / 60:.1f} min** | **{f'{totals[3]:,.1f}' if gpu else 'n/a'}** | "
+                 f"**{f'{totals[4]:,.0f}' if paper else 'n/a'}** |")
     return "\n".join(lines) + "\n"
 
 

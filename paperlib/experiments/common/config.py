@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-PROFILES: tuple[str, ...] = ("smoke", "cpu", "paper")
+PROFILES: tuple[str, ...] = ("smoke", "cpu", "gpu", "paper")
 PROFILE_ENV = "PAPERLIB_PROFILE"
 ROOT_ENV = "PAPERLIB_ROOT"
 

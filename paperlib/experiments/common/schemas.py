@@ -39,7 +39,7 @@ class DryRunParams:
     """``paperlib dryrun`` per profile: ``max_length`` caps every sequence (a quick check that the paper configs
     build and step, as the smoke pipeline needs); null: the paper's lengths, the numbers the index reports."""
 
-    max_length: dict = dataclasses.field(default_factory=lambda: {"smoke": None, "cpu": None, "paper": None})
+    max_length: dict = dataclasses.field(default_factory=lambda: {"smoke": None, "cpu": None, "gpu": None, "paper": None})
 
     def __post_init__(self) -> None:
         from paperlib.experiments.common.config import PROFILES

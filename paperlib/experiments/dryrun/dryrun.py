@@ -64,8 +64,8 @@ def check_stages(stages: Sequence[str] | None) -> list[str]:
 def assumptions(precision: str, max_length: int | None = None, constants: Constants = DATASHEET,
                 profile: str = "paper") -> dict[str, Any]:
     """The constants and choices every estimate rests on (written into the JSON)."""
-    extra = {} if constants is DATASHEET else {"profile": profile, "constants": constants.source}
-    return {"gpu": constants.gpu, "precision": precision, "peak_tflops": constants.peak_flops[precision] / 1e12,
+    extra = {} if constants is DATASHEET else {"constants": constants.source}
+    return {"profile": profile, "gpu": constants.gpu, "precision": precision, "peak_tflops": constants.peak_flops[precision] / 1e12,
             "mfu": constants.mfu, "kernel_latency_us": constants.kernel_latency_s * 1e6, "fake_device": FAKE_DEVICE,
             "torch": torch.__version__, "max_length": max_length, **extra,
             "counts": "training steps only (no evaluation, no weight averaging); every sequence at full length; "

@@ -66,10 +66,10 @@ def render_tables(result: dict[str, Any]) -> str:
     bound and the estimated GPU-hours, with the stage's total."""
     a = result["assumptions"]
     lines = [f"Estimated on one {a['gpu']} at {a['precision']} ({a['peak_tflops']:g} TFLOP/s dense, MFU {a['mfu']:g}) "
-             f"or {a['kernel_latency_us']:g} us per kernel launch, whichever is slower; {a['counts']}."]
+             f"or {a['kernel_latency_us']:g} us per kernel launch, whichever is slower; {a['counts']}; "
+             f"settings of the {a.get('profile', 'paper')} profile."]
     if a.get("constants"):
-        lines.append(f"Constants fitted to {a['constants']} ({a['kernel_latency_us']:.3g} us per counted kernel); "
-                     f"settings of the {a['profile']} profile.")
+        lines.append(f"Constants fitted to {a['constants']} ({a['kernel_latency_us']:.3g} us per counted kernel).")
     if a["max_length"] is not None:
         lines.append(f"QUICK CHECK: sequences cut to {a['max_length']} positions, not the paper's numbers.")
     header = f"{'workload':44s} {'batch':>8s} {'len':>4s} {'params':>7s} {'peak mem':>9s} {'FLOP/step':>9s} " \

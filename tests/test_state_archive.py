@@ -1,0 +1,104 @@
+"""A stage's resumable state packed on one machine and continued on another (paperlib.compendium.state_archive)."""
+
+import io
+import tarfile
+import time
+
+import pytest
+
+from paperlib.compendium.cli import main
+from paperlib.compendium.state_archive import pack, portable_files, unpack
+from paperlib.experiments.micmco.ptb.design import MicmcoPtbParams
+from paperlib.experiments.micmco.ptb.data import prepare_sentences
+from paperlib.experiments.micmco.ptb.studies import run_curve_study
+from tests.test_micmco_ptb import EOS, SMOKE, UNK, V, toy_sentences
+
+
+def _state(root):
+    folder = root / "runs" / "stage"
+    (folder / "ladder-abc").mkdir(parents=True)
+    (folder / "study.sqlite3").write_bytes(b"SQLite format 3\0" + bytes(range(256)) * 40)
+    (folder / "study.stack.json").write_text('{"trials": [4, 5]}')
+    (folder / "ladder-abc" / "run-0.json").write_text('{"scores": []}')
+    (folder / "study.stack.pt").write_bytes(b"\0" * 5000)  # a checkpoint: stays behind
+    (folder / "study.sqlite3-journal").write_bytes(b"j")  # an open database's side file
+    (root / "runs" / "other").mkdir()
+    (root / "runs" / "other" / "x.json").write_text("{}")  # another stage's
+    return folder
+
+
+def test_pack_keeps_studies_and_records_leaves_checkpoints_and_repeats_byte_for_byte(tmp_path):
+    folder = _state(tmp_path / "here")
+    assert [p.as_posix() for p in portable_files(tmp_path / "here", ["stage"])] == [
+        "runs/stage/ladder-abc/run-0.json", "runs/stage/study.sqlite3", "runs/stage/study.stack.json"]
+    made = pack(tmp_path / "here", ["stage"], tmp_path / "a.tar.gz")
+    assert made["files"] == 3 and made["left_behind"] == ["runs/stage/study.stack.pt"]
+    time.sleep(1.1)  # other file times, same archive
+    (folder / "study.stack.json").write_text('{"trials": [4, 5]}')
+    pack(tmp_path / "here", ["stage"], tmp_path / "b.tar.gz")
+    assert (tmp_path / "a.tar.gz").read_bytes() == (tmp_path / "b.tar.gz").read_bytes()
+    names = unpack(tmp_path / "a.tar.gz", tmp_path / "there")
+    assert sorted(names) == ["runs/stage/ladder-abc/run-0.json", "runs/stage/study.sqlite3",
+                             "runs/stage/study.stack.json"]
+    for name in names:
+        assert (tmp_path / "there" / name).read_bytes() == (tmp_path / "here" / name).read_bytes()
+    (tmp_path / "there" / "runs/stage/study.stack.json").write_text("older")
+    unpack(tmp_path / "a.tar.gz", tmp_path / "there")  # the archive's copy replaces the older one
+    assert (tmp_path / "there" / "runs/stage/study.stack.json").read_text() == '{"trials": [4, 5]}'
+    assert pack(tmp_path / "empty", ["stage"], tmp_path / "e.tar.gz")["files"] == 0  # nothing done yet
+
+
+def test_bad_archives_limits_and_names_are_clear_errors(tmp_path):
+    _state(tmp_path / "here")
+    with pytest.raises(ValueError, match="over the limit of 100"):
+        pack(tmp_path / "here", ["stage"], tmp_path / "big.tar.gz", limit=100)
+    assert not (tmp_path / "big.tar.gz").exists()
+    with pytest.raises(ValueError, match="not a stage name"):
+        pack(tmp_path / "here", ["../etc"], tmp_path / "x.tar.gz")
+    for name in ("../escape.json", "params.yaml", "runs/x.json", "/runs/stage/abs.json"):
+        evil = tmp_path / "evil.tar.gz"
+        with tarfile.open(evil, "w:gz") as tar:
+            ok = tarfile.TarInfo("runs/stage/fine.json")
+            ok.size = 2
+            tar.addfile(ok, io.BytesIO(b"{}"))
+            bad = tarfile.TarInfo(name)
+            bad.size = 2
+            tar.addfile(bad, io.BytesIO(b"{}"))
+        with pytest.raises(ValueError, match="not a file under runs/<stage>/"):
+            unpack(evil, tmp_path / "there")
+        assert not (tmp_path / "there" / "runs" / "stage" / "fine.json").exists()  # nothing written
+
+
+def test_a_stacked_study_stopped_at_its_time_limit_continues_on_another_machine(tmp_path, monkeypatch, capsys):
+    """Stopped inside its first batch, the study's state travels without the stack's checkpoint; on the other
+    machine the batch is asked again with the same points and seeds and trains from its start: the records equal
+    an uninterrupted study's exactly (the same computation in the same order)."""
+    from paperlib.experiments.common.runs import TimeLimitReached
+    from paperlib.experiments.micmco.ptb import studies
+
+    settings = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 4, "stack_size": 2})
+    splits = {"train": toy_sentences(120, 1), "valid": toy_sentences(30, 2), "test": toy_sentences(30, 3)}
+    data = prepare_sentences(splits, V, EOS, UNK, settings)
+    whole = run_curve_study("dreg16_kl.shared", settings, data, tmp_path / "whole", "smoke")
+
+    real_run = studies.StackedTrials.run
+
+    def deadline_after_two_steps(self, until=None, deadline=None):  # as if the deadline passed at step 2
+        return real_run(self, until=min(until, self.step_count + 2), deadline=deadline)
+
+    here, there = tmp_path / "here", tmp_path / "there"
+    monkeypatch.setattr(studies.StackedTrials, "run", deadline_after_two_steps)
+    with pytest.raises(TimeLimitReached, match="at step 2 of 4"):
+        run_curve_study("dreg16_kl.shared", settings, data, here / "runs" / "micmco_ptb", "smoke",
+                        deadline=time.time() + 3600)
+    monkeypatch.undo()
+    monkeypatch.setenv("PAPERLIB_ROOT", str(here))
+    assert main(["state", "pack", "micmco_ptb", "--out", str(tmp_path / "state.tar.gz"), "--limit-mb", "16"]) == 0
+    assert "left behind 1 checkpoints" in capsys.readouterr().out
+    monkeypatch.setenv("PAPERLIB_ROOT", str(there))
+    assert main(["state", "unpack", str(tmp_path / "state.tar.gz")]) == 0
+    moved = sorted(p.name for p in (there / "runs" / "micmco_ptb").iterdir())
+    assert any(n.endswith(".sqlite3") for n in moved) and any(n.endswith(".stack.json") for n in moved)
+    assert not any(n.endswith(".pt") for n in moved)
+    continued = run_curve_study("dreg16_kl.shared", settings, data, there / "runs" / "micmco_ptb", "smoke")
+    assert [(r["params"], r["nll"], r["kl"]) for r in continued] == [(r["params"], r["nll"], r["kl"]) for r in whole]
