@@ -29,11 +29,16 @@ def read_seed_items(path: str | os.PathLike) -> list[dict[str, str]]:
     return rows
 
 
-def load_results(root: str | os.PathLike) -> dict[str, Any]:
+OTHER_PROFILES = ("gpu", "paper")  # results/<profile>/: stages run at another profile, on other machines
+
+
+def load_results(root: str | os.PathLike, profile: str | None = None) -> dict[str, Any]:
     """Every ``results/<name>.json`` keyed by name, and the settings each stage ran with (its provenance record's
-    ``params``) keyed by ``<name>.params``, for the scale facts a result does not repeat."""
+    ``params``) keyed by ``<name>.params``, for the scale facts a result does not repeat. With ``profile``: those
+    of ``results/<profile>/``, the stages run at that profile elsewhere (empty when there are none)."""
     out = {}
-    for path in sorted(Path(root, "results").glob("*.json")):
+    folder = Path(root, "results") if profile is None else Path(root, "results", profile)
+    for path in sorted(folder.glob("*.json")):
         if path.name.endswith(".provenance.json"):
             params = json.loads(path.read_text()).get("params")
             if isinstance(params, dict):
@@ -161,12 +166,15 @@ def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | 
     return "\n".join(lines) + "\n"
 
 
-def build_index(items: list[dict[str, str]], results: Results) -> list[dict[str, Any]]:
+def build_index(items: list[dict[str, str]], results: Results,
+                others: Mapping[str, Results] | None = None) -> list[dict[str, Any]]:
     """One rendered row per seed item, in the seed table's order; unknown ids are an error. Each row: the seed
     item's id, seed, kind and title, our file, the paper's text, ours, scale, the verdict text, its word
     (``status``), the one-line ``reason`` and the short cells of the table (``paper_short``, ``ours_short``), in
     plain names (:func:`plain`), and ``quotes``, the seed sentences the row judges (``(seed, section, text)``,
-    verbatim, from :data:`.quotes.QUOTES`)."""
+    verbatim, from :data:`.quotes.QUOTES`). ``others``: results of other profiles (:data:`OTHER_PROFILES`, by
+    profile); a row whose stages all ran at one of them is judged on those too, by the same rules, under
+    ``profiles`` (profile -> ours, scale, verdict, status, reason)."""
     unknown = [item["id"] for item in items if item["id"] not in ROWS]
     if unknown:
         raise ValueError(f"no index row for seed item(s) {', '.join(unknown)}; add them to ROWS")
@@ -174,9 +182,13 @@ def build_index(items: list[dict[str, str]], results: Results) -> list[dict[str,
     for item in items:
         row = ROWS[item["id"]]
         rendered = {k: v if k == "status" else plain(v) for k, v in row.render(results).items()}
+        elsewhere = {}
+        for profile, found in (others or {}).items():
+            if row.needs and all(name in found for name in row.needs):
+                elsewhere[profile] = {k: v if k == "status" else plain(v) for k, v in row.render(found).items()}
         table.append({"id": item["id"], "seed": item["seed"], "kind": item["kind"], "title": item["title"],
                       "file": row.file, "paper": plain(row.paper), **rendered,
-                      "quotes": QUOTES.get(item["id"], [])})
+                      "quotes": QUOTES.get(item["id"], []), "profiles": elsewhere})
     return table
 
 
@@ -323,7 +335,8 @@ def render_markdown(table: list[dict[str, str]], wall_times: Mapping[str, tuple[
         "One row per table and figure of the seeds (`results/seed_items.csv`), in the seeds' order. Written by",
         "`paperlib index` (DVC stage `results_index`) from `results/*.json`; do not edit by hand.",
         "'Ours' numbers are measured at the `cpu` profile unless a row says otherwise; they are never the",
-        "paper's scale (each row's details give the scale we ran at).",
+        "paper's scale (each row's details give the scale we ran at). Where a row's stages also ran at the `gpu`",
+        "or `paper` profile (`results/<profile>/`), its verdict there stands beside the `cpu` one.",
         "",
         *render_definitions(),
         "## Table",
@@ -334,8 +347,10 @@ def render_markdown(table: list[dict[str, str]], wall_times: Mapping[str, tuple[
         "|---|---|---|---|---|---|---|",
     ]
     for row in table:
+        verdict = f"**{row['status']}**" + "".join(f" ({profile}: **{other['status']}**)"
+                                                   for profile, other in row.get("profiles", {}).items())
         cells = (row["id"], row["title"], shorten(row["paper_short"]), shorten(row["ours_short"]),
-                 f"**{row['status']}**", row["reason"], f"[details](#{anchor(row['id'])})")
+                 verdict, row["reason"], f"[details](#{anchor(row['id'])})")
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     lines += ["", "## Details", ""]
     for row in table:
@@ -390,6 +405,14 @@ def render_details(row: Mapping[str, Any]) -> list[str]:
     if parts:
         lines.append("- **Evidence:**")
         lines += [line for part in parts for line in _evidence_lines(part)]
+    for profile, other in row.get("profiles", {}).items():
+        lines.append(f"- **At the `{profile}` profile** (`results/{profile}/`): **{other['status']}** — "
+                     f"{other['reason']}")
+        lines += [f"  - {name}: {other[key]}" for name, key in (("Ours", "ours"), ("Scale", "scale"))
+                  if other[key] not in ("", "—")]
+        body = other["verdict"].split(": ", 1)[1] if ": " in other["verdict"] else ""
+        parts = _top_level(body) if body and body != other["reason"] else []
+        lines += [line for part in parts for line in _evidence_lines(part, indent="  ")]
     return lines + [""]
 
 
@@ -470,4 +493,5 @@ def readme_with_summary(readme: str, table: list[dict[str, str]],
 
 def current_table(root: str | os.PathLike) -> list[dict[str, str]]:
     root = Path(root)
-    return build_index(read_seed_items(root / SEED_ITEMS), load_results(root))
+    others = {p: found for p in OTHER_PROFILES if (found := load_results(root, p))}
+    return build_index(read_seed_items(root / SEED_ITEMS), load_results(root), others)
