@@ -10,6 +10,7 @@ import pytest
 import torch
 import yaml
 
+from paperlib.experiments.common.config import PROFILES
 from paperlib.experiments.common.config import ParamsError
 from paperlib.data import load_corpus
 from paperlib.data.text import Vocabulary, read_split_lines
@@ -199,7 +200,7 @@ def tiny_settings(lr: float = 0.0) -> dict:
 def write_params(root, block: dict, data_root) -> None:
     real = yaml.safe_load((REPO / "params.yaml").read_text())
     params = {"profile": "smoke", "data": {**real["data"], "root": str(data_root)},
-              "experiments": {"dyneval_char": {"smoke": block, "cpu": block, "paper": block}}}
+              "experiments": {"dyneval_char": {p: block for p in PROFILES}}}
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     (root / "dvc.yaml").write_text("stages: {}\n")
 

@@ -34,10 +34,11 @@ def _make_scratch(root: Path, mirror: Path) -> dict[str, str]:
     params = root / "params.yaml"
     params.write_text(re.sub(r"^profile: \w+", "profile: smoke", params.read_text(), count=1, flags=re.M))
     (root / "dvc.lock").unlink(missing_ok=True)
-    # Start from no outputs; the seed-items table under results/ is an input of the results index.
+    # Start from no outputs; the seed-items table and results/gpu/ (results made elsewhere, committed) under results/
+    # are inputs of the results index.
     shutil.rmtree(root / "figures", ignore_errors=True)
     for path in (root / "results").iterdir():
-        if path.name != "seed_items.csv":
+        if path.name not in ("seed_items.csv", "gpu"):
             shutil.rmtree(path) if path.is_dir() else path.unlink()
     git = ["git", "-c", "user.name=ci", "-c", "user.email=ci@localhost", "-c", "commit.gpgsign=false"]
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)

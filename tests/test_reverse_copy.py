@@ -9,6 +9,7 @@ import torch
 import yaml
 from torch.nn import functional as F
 
+from paperlib.experiments.common.config import PROFILES
 from paperlib.data import ReverseCopyData, reverse_copy
 from paperlib.experiments.reverse_copy.reverse_copy import (
     RESULT_KEYS,
@@ -319,7 +320,7 @@ def test_runner_on_a_tiny_config_writes_the_documented_keys_and_resumes_from_its
     real = yaml.safe_load((REPO / "params.yaml").read_text())
     block = tiny_settings()
     params = {"profile": "smoke", "data": real["data"],
-              "experiments": {"reverse_copy": {"smoke": block, "cpu": block, "paper": block}}}
+              "experiments": {"reverse_copy": {p: block for p in PROFILES}}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     (tmp_path / "dvc.yaml").write_text("stages: {}\n")
     out = run_reverse_copy("smoke", progress=False, root=tmp_path)

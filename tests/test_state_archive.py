@@ -1,8 +1,14 @@
 """A stage's resumable state packed on one machine and continued on another (paperlib.compendium.state_archive)."""
 
 import io
+import json
+import os
+import shutil
+import subprocess
+import sys
 import tarfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +17,7 @@ from paperlib.compendium.state_archive import pack, portable_files, unpack
 from paperlib.experiments.micmco.ptb.design import MicmcoPtbParams
 from paperlib.experiments.micmco.ptb.data import prepare_sentences
 from paperlib.experiments.micmco.ptb.studies import run_curve_study
+from tests.conftest import REPO
 from tests.test_micmco_ptb import EOS, SMOKE, UNK, V, toy_sentences
 
 
@@ -102,3 +109,29 @@ def test_a_stacked_study_stopped_at_its_time_limit_continues_on_another_machine(
     assert not any(n.endswith(".pt") for n in moved)
     continued = run_curve_study("dreg16_kl.shared", settings, data, there / "runs" / "micmco_ptb", "smoke")
     assert [(r["params"], r["nll"], r["kl"]) for r in continued] == [(r["params"], r["nll"], r["kl"]) for r in whole]
+
+
+def test_the_chunk_script_collects_the_state_results_and_chunk_log_that_came_back(tmp_path):
+    """benchmarks/gpu_stage.sh --collect in a checkout (here a skeleton beside a copy of the script): the returned
+    state is merged into runs/ and kept for the next chunk, finished results go to results/gpu/, and each chunk's
+    record is appended to results/gpu/<stage>.chunks.jsonl."""
+    checkout, back = tmp_path / "checkout", tmp_path / "back"
+    (checkout / "benchmarks").mkdir(parents=True)
+    shutil.copy(REPO / "benchmarks" / "gpu_stage.sh", checkout / "benchmarks")
+    for name in ("dvc.yaml", "params.yaml"):  # what marks a checkout's root
+        (checkout / name).write_text("")
+    _state(tmp_path / "there")
+    pack(tmp_path / "there", ["stage"], back / "stage.tar.gz")
+    (back / "stage.json").write_text('{"curves": {}}')
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    for chunk in (1, 2):
+        (back / "chunk.json").write_text(json.dumps({"stage": "stage", "seconds": 60 * chunk, "exit_status": 3}))
+        done = subprocess.run(["bash", str(checkout / "benchmarks" / "gpu_stage.sh"), "--collect", str(back), "stage"],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert (checkout / "runs" / "stage" / "study.sqlite3").read_bytes() == \
+        (tmp_path / "there" / "runs" / "stage" / "study.sqlite3").read_bytes()
+    assert (checkout / "runs" / "device" / "stage.tar.gz").read_bytes() == (back / "stage.tar.gz").read_bytes()
+    assert (checkout / "results" / "gpu" / "stage.json").read_text() == '{"curves": {}}'
+    chunks = (checkout / "results" / "gpu" / "stage.chunks.jsonl").read_text().splitlines()
+    assert [json.loads(line)["seconds"] for line in chunks] == [60, 120]

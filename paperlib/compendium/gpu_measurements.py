@@ -78,13 +78,47 @@ def render(result: dict[str, Any], source: str) -> str:
     return "\n".join(lines)
 
 
+def earlier(root: str | Path, path: Path) -> Path | None:
+    """The newest measurement of the same card as ``path`` made before it (by the date in the names), if any."""
+    mine = _NAME.match(path.name)
+    found = [(m["date"], other) for other in (Path(root) / RESULTS).glob("gpu-*.json")
+             if (m := _NAME.match(other.name)) and m["card"] == mine["card"] and m["date"] < mine["date"]]
+    return max(found)[1] if found else None
+
+
+def repeatability(newer: dict[str, Any], older: dict[str, Any]) -> dict[str, Any]:
+    """How far the step times of the workloads timed in both measurements moved: their ``count``, the largest
+    relative change (``largest``, newer / older - 1, signed) and which workload it was (``worst``)."""
+    def timed(result: dict[str, Any]) -> dict[tuple, float]:
+        return {(r["stage"], r["workload"], str(r["batch"]), r["length"]): r["step_s"] for r in result["workloads"]
+                if r["status"] == "timed" and r.get("step_s")}
+
+    old, new = timed(older), timed(newer)
+    changes = {key: new[key] / old[key] - 1 for key in sorted(set(old) & set(new))}
+    if not changes:
+        return {"count": 0, "largest": None, "worst": None}
+    worst = max(changes, key=lambda key: abs(changes[key]))
+    return {"count": len(changes), "largest": changes[worst], "worst": f"{worst[0]} {worst[1]}"}
+
+
 def block(root: str | Path) -> str:
-    """The block: the newest measurement's table, or the sentence that there is none yet."""
+    """The block: the newest measurement's table, or the sentence that there is none yet; when the same card was
+    measured before, how far the step times moved since (the timings should repeat within 10%)."""
     path = newest(root)
     if path is None:
         return ("No GPU measurement is committed yet: every GPU-hour here is the dry run's estimate. "
                 "`bash benchmarks/gpu.sh` on a GPU machine writes one to `benchmarks/results/`.")
-    return render(json.loads(path.read_text()), "../" + path.relative_to(root).as_posix())
+    result = json.loads(path.read_text())
+    text = render(result, "../" + path.relative_to(root).as_posix())
+    before = earlier(root, path)
+    if before is not None:
+        moved = repeatability(result, json.loads(before.read_text()))
+        text += (f"\n\nAgainst the earlier measurement of this card (`{before.name}`): "
+                 + ("no workload was timed in both." if not moved["count"] else
+                    f"{moved['count']} workloads timed in both, step times within {abs(moved['largest']):.1%} "
+                    f"(largest change {moved['largest']:+.1%}, {moved['worst']}); "
+                    + ("they repeat within 10%." if abs(moved["largest"]) <= 0.10 else "not within 10%.")))
+    return text
 
 
 DRYRUN = Path("results") / "dryrun.json"
@@ -137,5 +171,6 @@ def readme_with_measurements(readme: str, root: str | Path) -> str:
                            "dryrun-gpu-estimate", str(PAGE))
 
 
-__all__ = ["DRYRUN", "DRYRUN_GPU", "END", "ESTIMATE_END", "ESTIMATE_START", "GPU_ESTIMATE_END", "GPU_ESTIMATE_START", "PAGE", "START", "block", "newest", "readme_with_measurements",
-           "render", "render_estimate"]
+__all__ = ["DRYRUN", "DRYRUN_GPU", "END", "ESTIMATE_END", "ESTIMATE_START", "GPU_ESTIMATE_END", "GPU_ESTIMATE_START",
+           "PAGE", "START", "block", "earlier", "newest", "readme_with_measurements", "render", "render_estimate",
+           "repeatability"]
