@@ -1,0 +1,222 @@
+"""The PTB MICMCO frontiers drawn like the thesis' figures: one image per group of thesis figures
+(:data:`~paperlib.compendium.figure_style.MICMCO_PTB_GROUPS`), one panel per figure, from a ``micmco_ptb`` results
+file of any profile (``results/micmco_ptb.json``, or ``results/gpu/micmco_ptb.json`` from a GPU machine).
+
+Within an image the NLL axis is shared and the KL axis within a row (one estimator family). Line and marker say the
+objective; KL rings are larger than Rényi dots, so points where the two coincide stay visible as a dot inside a ring.
+Colour says the family (its standard run) or how a run departs from the standard one. Frontier points above the NLL
+axis are drawn in a grey band at its top.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+from typing import Any, Mapping
+
+from paperlib.compendium import figure_style
+
+GROUPS = figure_style.MICMCO_PTB_GROUPS  # the results index links each figure to the same files
+OBJECTIVE_STYLE = {
+    "K/R": dict(ls=":", marker="s", mfc="none", ms=7.5),
+    "kl": dict(ls="--", marker="o", mfc="none", ms=8.5),
+    "renyi": dict(ls="-", marker="o", ms=5),
+    "power": dict(ls="-.", marker="x", ms=7.5, mew=1.6),
+}
+OBJECTIVE_KEY = {"K/R": "K/R: 1 sample in the divergence term, where the KL and Rényi objectives coincide",
+                 "kl": "KL objective, 16 samples in the divergence term",
+                 "renyi": "Rényi objective, 16 samples in the divergence term",
+                 "power": "power objective, 16 samples"}
+DEPARTURE_COLOUR = {"T×16": figure_style.PALETTE[2], "bs×16": figure_style.PALETTE[4],
+                    "T×2": figure_style.PALETTE[2], "bs×2": figure_style.PALETTE[4],
+                    "hs×2": "black", "hs×2 T×2": figure_style.PALETTE[5],
+                    "16/1": figure_style.PALETTE[4], "1/16": figure_style.PALETTE[2]}
+FAMILY_KEY = {"dreg": "DReG (Gaussian latents)", "vimco": "VIMCO (categorical latents)"}
+
+
+def departure_key(hidden_size: int) -> dict[str, str]:
+    return {"T×16": "T×16: base run with 16× the optimisation steps",
+            "bs×16": "bs×16: base run with 16× the batch size",
+            "T×2": "T×2: base run with twice the optimisation steps",
+            "bs×2": "bs×2: base run with twice the batch size",
+            "hs×2": f"hs×2: base run with twice the hidden size ({2 * hidden_size})",
+            "hs×2 T×2": "hs×2 T×2: base run with twice the hidden size and the steps",
+            "16/1": "16/1: 16 samples in the likelihood term, 1 in the divergence term",
+            "1/16": "1/16: 1 sample in the likelihood term, 16 in the divergence term"}
+
+
+def objective_of(c: Mapping[str, Any]) -> str:
+    e = c["estimator"]
+    return "K/R" if e["objective"] != "power" and e["kl_samples"] == 1 else e["objective"]
+
+
+def departure_of(c: Mapping[str, Any], settings: Mapping[str, Any]) -> str | None:
+    """The tag of a run's departure from the profile's standard run, as in the curve labels; None if standard."""
+    e, tags = c["estimator"], []
+    if c["hidden_size"] != settings["hidden_size"]:
+        tags.append(f"hs×{c['hidden_size'] // settings['hidden_size']}")
+    tags += [f"{t}×{f}" for t, f in (("T", c["steps_factor"]), ("bs", c["batch_factor"])) if f != 1]
+    if e["lik_samples"] != e["kl_samples"]:
+        tags.append(f"{e['lik_samples']}/{e['kl_samples']}")
+    return " ".join(tags) or None
+
+
+def _line_style(c: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+    d = departure_of(c, settings)
+    return dict(color=figure_style.colour(c["estimator"]["base"]) if d is None else DEPARTURE_COLOUR[d],
+                **OBJECTIVE_STYLE[objective_of(c)])
+
+
+def _frontier_points(results: Mapping[str, Any], fig_ids: list[str]) -> list[tuple[float, float]]:
+    from paperlib.experiments.micmco.ptb.design import FIGURES
+
+    curves = results["curves"]
+    return [(p["kl"], p["nll"]) for f in fig_ids if f in results["figures"]
+            for n in FIGURES[f].configurations if n in curves for p in curves[n]["frontier"]]
+
+
+def nll_limits(results: Mapping[str, Any], fig_ids: list[str]) -> tuple[float, float]:
+    """A group's NLL axis: from its lowest frontier point to the highest of its curves' best points + 2 HV margins, so
+    that every curve shows its best point; frontier points above are drawn in a band at the top."""
+    from paperlib.experiments.micmco.ptb.design import FIGURES
+
+    curves, settings = results["curves"], results["settings"]
+    points = _frontier_points(results, fig_ids)
+    if not points:
+        return 0.0, 1.0
+    best = [min(p["nll"] for p in curves[n]["frontier"]) for f in fig_ids if f in results["figures"]
+            for n in FIGURES[f].configurations if n in curves and curves[n]["frontier"]]
+    lowest, highest = min(best), max(n for _, n in points)
+    top = max(min(max(best) + 2 * settings["hv_margin"], highest + 0.04 * (highest - lowest)), lowest + 0.1)
+    return lowest - 0.06 * (top - lowest), top
+
+
+def kl_limits(results: Mapping[str, Any], fig_ids: list[str], top: float) -> tuple[float, float]:
+    """A row's KL axis: up to the largest KL among the points below the top of the NLL axis."""
+    shown = [k for k, n in _frontier_points(results, fig_ids) if n <= top]
+    return (min([0.0, *shown]), 1.08 * max(shown) + 1e-3 if shown else 1.0)
+
+
+def draw_frontier(ax, c: Mapping[str, Any], settings: Mapping[str, Any], top: float, right: float,
+                  band_y: float) -> None:
+    """The frontier as far as the panel's NLL axis goes; points above it as ▲ in the band (▶ at the right edge if
+    their KL is off the axis too)."""
+    style = _line_style(c, settings)
+    kl = [p["kl"] for p in c["frontier"]]
+    nll = [p["nll"] for p in c["frontier"]]
+    xs, ys = [], []
+    for i, (k, n) in enumerate(zip(kl, nll)):
+        if n <= top:
+            xs.append(k), ys.append(n)
+        elif i and nll[i - 1] <= top:  # continue the line to where it leaves the panel
+            xs.append(kl[i - 1] + (k - kl[i - 1]) * (top - nll[i - 1]) / (n - nll[i - 1])), ys.append(top)
+    ax.plot(xs, ys, ls=style["ls"], color=style["color"], marker="none")
+    ax.plot([k for k, n in zip(kl, nll) if n <= top], [n for n in nll if n <= top], ls="none",
+            **{k: v for k, v in style.items() if k != "ls"})
+    above = [k for k, n in zip(kl, nll) if n > top]
+    for xs, marker in (([k for k in above if k <= right], "^"), ([right] * sum(k > right for k in above), ">")):
+        if xs:  # (an empty line drawn unclipped would break the layout)
+            ax.plot(xs, [band_y] * len(xs), ls="none", marker=marker, color=style["color"], ms=6, clip_on=False)
+
+
+def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str = "micmco_ptb",
+                show: bool = True) -> list[str]:
+    """One image per group of thesis figures, saved as ``figures/<stem>_<group>.png`` and ``.pdf`` under ``root``
+    (``stem`` may name a subfolder, e.g. ``gpu/micmco_ptb``); returns the PNG paths, relative to ``root``."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from paperlib.compendium.notebooks import save_figure
+    from paperlib.experiments.micmco.ptb.design import FIGURES
+
+    curves, settings, data = results["curves"], results["settings"], results["data"]
+    grouped = [f for _, rows in GROUPS.values() for row in rows for f in row]
+    if sorted(grouped) != sorted(FIGURES) or len(grouped) != len(set(grouped)):
+        raise ValueError("every thesis figure must be in exactly one group of MICMCO_PTB_GROUPS")
+    (Path(root) / "figures" / stem).parent.mkdir(parents=True, exist_ok=True)
+    keys_of_departures = departure_key(settings["hidden_size"])
+    written = []
+    for group, (title, rows) in GROUPS.items():
+        ids = [f for row in rows for f in row]
+        bottom, top = nll_limits(results, ids)
+        band = 0.08 * (top - bottom)
+        splits = {FIGURES[f].configurations[0].split(".")[1] == "train" for f in ids}
+        ylabel = {frozenset({True}): "training NLL per token (nats)",
+                  frozenset({False}): "validation NLL per token (nats)"}.get(frozenset(splits), "NLL per token (nats)")
+        ncols = max(len(row) for row in rows)
+        # NLL shared by the whole group; KL by each row (one estimator family), whose KL ranges can differ several-fold
+        fig, axes = plt.subplots(len(rows), ncols, figsize=(4.4 * ncols + 0.8, 3.8 * len(rows) + 2.4), sharex="row",
+                                 sharey=True, squeeze=False, layout="constrained")
+        families, departures, objectives = set(), set(), set()
+        for r, row in enumerate(rows):
+            left, right = kl_limits(results, row, top)
+            axes[r, 0].set_xlim(left, right)
+            for col in range(ncols):
+                ax = axes[r, col]
+                if col >= len(row):
+                    ax.axis("off")
+                    continue
+                fig_id = row[col]
+                ax.set_title(f"Fig. {fig_id}\n" + "\n".join(textwrap.wrap(FIGURES[fig_id].title, 42)))
+                ax.axhspan(top, top + band, color="0.9", lw=0, zorder=0)
+                ax.set_xlabel("KL per token (nats)")
+                if fig_id not in results["figures"]:
+                    ax.text(0.5, 0.5, "not run at this profile", transform=ax.transAxes, ha="center", color="grey")
+                    continue
+                missing = []
+                for n in FIGURES[fig_id].configurations:
+                    if n not in curves or not curves[n]["frontier"]:
+                        missing.append(curves[n]["label"] if n in curves else n)
+                        continue
+                    draw_frontier(ax, curves[n], settings, top, right, top + band / 2)
+                    families.add(curves[n]["estimator"]["base"])
+                    objectives.add(objective_of(curves[n]))
+                    if departure_of(curves[n], settings):
+                        departures.add(departure_of(curves[n], settings))
+                notes = []
+                if fig_id == "5.10":
+                    notes.append("1-sample curves: shared masks\n(the same as naive with one sample)")
+                if missing:
+                    notes.append("no finite trials: " + ", ".join(missing))
+                if notes:
+                    ax.text(0.97, 0.04, "\n".join(notes), transform=ax.transAxes, ha="right", va="bottom",
+                            fontsize=9, color="0.3")
+        for ax in axes[:, 0]:
+            ax.set_ylabel(ylabel)
+        axes[0, 0].set_ylim(bottom, top + band)
+        ticks = [t for t in axes[0, 0].get_yticks() if bottom <= t <= top - band / 2]  # (none crowding the band's)
+        axes[0, 0].set_yticks(ticks)
+        labels = axes[0, 0].yaxis.get_major_formatter().format_ticks(ticks)
+        axes[0, 0].set_yticks([*ticks, top + band / 2], [*labels, f"> {top:.2f}"])  # the band's tick: what lies above
+        # the key, in two columns: colours (family, or a run's departure from its base run); lines (objective)
+        base = (", base run" if any("×" in d for d in departures) else
+                ", as many samples in both terms" if departures else "")
+        colour_keys = [(Line2D([], [], color=figure_style.colour(f), lw=3), FAMILY_KEY[f] + base)
+                       for f in ("dreg", "vimco") if f in families]
+        colour_keys += [(Line2D([], [], color=DEPARTURE_COLOUR[d], lw=3), keys_of_departures[d])
+                        for d in keys_of_departures if d in departures]
+        line_keys = [(Line2D([], [], color="0.25", **OBJECTIVE_STYLE[o]), OBJECTIVE_KEY[o])
+                     for o in OBJECTIVE_STYLE if o in objectives]
+        line_keys.append((Line2D([], [], color="0.25", ls="none", marker="^", ms=6),
+                          "in the grey band: frontier points above the NLL axis (▶: also beyond the KL axis)"))
+        blank = (Line2D([], [], alpha=0), "")
+        length = max(len(colour_keys), len(line_keys))
+        keys = colour_keys + [blank] * (length - len(colour_keys)) + line_keys + [blank] * (length - len(line_keys))
+        keys = [(h, "\n".join(textwrap.wrap(label, 21 * ncols))) for h, label in keys]
+        fig.legend(*zip(*keys), loc="outside lower center", ncols=2, handlelength=3.2, columnspacing=2.5)
+        fig.suptitle(f"{title}\nPareto frontiers, profile {results['profile']}: vocabulary {data['vocab_size']:,}, "
+                     f"hidden {settings['hidden_size']}, {settings['steps']} steps of {settings['batch_size']} "
+                     f"sentences, {settings['trials']} trials per curve", fontsize=11)
+        save_figure(fig, f"{stem}_{group}", root)
+        written.append(f"figures/{stem}_{group}.png")
+        print(f"figures/{stem}_{group}.png: Figs. {', '.join(ids)}")
+        if show:
+            plt.show()
+        else:
+            plt.close(fig)
+    return written
+
+
+__all__ = ["DEPARTURE_COLOUR", "FAMILY_KEY", "GROUPS", "OBJECTIVE_KEY", "OBJECTIVE_STYLE", "departure_key",
+           "departure_of", "draw_frontier", "draw_groups", "kl_limits", "nll_limits", "objective_of"]
