@@ -1,46 +1,78 @@
 #!/usr/bin/env bash
 # A stage of the `gpu` profile in chunks, on GPU machines that start bare and allow one command of a few minutes:
-# each chunk carries the stage's state there, continues it until a time limit and brings the state back.
+# each chunk carries the stage's state there, continues it until a time limit and brings the state back. For the
+# stages that stop at a time limit with their work saved: micmco_ptb and micmco_ptb_ladder.
 #
-#   bash benchmarks/gpu_stage.sh --prepare STAGE        # here: wheels into .whl/ (when empty) and the stage's state
-#                                                        # into runs/device/STAGE.tar.gz (paperlib state pack)
+#   bash benchmarks/gpu_stage.sh --prepare STAGE        # here: wheels into .whl/ (when empty); says what to carry
 #   bash benchmarks/gpu_stage.sh STAGE [SECONDS]        # there, carrying .whl, data/raw/ptb and runs/device
 #   bash benchmarks/gpu_stage.sh --collect DIR STAGE    # here: DIR holds what came back from there
 #
+# The stage's state between chunks is runs/device/STAGE.tar.gz (`paperlib state pack`: studies, finished runs, the
+# points of a batch in progress, no checkpoints), kept apart from this machine's own runs/ (the cpu profile's).
 # There: installs the wheels, merges runs/device/STAGE.tar.gz into runs/, runs `paperlib run STAGE` at the gpu
-# profile with PAPERLIB_TIME_LIMIT=SECONDS (default 420: the running stack is checkpointed and the command exits
-# with status 3, "the same command continues"), then writes to $OUT the stage's state without checkpoints
-# (STAGE.tar.gz, at most 16 MiB: studies, finished runs, the points of the batch in progress, which starts again
-# from its first step next time), the stage's results when it finished (results/gpu/STAGE.json and its
-# provenance), and chunk.json: the card, driver, torch and CUDA versions, seconds and exit status.
-# --collect merges the state into runs/, keeps it as runs/device/STAGE.tar.gz for the next chunk, copies finished
-# results into results/gpu/ and appends chunk.json to results/gpu/STAGE.chunks.jsonl (commit both).
-# The code and the gpu profile's settings must stay the same between chunks: a study made by other code or
-# settings is not continued but started again.
+# profile with PAPERLIB_TIME_LIMIT=SECONDS (default 420: no stack starts that the time left would not finish, by
+# the last one's time; the running one is checkpointed at the limit and the command exits with status 3), under
+# `timeout` SECONDS + 150 (a batch's evaluations run to their end), then writes to $OUT the stage's state
+# (STAGE.tar.gz, at most 16 MiB; a stack cut off part-way starts again from its first step next time), its results
+# when it finished (STAGE.json and STAGE.provenance.json), and chunk.json: the card, driver, torch and CUDA
+# versions, seconds, exit status and the trials and runs finished so far.
+# --collect keeps the state as runs/device/STAGE.tar.gz for the next chunk, copies finished results into
+# results/gpu/ and appends chunk.json to results/gpu/STAGE.chunks.jsonl (commit both), warning when a chunk
+# finished nothing new. The code and the gpu profile's settings must stay the same between chunks: a study or run
+# folder made by other code or settings is not continued but started again.
 set -euo pipefail
+here=$PWD
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+usage="usage: gpu_stage.sh --prepare STAGE | STAGE [SECONDS] | --collect DIR STAGE"
+check_stage() {
+  case "$1" in
+    micmco_ptb|micmco_ptb_ladder) ;;
+    *) echo "gpu_stage.sh: $1 does not stop at a time limit with its work saved; run it in one command" >&2; exit 2 ;;
+  esac
+}
 if [ "${1:-}" = "--prepare" ]; then
-  stage=${2:?usage: --prepare STAGE}
+  stage=${2:?$usage}; check_stage "$stage"
   ls .whl/*.whl >/dev/null 2>&1 || bash benchmarks/gpu.sh --fetch-wheels
-  python3 -m paperlib state pack "$stage" --out "runs/device/$stage.tar.gz" --limit-mb 16
+  mkdir -p runs/device
+  if [ -f "runs/device/$stage.tar.gz" ]; then
+    echo "carry: .whl data/raw/ptb runs/device (the state of $stage from the last chunk)"
+  else
+    echo "carry: .whl data/raw/ptb runs/device ($stage starts from nothing: no runs/device/$stage.tar.gz)"
+  fi
   du -sh .whl data/raw/ptb runs/device
   exit 0
 fi
 if [ "${1:-}" = "--collect" ]; then
-  back=${2:?usage: --collect DIR STAGE} stage=${3:?usage: --collect DIR STAGE}
+  back=${2:?$usage} stage=${3:?$usage}; check_stage "$stage"
+  case "$back" in /*) ;; *) back=$here/$back ;; esac
+  for f in "$back/$stage.tar.gz" "$back/chunk.json"; do
+    if [ ! -f "$f" ]; then echo "gpu_stage.sh: $f is missing: nothing collected" >&2; exit 2; fi
+  done
   mkdir -p runs/device results/gpu
-  python3 -m paperlib state unpack "$back/$stage.tar.gz"
   cp "$back/$stage.tar.gz" "runs/device/$stage.tar.gz"
   for f in "$back/$stage.json" "$back/$stage.provenance.json"; do
     if [ -f "$f" ]; then cp "$f" results/gpu/; fi
   done
-  python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$back/chunk.json" \
-    >> "results/gpu/$stage.chunks.jsonl"
-  tail -n 1 "results/gpu/$stage.chunks.jsonl"
+  python3 - "$back/chunk.json" "results/gpu/$stage.chunks.jsonl" <<'PY'
+import json, sys
+chunk = json.load(open(sys.argv[1]))
+try:
+    earlier = [json.loads(line) for line in open(sys.argv[2]) if line.strip()]
+except FileNotFoundError:
+    earlier = []
+done = (chunk.get("complete_trials", 0), chunk.get("finished_runs", 0))
+if earlier and not chunk.get("finished") and done <= (earlier[-1].get("complete_trials", 0),
+                                                      earlier[-1].get("finished_runs", 0)):
+    print("warning: this chunk finished no trial or run; give the next one more time", file=sys.stderr)
+with open(sys.argv[2], "a") as out:
+    out.write(json.dumps(chunk) + "\n")
+print(json.dumps(chunk))
+PY
   exit 0
 fi
-stage=${1:?usage: gpu_stage.sh STAGE [SECONDS]} seconds=${2:-420}
+stage=${1:?$usage} seconds=${2:-420}
+check_stage "$stage"
 out=${OUT:-runs/device/out}
 mkdir -p "$out"
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -50,26 +82,38 @@ fi
 if [ -f "runs/device/$stage.tar.gz" ]; then python3 -m paperlib state unpack "runs/device/$stage.tar.gz"; fi
 started=$(date +%s)
 status=0
-PAPERLIB_PROFILE=gpu PAPERLIB_TIME_LIMIT=$seconds python3 -m paperlib run "$stage" || status=$?
-python3 -m paperlib state pack "$stage" --out "$out/$stage.tar.gz" --limit-mb 16
-for f in "results/gpu/$stage.json" "results/gpu/$stage.provenance.json"; do
-  if [ -f "$f" ]; then cp "$f" "$out/"; fi
-done
-python3 - "$out/chunk.json" "$stage" "$status" "$(( $(date +%s) - started ))" "$seconds" <<'PY'
-import datetime, json, subprocess, sys
+PAPERLIB_PROFILE=gpu PAPERLIB_TIME_LIMIT=$seconds timeout -s TERM $((seconds + 150)) \
+  python3 -m paperlib run "$stage" || status=$?
+packed=0
+python3 -m paperlib state pack "$stage" --out "$out/$stage.tar.gz" --limit-mb 16 || packed=$?
+if [ "$status" -eq 0 ]; then
+  for f in "results/gpu/$stage.json" "results/gpu/$stage.provenance.json"; do
+    if [ -f "$f" ]; then cp "$f" "$out/"; fi
+  done
+fi
+python3 - "$out/chunk.json" "$stage" "$status" "$(( $(date +%s) - started ))" "$seconds" "$packed" <<'PY'
+import datetime, json, pathlib, sqlite3, subprocess, sys
 import torch
-path, stage, status, seconds, limit = sys.argv[1:]
+path, stage, status, seconds, limit, packed = sys.argv[1:]
 try:
     driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                             capture_output=True, text=True, check=True).stdout.strip()
 except (OSError, subprocess.CalledProcessError):
     driver = None
+folder = pathlib.Path("runs") / stage
+trials = 0
+for study in sorted(folder.glob("*.sqlite3")):  # the studies' finished trials
+    with sqlite3.connect(study) as db:
+        trials += db.execute("select count(*) from trials where state = 'COMPLETE'").fetchone()[0]
+runs = sum(1 for p in folder.glob("*/*.json") if not p.name.endswith(".stack.json"))  # the ladder's finished runs
 chunk = {"stage": stage, "profile": "gpu", "date": datetime.date.today().isoformat(),
          "card": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu", "driver": driver,
          "torch": torch.__version__, "cuda": torch.version.cuda, "seconds": int(seconds), "time_limit": float(limit),
-         "exit_status": int(status), "finished": int(status) == 0}
+         "exit_status": int(status), "finished": int(status) == 0, "state_packed": int(packed) == 0,
+         "complete_trials": trials, "finished_runs": runs}
 json.dump(chunk, open(path, "w"), indent=1)
 print(json.dumps(chunk))
 PY
-# 0: the stage finished; 3: stopped at the time limit, its state in $out; anything else: a failure
-if [ "$status" -ne 0 ] && [ "$status" -ne 3 ]; then exit "$status"; fi
+# 0: the stage finished; 3: stopped at the time limit (124: cut off by timeout), its state in $out; else a failure
+if [ "$packed" -ne 0 ]; then exit "$packed"; fi
+if [ "$status" -ne 0 ] && [ "$status" -ne 3 ] && [ "$status" -ne 124 ]; then exit "$status"; fi

@@ -179,6 +179,11 @@ def _nbval_strict(root: Path, env: dict, notebooks: list[Path]) -> str:
             _stop(proc)
 
 
+def _figures(folder: Path) -> dict[str, bytes]:
+    """Every figure file under ``folder`` (subfolders too, e.g. figures/gpu/) by its path relative to it."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def _unchanged(before: dict[str, bytes], folder: Path) -> list[str]:
     return sorted(name for name, data in before.items() if (folder / name).read_bytes() != data)
 
@@ -191,7 +196,7 @@ def test_nbval_reruns_every_executed_notebook_to_the_same_outputs_and_figures(sc
     root, env = scratch.root, scratch.env
     executed = sorted((root / "results" / "notebooks").glob("*.ipynb"))
     assert {p.stem for p in executed} == {p.stem for p in (root / "notebooks").glob("*.ipynb")}
-    figures = {p.name: p.read_bytes() for p in (root / "figures").iterdir()}
+    figures = _figures(root / "figures")
     _nbval_strict(root, dict(env, PAPERLIB_PROFILE="smoke"), executed)
     assert not _unchanged(figures, root / "figures"), "figures not byte-deterministic"
 
@@ -205,7 +210,7 @@ def committed_nbval(tmp_path_factory):
         if rel.startswith(("results/", "figures/", "notebooks/", "params.yaml", "dvc.yaml")):
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, root / rel)
-    figures = {p.name: p.read_bytes() for p in (root / "figures").iterdir()}
+    figures = _figures(root / "figures")
     env = {k: v for k, v in os.environ.items() if k not in ("PAPERLIB_PROFILE", "PAPERLIB_ROOT")}
     started = _start_nbval(root, env, sorted((root / "results" / "notebooks").glob("*.ipynb")))
     yield root, figures, started

@@ -52,7 +52,8 @@ def test_pack_keeps_studies_and_records_leaves_checkpoints_and_repeats_byte_for_
     (tmp_path / "there" / "runs/stage/study.stack.json").write_text("older")
     unpack(tmp_path / "a.tar.gz", tmp_path / "there")  # the archive's copy replaces the older one
     assert (tmp_path / "there" / "runs/stage/study.stack.json").read_text() == '{"trials": [4, 5]}'
-    assert pack(tmp_path / "empty", ["stage"], tmp_path / "e.tar.gz")["files"] == 0  # nothing done yet
+    (folder / "linked.json").symlink_to(tmp_path / "a.tar.gz")  # a link is not state: left out
+    assert "runs/stage/linked.json" not in [p.as_posix() for p in portable_files(tmp_path / "here", ["stage"])]
 
 
 def test_bad_archives_limits_and_names_are_clear_errors(tmp_path):
@@ -62,6 +63,8 @@ def test_bad_archives_limits_and_names_are_clear_errors(tmp_path):
     assert not (tmp_path / "big.tar.gz").exists()
     with pytest.raises(ValueError, match="not a stage name"):
         pack(tmp_path / "here", ["../etc"], tmp_path / "x.tar.gz")
+    with pytest.raises(ValueError, match="no folder runs/stagee/ .* nothing of stage 'stagee' has run"):
+        pack(tmp_path / "here", ["stagee"], tmp_path / "x.tar.gz")
     for name in ("../escape.json", "params.yaml", "runs/x.json", "/runs/stage/abs.json"):
         evil = tmp_path / "evil.tar.gz"
         with tarfile.open(evil, "w:gz") as tar:
@@ -113,25 +116,37 @@ def test_a_stacked_study_stopped_at_its_time_limit_continues_on_another_machine(
 
 def test_the_chunk_script_collects_the_state_results_and_chunk_log_that_came_back(tmp_path):
     """benchmarks/gpu_stage.sh --collect in a checkout (here a skeleton beside a copy of the script): the returned
-    state is merged into runs/ and kept for the next chunk, finished results go to results/gpu/, and each chunk's
-    record is appended to results/gpu/<stage>.chunks.jsonl."""
+    state is kept as runs/device/<stage>.tar.gz for the next chunk (this machine's runs/ untouched), finished results
+    go to results/gpu/, each chunk's record is appended to results/gpu/<stage>.chunks.jsonl, and a chunk that
+    finished nothing new is flagged; a stage that cannot stop at a time limit, or a folder missing what a chunk
+    returns, is refused."""
     checkout, back = tmp_path / "checkout", tmp_path / "back"
     (checkout / "benchmarks").mkdir(parents=True)
     shutil.copy(REPO / "benchmarks" / "gpu_stage.sh", checkout / "benchmarks")
-    for name in ("dvc.yaml", "params.yaml"):  # what marks a checkout's root
-        (checkout / name).write_text("")
-    _state(tmp_path / "there")
-    pack(tmp_path / "there", ["stage"], back / "stage.tar.gz")
-    (back / "stage.json").write_text('{"curves": {}}')
+    (tmp_path / "there" / "runs" / "micmco_ptb").mkdir(parents=True)
+    (tmp_path / "there" / "runs" / "micmco_ptb" / "study.sqlite3").write_bytes(b"SQLite format 3\0")
+    pack(tmp_path / "there", ["micmco_ptb"], back / "micmco_ptb.tar.gz")
+    (back / "micmco_ptb.json").write_text('{"curves": {}}')
     env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    for chunk in (1, 2):
-        (back / "chunk.json").write_text(json.dumps({"stage": "stage", "seconds": 60 * chunk, "exit_status": 3}))
-        done = subprocess.run(["bash", str(checkout / "benchmarks" / "gpu_stage.sh"), "--collect", str(back), "stage"],
-                              capture_output=True, text=True, env=env, timeout=120)
+
+    def collect(*args):
+        return subprocess.run(["bash", str(checkout / "benchmarks" / "gpu_stage.sh"), "--collect", *args],
+                              capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+
+    for seconds, trials in ((60, 10), (120, 10)):
+        (back / "chunk.json").write_text(json.dumps({"stage": "micmco_ptb", "seconds": seconds, "exit_status": 3,
+                                                     "complete_trials": trials, "finished_runs": 0}))
+        done = collect("back", "micmco_ptb")  # a relative folder: relative to where the command was given
         assert done.returncode == 0, done.stderr[-2000:]
-    assert (checkout / "runs" / "stage" / "study.sqlite3").read_bytes() == \
-        (tmp_path / "there" / "runs" / "stage" / "study.sqlite3").read_bytes()
-    assert (checkout / "runs" / "device" / "stage.tar.gz").read_bytes() == (back / "stage.tar.gz").read_bytes()
-    assert (checkout / "results" / "gpu" / "stage.json").read_text() == '{"curves": {}}'
-    chunks = (checkout / "results" / "gpu" / "stage.chunks.jsonl").read_text().splitlines()
+    assert "finished no trial or run" in done.stderr  # the second chunk added nothing
+    assert (checkout / "runs" / "device" / "micmco_ptb.tar.gz").read_bytes() == (back / "micmco_ptb.tar.gz").read_bytes()
+    assert not (checkout / "runs" / "micmco_ptb").exists()
+    assert (checkout / "results" / "gpu" / "micmco_ptb.json").read_text() == '{"curves": {}}'
+    chunks = (checkout / "results" / "gpu" / "micmco_ptb.chunks.jsonl").read_text().splitlines()
     assert [json.loads(line)["seconds"] for line in chunks] == [60, 120]
+    (back / "chunk.json").unlink()
+    refused = collect(str(back), "micmco_ptb")
+    assert refused.returncode == 2 and "chunk.json is missing" in refused.stderr
+    assert len((checkout / "results" / "gpu" / "micmco_ptb.chunks.jsonl").read_text().splitlines()) == 2
+    refused = collect(str(back), "lm_ptb")
+    assert refused.returncode == 2 and "does not stop at a time limit" in refused.stderr

@@ -27,16 +27,19 @@ TRANSIENT = ("-journal", "-wal", "-shm", ".tmp", ".part")  # an open SQLite file
 
 
 def portable_files(root: str | os.PathLike, stages: list[str]) -> list[Path]:
-    """The files of ``runs/<stage>/`` (every stage of ``stages``, recursively) that travel: all but checkpoints
-    and transient files, sorted; paths relative to ``root``."""
+    """The files of ``runs/<stage>/`` (every stage of ``stages``, recursively) that travel: all but checkpoints,
+    transient files and symbolic links, sorted; paths relative to ``root``. A ValueError for a stage with no
+    folder there (a misspelt name, or nothing of it has run)."""
     root = Path(root)
     files = []
     for stage in stages:
         if not stage or "/" in stage or stage in (".", ".."):
             raise ValueError(f"not a stage name: {stage!r}")
         folder = root / "runs" / stage
-        for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
-            if path.is_file() and not path.name.endswith(LEFT_BEHIND) and not path.name.endswith(TRANSIENT):
+        if not folder.is_dir() or folder.is_symlink():
+            raise ValueError(f"no folder runs/{stage}/ under {root}: nothing of stage {stage!r} has run there")
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and not path.is_symlink() and not path.name.endswith(LEFT_BEHIND + TRANSIENT):
                 files.append(path.relative_to(root))
     return files
 

@@ -29,7 +29,7 @@ def read_seed_items(path: str | os.PathLike) -> list[dict[str, str]]:
     return rows
 
 
-OTHER_PROFILES = ("gpu", "paper")  # results/<profile>/: stages run at another profile, on other machines
+OTHER_PROFILES = ("gpu",)  # results/<profile>/: stages run at another profile on other machines (a DVC input)
 
 
 def load_results(root: str | os.PathLike, profile: str | None = None) -> dict[str, Any]:
@@ -174,7 +174,8 @@ def build_index(items: list[dict[str, str]], results: Results,
     plain names (:func:`plain`), and ``quotes``, the seed sentences the row judges (``(seed, section, text)``,
     verbatim, from :data:`.quotes.QUOTES`). ``others``: results of other profiles (:data:`OTHER_PROFILES`, by
     profile); a row whose stages all ran at one of them is judged on those too, by the same rules, under
-    ``profiles`` (profile -> ours, scale, verdict, status, reason)."""
+    ``profiles`` (profile -> ours, scale, verdict, status, reason), unless that judgement is "not attempted" (e.g. a
+    figure the profile does not run) or still pending."""
     unknown = [item["id"] for item in items if item["id"] not in ROWS]
     if unknown:
         raise ValueError(f"no index row for seed item(s) {', '.join(unknown)}; add them to ROWS")
@@ -185,7 +186,9 @@ def build_index(items: list[dict[str, str]], results: Results,
         elsewhere = {}
         for profile, found in (others or {}).items():
             if row.needs and all(name in found for name in row.needs):
-                elsewhere[profile] = {k: v if k == "status" else plain(v) for k, v in row.render(found).items()}
+                judged = row.render(found)
+                if judged["status"] not in ("not attempted", "pending"):
+                    elsewhere[profile] = {k: v if k == "status" else plain(v) for k, v in judged.items()}
         table.append({"id": item["id"], "seed": item["seed"], "kind": item["kind"], "title": item["title"],
                       "file": row.file, "paper": plain(row.paper), **rendered,
                       "quotes": QUOTES.get(item["id"], []), "profiles": elsewhere})

@@ -63,7 +63,7 @@ class TimeLimitReached(RuntimeError):
 
 def stop_time() -> float | None:
     """The ``time.time()`` by which a stage that honours it stops: ``$PAPERLIB_TIME_LIMIT`` seconds from now (a
-    lent machine's command slot; a positive number), None when unset."""
+    scheduler's time slot per job or command; a positive number), None when unset."""
     import os
 
     raw = os.environ.get(TIME_LIMIT_ENV)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from paperlib.experiments.common.runs import TimeLimitReached
 from paperlib.experiments.common.stage import stage_device
 from paperlib.experiments.micmco.synthetic.micmco_synthetic import hypervolume, nll_at_mi, pareto_front
 from paperlib.models.sentence_vae import SentenceVAE
@@ -128,10 +129,22 @@ def best_model(name: str, record: Mapping[str, Any], settings: MicmcoPtbParams, 
     return model.eval()
 
 
+def _table_seconds(record: Mapping[str, Any], settings: MicmcoPtbParams, checkpointed: bool) -> float:
+    """A cautious guess of the time a Table 5.1 cell takes from its trial's record: retraining it when its model is
+    not at hand (as long as its whole stack took: a trial alone is no faster on a launch-bound GPU), then the test
+    evaluation (its validation evaluation's time scaled by the samples)."""
+    train = 0.0 if checkpointed else (record.get("train_seconds") or 0.0) * (settings.stack_size or 1)
+    return train + (record.get("eval_seconds") or 0.0) * settings.test_samples / settings.eval_samples
+
+
 def table_5_1(curves: Mapping[str, Mapping[str, Any]], settings: MicmcoPtbParams, data: SentenceData,
-              runs_dir: str | os.PathLike, profile: str, progress: bool = False) -> list[dict[str, Any]]:
+              runs_dir: str | os.PathLike, profile: str, progress: bool = False,
+              deadline: float | None = None) -> list[dict[str, Any]]:
     """Rows of Table 5.1: per hidden size and column, the best-validation trial of the column's shared-mask
-    curves, evaluated on the test set with ``test_samples`` samples (cached), beside the thesis' numbers."""
+    curves, evaluated on the test set with ``test_samples`` samples (cached), beside the thesis' numbers. A
+    ``deadline`` (``time.time()``) that a cell would pass, by :func:`_table_seconds`, stops the table before it with
+    :class:`~paperlib.experiments.common.runs.TimeLimitReached`; the cells done are cached and the same call
+    continues."""
     runs_dir = Path(runs_dir)
     rows = []
     for thesis_hs, variants in TABLE_5_1_VARIANTS.items():
@@ -151,6 +164,11 @@ def table_5_1(curves: Mapping[str, Mapping[str, Any]], settings: MicmcoPtbParams
             if cache.is_file():
                 scores = json.loads(cache.read_text())
             else:
+                if deadline is not None:
+                    saved = _checkpoint_path(runs_dir, study_name(name, profile, settings))
+                    if time.time() + _table_seconds(record, settings, saved.is_file()) > deadline:
+                        raise TimeLimitReached(f"{EXPERIMENT} stopped at its time limit before Table 5.1's {column} "
+                                               f"(hs {row['hidden_size']}); the same command continues")
                 if progress:
                     print(f"{EXPERIMENT}: Table 5.1 {column} (hs {row['hidden_size']}): test evaluation of {name} "
                           f"trial {record['number']}", flush=True)

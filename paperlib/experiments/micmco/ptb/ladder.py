@@ -228,7 +228,8 @@ def run_ladder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: s
     Give ``data`` (the same sentences for every seed; needs ``workers == 1``) or ``data_root`` (each run loads its
     seed's sentences, as the main stage's study of that seed would). With stacks (``stack_size``), a ``deadline``
     (``time.time()``) stops the work there, the running stack checkpointed, and raises
-    :class:`~paperlib.experiments.common.runs.TimeLimitReached`; the same call continues it."""
+    :class:`~paperlib.experiments.common.runs.TimeLimitReached`; the same call continues it. No stack starts when
+    the time left is shorter than the last stack of the call took."""
     if (data is None) == (data_root is None):
         raise ValueError("give the sentences (data=...) or the corpus folder (data_root=...), not both")
     if deadline is not None and ladder.stack_size is None:
@@ -240,7 +241,7 @@ def run_ladder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: s
     runs = plan_runs(ladder, folder, lambda n, s: halton_design(CURVES[n].space, ladder.trials, s),
                      lambda n: CURVES[n].cost)
     if ladder.stack_size is not None:
-        size = ladder.stack_size
+        size, last = ladder.stack_size, 0.0  # last: seconds the last stack of this call took
         for name in dict.fromkeys(n for n, *_ in runs):  # the costliest curves first
             mine = [(s, i, point, path) for n, s, i, point, path in runs if n == name]
             for k in range(0, len(mine), size):  # fixed groups: an interrupted stack finds its checkpoint again
@@ -248,14 +249,16 @@ def run_ladder(ladder: MicmcoPtbLadderParams, main: MicmcoPtbParams, runs_dir: s
                 if not group:
                     continue
                 done = sum(Path(path).is_file() for *_, path in runs)
-                if deadline is not None and time.time() >= deadline:
+                if deadline is not None and time.time() + last >= deadline:  # (a stack it would not finish)
                     raise TimeLimitReached(f"{NAME} stopped at its time limit with {done} of {len(runs)} runs done; "
                                            "the same command continues")
+                started = time.time()
                 if not _run_stack(name, group, ladder, main, str(device), data, root,
                                   folder / f"{name}.stack{k // size}.pt", deadline):
                     raise TimeLimitReached(
                         f"{NAME} stopped at its time limit with {done} of {len(runs)} runs done; {name}'s stack "
                         f"{k // size} is checkpointed in {folder}; the same command continues")
+                last = time.time() - started
         records = [json.loads(Path(path).read_text()) for *_, path in runs]
     else:
         args = [(n, s, i, point, seed_settings(main, s, top), scoring_steps(ladder.rungs), path, str(device), data,

@@ -87,7 +87,8 @@ def run_experiment(settings: MicmcoPtbParams, runs_dir: str | os.PathLike, profi
 
     Give either ``data`` (used in this process; requires ``workers == 1``) or ``data_root`` (each worker loads the
     corpus). With ``workers > 1`` studies run in spawned processes, most expensive first. With stacks, a
-    ``deadline`` stops the studies there (:func:`~paperlib.experiments.micmco.ptb.studies.run_curve_study`).
+    ``deadline`` stops the studies there (:func:`~paperlib.experiments.micmco.ptb.studies.run_curve_study`), and Table
+    5.1 before a cell it would pass (:func:`~paperlib.experiments.micmco.ptb.analysis.table_5_1`).
     """
     if data is None and data_root is None:
         raise ValueError("give the sentences (data=...) or the corpus folder (data_root=...)")
@@ -126,7 +127,7 @@ def run_experiment(settings: MicmcoPtbParams, runs_dir: str | os.PathLike, profi
         threads = torch.get_num_threads()
         torch.set_num_threads(settings.threads * settings.workers)
         try:
-            results["table_5_1"] = table_5_1(curves, settings, data, runs_dir, profile, progress)
+            results["table_5_1"] = table_5_1(curves, settings, data, runs_dir, profile, progress, deadline)
         finally:
             torch.set_num_threads(threads)
     else:

@@ -15,7 +15,7 @@ ignores).
 
 **Chunks**: :meth:`StackedTrials.run` trains up to a step count and stops early at a deadline; :meth:`save` /
 :meth:`StackedTrials.load` write and read everything a continuation needs (weights, Adam state, random streams,
-the batch streams' places, progress) atomically, so a run split over several sessions, each a few minutes long, ends exactly where one
+the batch streams' places, progress) atomically, so a run split over several processes or machines, each a few minutes long, ends exactly where one
 uninterrupted run would. Every chunk records its steps, seconds and the device it ran on.
 
 Departures from a separate run: a trial whose objective becomes non-finite stops updating (as a separate run stops

@@ -139,16 +139,19 @@ def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data
     saved to ``path`` every :data:`CHECKPOINT_STEPS` steps, at the ``deadline`` and when it finishes training. A
     process that stops before the trials are told leaves them running; the next one fails them (they are
     interrupted, not counted), asks the same points again (the same seeds, from the trials' places) and continues
-    the stack from its checkpoint. A trial whose NLL or KL is not finite fails, as a separate trial's does. Past the
-    ``deadline`` no new batch starts.
+    the stack from its checkpoint. A trial whose NLL or KL is not finite fails, as a separate trial's does. No new
+    batch starts past the ``deadline``, nor when the time left is shorter than the last batch this call trained
+    (its checkpoint would only be of use on this machine).
     """
     import optuna
 
     points = path.with_suffix(".json")
+    last = 0.0  # seconds the last batch of this call took
     while (done := _finished(study)) < settings.trials:
-        if deadline is not None and time.time() >= deadline:
+        if deadline is not None and time.time() + last >= deadline:
             raise TimeLimitReached(f"{EXPERIMENT} stopped at its time limit with {done} of {settings.trials} trials of "
                                    f"{curve.label} ({curve.regime}) done; the same command continues")
+        started = time.time()
         size = min(settings.stack_size, settings.trials - done)
         interrupted = _interrupted_batch(study, points, size)
         trials, specs = [], []
@@ -186,6 +189,7 @@ def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
         path.unlink()
         points.unlink()
+        last = time.time() - started
 
 
 def _study_job(name: str, settings: MicmcoPtbParams, runs_dir: str, profile: str, progress: bool,
