@@ -4,20 +4,21 @@
 # stages that stop at a time limit with their work saved: micmco_ptb and micmco_ptb_ladder.
 #
 #   bash benchmarks/gpu_stage.sh --prepare STAGE        # here: wheels into .whl/ (when empty); says what to carry
-#   bash benchmarks/gpu_stage.sh STAGE [SECONDS]        # there, carrying .whl, data/raw/ptb and runs/device
+#   bash benchmarks/gpu_stage.sh STAGE [SECONDS]        # there, carrying .whl and data/raw/ptb
 #   bash benchmarks/gpu_stage.sh --collect DIR STAGE    # here: DIR holds what came back from there
 #
-# The stage's state between chunks is runs/device/STAGE.tar.gz (`paperlib state pack`: studies, finished runs, the
-# points of a batch in progress, no checkpoints), kept apart from this machine's own runs/ (the cpu profile's).
-# There: installs the wheels, merges runs/device/STAGE.tar.gz into runs/, runs `paperlib run STAGE` at the gpu
+# The stage's state between chunks is results/gpu/STAGE.state.tar.gz (`paperlib state pack`: studies, finished runs,
+# the points of a batch in progress, no checkpoints; a few MB at most), committed, so it travels with the working
+# tree and never mixes with a machine's own runs/ (the cpu profile's).
+# There: installs the wheels, merges results/gpu/STAGE.state.tar.gz into runs/, runs `paperlib run STAGE` at the gpu
 # profile with PAPERLIB_TIME_LIMIT=SECONDS (default 420: no stack starts that the time left would not finish, by
 # the last one's time; the running one is checkpointed at the limit and the command exits with status 3), under
 # `timeout` SECONDS + 150 (a batch's evaluations run to their end), then writes to $OUT the stage's state
 # (STAGE.tar.gz, at most 16 MiB; a stack cut off part-way starts again from its first step next time), its results
 # when it finished (STAGE.json and STAGE.provenance.json), and chunk.json: the card, driver, torch and CUDA
 # versions, seconds, exit status and the trials and runs finished so far.
-# --collect keeps the state as runs/device/STAGE.tar.gz for the next chunk, copies finished results into
-# results/gpu/ and appends chunk.json to results/gpu/STAGE.chunks.jsonl (commit both), warning when a chunk
+# --collect keeps the state as results/gpu/STAGE.state.tar.gz for the next chunk, copies finished results into
+# results/gpu/ and appends chunk.json to results/gpu/STAGE.chunks.jsonl (commit them), warning when a chunk
 # finished nothing new. The code and the gpu profile's settings must stay the same between chunks: a study or run
 # folder made by other code or settings is not continued but started again.
 set -euo pipefail
@@ -34,13 +35,12 @@ check_stage() {
 if [ "${1:-}" = "--prepare" ]; then
   stage=${2:?$usage}; check_stage "$stage"
   ls .whl/*.whl >/dev/null 2>&1 || bash benchmarks/gpu.sh --fetch-wheels
-  mkdir -p runs/device
-  if [ -f "runs/device/$stage.tar.gz" ]; then
-    echo "carry: .whl data/raw/ptb runs/device (the state of $stage from the last chunk)"
+  if [ -f "results/gpu/$stage.state.tar.gz" ]; then
+    echo "carry: .whl data/raw/ptb ($stage continues from results/gpu/$stage.state.tar.gz, in the working tree)"
   else
-    echo "carry: .whl data/raw/ptb runs/device ($stage starts from nothing: no runs/device/$stage.tar.gz)"
+    echo "carry: .whl data/raw/ptb ($stage starts from nothing: no results/gpu/$stage.state.tar.gz)"
   fi
-  du -sh .whl data/raw/ptb runs/device
+  du -sh .whl data/raw/ptb
   exit 0
 fi
 if [ "${1:-}" = "--collect" ]; then
@@ -49,8 +49,8 @@ if [ "${1:-}" = "--collect" ]; then
   for f in "$back/$stage.tar.gz" "$back/chunk.json"; do
     if [ ! -f "$f" ]; then echo "gpu_stage.sh: $f is missing: nothing collected" >&2; exit 2; fi
   done
-  mkdir -p runs/device results/gpu
-  cp "$back/$stage.tar.gz" "runs/device/$stage.tar.gz"
+  mkdir -p results/gpu
+  cp "$back/$stage.tar.gz" "results/gpu/$stage.state.tar.gz"
   for f in "$back/$stage.json" "$back/$stage.provenance.json"; do
     if [ -f "$f" ]; then cp "$f" results/gpu/; fi
   done
@@ -73,13 +73,13 @@ PY
 fi
 stage=${1:?$usage} seconds=${2:-420}
 check_stage "$stage"
-out=${OUT:-runs/device/out}
+out=${OUT:-runs/chunk-out}
 mkdir -p "$out"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site:$PYTHONPATH
 fi
-if [ -f "runs/device/$stage.tar.gz" ]; then python3 -m paperlib state unpack "runs/device/$stage.tar.gz"; fi
+if [ -f "results/gpu/$stage.state.tar.gz" ]; then python3 -m paperlib state unpack "results/gpu/$stage.state.tar.gz"; fi
 started=$(date +%s)
 status=0
 PAPERLIB_PROFILE=gpu PAPERLIB_TIME_LIMIT=$seconds timeout -s TERM $((seconds + 150)) \

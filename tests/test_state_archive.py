@@ -116,8 +116,8 @@ def test_a_stacked_study_stopped_at_its_time_limit_continues_on_another_machine(
 
 def test_the_chunk_script_collects_the_state_results_and_chunk_log_that_came_back(tmp_path):
     """benchmarks/gpu_stage.sh --collect in a checkout (here a skeleton beside a copy of the script): the returned
-    state is kept as runs/device/<stage>.tar.gz for the next chunk (this machine's runs/ untouched), finished results
-    go to results/gpu/, each chunk's record is appended to results/gpu/<stage>.chunks.jsonl, and a chunk that
+    state is kept as results/gpu/<stage>.state.tar.gz for the next chunk (this machine's runs/ untouched), finished
+    results go to results/gpu/, each chunk's record is appended to results/gpu/<stage>.chunks.jsonl, and a chunk that
     finished nothing new is flagged; a stage that cannot stop at a time limit, or a folder missing what a chunk
     returns, is refused."""
     checkout, back = tmp_path / "checkout", tmp_path / "back"
@@ -139,8 +139,8 @@ def test_the_chunk_script_collects_the_state_results_and_chunk_log_that_came_bac
         done = collect("back", "micmco_ptb")  # a relative folder: relative to where the command was given
         assert done.returncode == 0, done.stderr[-2000:]
     assert "finished no trial or run" in done.stderr  # the second chunk added nothing
-    assert (checkout / "runs" / "device" / "micmco_ptb.tar.gz").read_bytes() == (back / "micmco_ptb.tar.gz").read_bytes()
-    assert not (checkout / "runs" / "micmco_ptb").exists()
+    kept = checkout / "results" / "gpu" / "micmco_ptb.state.tar.gz"
+    assert kept.read_bytes() == (back / "micmco_ptb.tar.gz").read_bytes() and not (checkout / "runs").exists()
     assert (checkout / "results" / "gpu" / "micmco_ptb.json").read_text() == '{"curves": {}}'
     chunks = (checkout / "results" / "gpu" / "micmco_ptb.chunks.jsonl").read_text().splitlines()
     assert [json.loads(line)["seconds"] for line in chunks] == [60, 120]

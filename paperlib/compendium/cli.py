@@ -480,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     state_sub = state.add_subparsers(dest="action", required=True)
     p = state_sub.add_parser("pack", help="runs/<stage>/ without its checkpoints -> one .tar.gz")
     p.add_argument("stages", nargs="+", metavar="STAGE")
-    p.add_argument("--out", required=True, help="the archive to write, e.g. runs/device/micmco_ptb.tar.gz")
+    p.add_argument("--out", required=True, help="the archive to write, e.g. results/gpu/micmco_ptb.state.tar.gz")
     p.add_argument("--limit-mb", type=float, help="refuse to write an archive larger than this (MiB)")
     p.set_defaults(func=cmd_state)
     p = state_sub.add_parser("unpack", help="merge an archive made by `state pack` into runs/")
