@@ -204,9 +204,12 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     assert "Not timed within the run's budget: 1 workloads (reverse_copy)" in text
     assert "| dreg16_renyi.shared | 128 × 10,000 × 64 × 16 | 50.00 | 4 | 80.00 | 2.50× | 9.50 |" in text
     assert "| dreg16_renyi.shared | 128 × 10,000 × 64 × 16 | 50.00 | 12 | out of memory | | |" in text
-    # a repeat on the same card: how far the step times of the workloads timed in both moved
-    assert ("Against the earlier measurement of this card (`gpu-nvidia-h200-2026-11-01.json`): 1 workloads timed in "
-            "both, step times within 0.0% (largest change +0.0%, lm_ptb lstm); they repeat within 10%.") in text
+    # a repeat on the same card at the same precision: how far the step times of the workloads timed in both moved
+    assert "Against the earlier measurement" not in text  # the earlier one of this card ran at bf16
+    (folder / "gpu-nvidia-h200-2026-10-01.json").write_text(json.dumps(result))
+    text = readme_with_measurements(readme, tmp_path)
+    assert ("Against the earlier measurement of this card at tf32 (`gpu-nvidia-h200-2026-10-01.json`): 1 workloads "
+            "timed in both, step times within 0.0% (largest change +0.0%, lm_ptb lstm); they repeat within 10%.") in text
     slower = {**result, "workloads": [{**row, "step_s": 0.0100}]}
     (folder / "gpu-nvidia-h200-2026-11-01.json").write_text(json.dumps(slower))
     (folder / "gpu-nvidia-h100-2026-11-20.json").write_text(json.dumps(result))  # another card: not compared

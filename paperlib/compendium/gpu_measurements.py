@@ -79,11 +79,14 @@ def render(result: dict[str, Any], source: str) -> str:
 
 
 def earlier(root: str | Path, path: Path) -> Path | None:
-    """The newest measurement of the same card as ``path`` made before it (by the date in the names), if any."""
+    """The newest measurement of the same card at the same precision as ``path`` made before it (by the date in
+    the names), if any."""
     mine = _NAME.match(path.name)
-    found = [(m["date"], other) for other in (Path(root) / RESULTS).glob("gpu-*.json")
-             if (m := _NAME.match(other.name)) and m["card"] == mine["card"] and m["date"] < mine["date"]]
-    return max(found)[1] if found else None
+    precision = json.loads(path.read_text()).get("precision")
+    found = sorted(((m["date"], other) for other in (Path(root) / RESULTS).glob("gpu-*.json")
+                    if (m := _NAME.match(other.name)) and m["card"] == mine["card"] and m["date"] < mine["date"]),
+                   reverse=True)
+    return next((other for _, other in found if json.loads(other.read_text()).get("precision") == precision), None)
 
 
 def repeatability(newer: dict[str, Any], older: dict[str, Any]) -> dict[str, Any]:
@@ -113,7 +116,7 @@ def block(root: str | Path) -> str:
     before = earlier(root, path)
     if before is not None:
         moved = repeatability(result, json.loads(before.read_text()))
-        text += (f"\n\nAgainst the earlier measurement of this card (`{before.name}`): "
+        text += (f"\n\nAgainst the earlier measurement of this card at {result['precision']} (`{before.name}`): "
                  + ("no workload was timed in both." if not moved["count"] else
                     f"{moved['count']} workloads timed in both, step times within {abs(moved['largest']):.1%} "
                     f"(largest change {moved['largest']:+.1%}, {moved['worst']}); "
