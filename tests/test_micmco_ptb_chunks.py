@@ -39,16 +39,48 @@ def test_no_batch_starts_that_the_time_left_would_not_finish(tmp_path, monkeypat
 
 
 def test_table_5_1_stops_before_a_cell_it_would_not_finish_and_keeps_the_finished_ones(tmp_path, data):
-    """The study's best model is not at hand (as on another machine: checkpoints do not travel), so a cell would
-    retrain it: past the deadline the table stops before it; given time it fills the cell and caches the test
-    scores, which a later call past its deadline reads back instead of stopping."""
-    records = run_curve_study("dreg16_kl.shared", SETTINGS, data, tmp_path, "smoke")
+    """A study whose best model is not at hand (its checkpoint stayed on another machine) and whose test scores
+    were not kept (a separate study's), so a cell would retrain it: past the deadline the table stops before it;
+    given time it fills the cell and caches the test scores, which a later call past its deadline reads back."""
+    settings = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 2})
+    records = run_curve_study("dreg16_kl.shared", settings, data, tmp_path, "smoke")
     curves = {"dreg16_kl.shared": {"trials": records}}
-    (tmp_path / f"{study_name('dreg16_kl.shared', 'smoke', SETTINGS)}.best.pt").unlink()
+    (tmp_path / f"{study_name('dreg16_kl.shared', 'smoke', settings)}.best.pt").unlink()
     with pytest.raises(TimeLimitReached, match="before Table 5.1's DReG 16 K .* the same command continues"):
-        table_5_1(curves, SETTINGS, data, tmp_path, "smoke", deadline=time.time() - 1)
-    rows = table_5_1(curves, SETTINGS, data, tmp_path, "smoke", deadline=time.time() + 3600)
-    again = table_5_1(curves, SETTINGS, data, tmp_path, "smoke", deadline=time.time() - 1)
+        table_5_1(curves, settings, data, tmp_path, "smoke", deadline=time.time() - 1)
+    rows = table_5_1(curves, settings, data, tmp_path, "smoke", deadline=time.time() + 3600)
+    again = table_5_1(curves, settings, data, tmp_path, "smoke", deadline=time.time() - 1)
     filled = [r for r in rows if r.get("curve")]
     assert [r["column"] for r in filled] == ["DReG 16 K"]
     assert [r.get("test_nll") for r in again] == [r.get("test_nll") for r in rows]
+
+
+def test_a_stacked_table_5_1_curve_keeps_its_best_trials_test_scores_so_the_table_needs_no_retraining(tmp_path, data):
+    """At the end of each batch of a stacked Table 5.1 curve, the study's best trial (if it is of that batch) is
+    scored on the test set while its model is at hand; the table reads those scores without its checkpoint and
+    past its deadline, and they are the scores of the trial's own model (the saved best model, scored again)."""
+    import torch
+
+    from paperlib.experiments.micmco.ptb.design import CURVES
+    from paperlib.experiments.micmco.ptb.studies import _checkpoint_path, test_scores
+    from paperlib.experiments.micmco.ptb.trials import build_model
+
+    records = run_curve_study("dreg16_kl.shared", SETTINGS, data, tmp_path, "smoke")
+    study = study_name("dreg16_kl.shared", "smoke", SETTINGS)
+    cached = sorted(tmp_path.glob(f"{study}.test-*.json"))
+    best = min((r for r in records if r["nll"] is not None), key=lambda r: r["nll"])
+    assert f".test-{best['number']}-" in cached[-1].name and len(cached) <= 2  # at most one per batch
+    saved = torch.load(_checkpoint_path(tmp_path, study), weights_only=True)
+    model = build_model(CURVES["dreg16_kl.shared"], best["params"], SETTINGS, data.vocab_size)
+    model.load_state_dict(saved["state"])
+    expected = test_scores(model, data, SETTINGS)
+    _checkpoint_path(tmp_path, study).unlink()  # as on another machine
+    rows = table_5_1({"dreg16_kl.shared": {"trials": records}}, SETTINGS, data, tmp_path, "smoke",
+                     deadline=time.time() - 1)
+    filled = [r for r in rows if r.get("curve")]
+    assert [r["column"] for r in filled] == ["DReG 16 K"] and filled[0]["trial"] == best["number"]
+    assert filled[0]["test_nll"] == expected["nll"] and filled[0]["test_kl"] == expected["kl"]
+    # a separate (unstacked) study keeps no test scores: its table retrains or loads the checkpoint as before
+    separate = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 2})
+    run_curve_study("dreg16_kl.shared", separate, data, tmp_path / "separate", "smoke")
+    assert not list((tmp_path / "separate").glob("*.test-*.json"))

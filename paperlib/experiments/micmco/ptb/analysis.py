@@ -22,8 +22,10 @@ from paperlib.experiments.micmco.ptb.design import (
     CURVES, EXPERIMENT, FIGURES, MicmcoPtbParams, TABLE_5_1_COLUMNS, TABLE_5_1_VARIANTS, THESIS_TABLE_5_1, VARIANTS,
 )
 from paperlib.experiments.micmco.ptb.data import SentenceData
-from paperlib.experiments.micmco.ptb.studies import _checkpoint_path, _save_checkpoint, study_name
-from paperlib.experiments.micmco.ptb.trials import build_model, evaluate, run_trial
+from paperlib.experiments.micmco.ptb.studies import (
+    _checkpoint_path, _save_checkpoint, study_name, test_scores, test_scores_path,
+)
+from paperlib.experiments.micmco.ptb.trials import build_model, run_trial
 
 
 def _points(records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -141,7 +143,8 @@ def table_5_1(curves: Mapping[str, Mapping[str, Any]], settings: MicmcoPtbParams
               runs_dir: str | os.PathLike, profile: str, progress: bool = False,
               deadline: float | None = None) -> list[dict[str, Any]]:
     """Rows of Table 5.1: per hidden size and column, the best-validation trial of the column's shared-mask
-    curves, evaluated on the test set with ``test_samples`` samples (cached), beside the thesis' numbers. A
+    curves, evaluated on the test set with ``test_samples`` samples (cached; a stacked study caches its best
+    trial's scores as it goes, so those need no retraining), beside the thesis' numbers. A
     ``deadline`` (``time.time()``) that a cell would pass, by :func:`_table_seconds`, stops the table before it with
     :class:`~paperlib.experiments.common.runs.TimeLimitReached`; the cells done are cached and the same call
     continues."""
@@ -159,8 +162,7 @@ def table_5_1(curves: Mapping[str, Mapping[str, Any]], settings: MicmcoPtbParams
                 rows.append({**row, "curve": None})
                 continue
             name, record = min(candidates, key=lambda c: c[1]["nll"])
-            cache = runs_dir / f"{study_name(name, profile, settings)}.test-{record['number']}-" \
-                               f"{settings.test_fingerprint()}.json"
+            cache = test_scores_path(runs_dir, study_name(name, profile, settings), record["number"], settings)
             if cache.is_file():
                 scores = json.loads(cache.read_text())
             else:
@@ -174,9 +176,7 @@ def table_5_1(curves: Mapping[str, Mapping[str, Any]], settings: MicmcoPtbParams
                           f"trial {record['number']}", flush=True)
                 model = best_model(name, record, settings, data, runs_dir, profile,
                                    index=curves[name]["trials"].index(record))
-                started = time.perf_counter()
-                scores = evaluate(model, data.test, data.eos_id, settings.test_samples, settings.seed + 7)
-                scores["seconds"] = round(time.perf_counter() - started, 1)
+                scores = test_scores(model, data, settings)
                 cache.write_text(json.dumps(scores))
             rows.append({**row, "curve": name, "trial": record["number"], "params": record["params"],
                          "valid_nll": record["nll"], "valid_kl": record["kl"], "test_nll": scores["nll"],

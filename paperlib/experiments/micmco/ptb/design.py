@@ -24,6 +24,8 @@ TABLE_5_1_COLUMNS: dict[str, str] = {  # column -> estimator stem
     "VIMCO 1 K/R": "vimco1", "VIMCO 16 K": "vimco16_kl", "VIMCO 16 R": "vimco16_renyi",
 }
 TABLE_5_1_VARIANTS: dict[int, tuple[str, ...]] = {128: ("", ".T2"), 256: (".hs2", ".hs2.T2")}  # thesis hs -> curves
+TABLE_5_1_CURVES = frozenset(f"{stem}.shared{v}" for stem in TABLE_5_1_COLUMNS.values()
+                             for variants in TABLE_5_1_VARIANTS.values() for v in variants)  # its candidates
 
 # ---------------------------------------------------------------------------------------------------
 # hyperparameter ranges (Table 5.2) and curves

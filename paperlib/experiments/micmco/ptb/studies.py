@@ -32,9 +32,11 @@ from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.runs import TimeLimitReached
 from paperlib.experiments.common.stage import setup_stage
 from paperlib.experiments.micmco.ptb.data import SentenceData, load_data
-from paperlib.experiments.micmco.ptb.design import CURVES, Curve, EXPERIMENT, MicmcoPtbParams, curve_of
+from paperlib.experiments.micmco.ptb.design import (
+    CURVES, Curve, EXPERIMENT, MicmcoPtbParams, TABLE_5_1_CURVES, curve_of,
+)
 from paperlib.experiments.micmco.ptb.stacked_trials import StackedTrials, TrialSpec
-from paperlib.experiments.micmco.ptb.trials import run_trial, trial_record
+from paperlib.experiments.micmco.ptb.trials import evaluate, run_trial, trial_record
 from paperlib.experiments.micmco.synthetic.micmco_synthetic import (
     fail_stale_trials, halton_design, open_study, suggest_space, trial_index, trial_records, tune,
 )
@@ -48,6 +50,19 @@ def study_name(curve_name: str, profile: str, settings: MicmcoPtbParams) -> str:
 
 def _checkpoint_path(runs_dir: Path, study: str) -> Path:
     return runs_dir / f"{study}.best.pt"
+
+
+def test_scores_path(runs_dir: Path, study: str, trial: int, settings: MicmcoPtbParams) -> Path:
+    """Where a trial's Table 5.1 test scores are cached (a small JSON file, so it travels with the study)."""
+    return runs_dir / f"{study}.test-{trial}-{settings.test_fingerprint()}.json"
+
+
+def test_scores(model: SentenceVAE, data: SentenceData, settings: MicmcoPtbParams) -> dict[str, Any]:
+    """A model's Table 5.1 scores: the test set with ``test_samples`` samples, and the seconds it took."""
+    started = time.perf_counter()
+    scores = evaluate(model.eval(), data.test, data.eos_id, settings.test_samples, settings.seed + 7)
+    scores["seconds"] = round(time.perf_counter() - started, 1)
+    return scores
 
 
 def _save_checkpoint(path: Path, trial: int, model: SentenceVAE) -> None:
@@ -103,7 +118,19 @@ def run_curve_study(name: str, settings: MicmcoPtbParams, data: SentenceData, ru
 
         tune(study, objective, design, settings.trials)
     else:
-        _tune_in_stacks(study, curve, design, settings, data, runs_dir / f"{study_id}.stack.pt", report, deadline)
+        def keep_test_scores(models: Mapping[int, SentenceVAE]) -> None:
+            """A Table 5.1 curve's batch: the test scores of the study's best trial if it is one of the batch's,
+            while its model is at hand (its checkpoint stays on this machine; elsewhere the table would retrain it)."""
+            done = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+                    if math.isfinite(t.values[0])]
+            best = min(done, key=lambda t: t.values[0], default=None)
+            if best is not None and best.number in models:
+                path = test_scores_path(runs_dir, study_id, best.number, settings)
+                write_json_atomic(path, test_scores(models[best.number], data, settings))
+
+        table_cell = settings.table_5_1 and name in TABLE_5_1_CURVES
+        _tune_in_stacks(study, curve, design, settings, data, runs_dir / f"{study_id}.stack.pt", report, deadline,
+                        keep_test_scores if table_cell else None)
     records = trial_records(study)
     for r in records:
         r["kl"] = r.pop("mi")
@@ -132,7 +159,7 @@ def _interrupted_batch(study, points: Path, size: int) -> list[dict[str, float]]
 
 
 def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data: SentenceData, path: Path,
-                    report, deadline: float | None = None) -> None:
+                    report, deadline: float | None = None, after_batch=None) -> None:
     """Ask ``stack_size`` trials at a time (design points first), train them as one stack, tell each outcome.
 
     The batch's points are written beside the stack (``path`` with ``.json``) before it trains, and the stack is
@@ -141,7 +168,8 @@ def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data
     interrupted, not counted), asks the same points again (the same seeds, from the trials' places) and continues
     the stack from its checkpoint. A trial whose NLL or KL is not finite fails, as a separate trial's does. No new
     batch starts past the ``deadline``, nor when the time left is shorter than the last batch this call trained
-    (its checkpoint would only be of use on this machine).
+    (its checkpoint would only be of use on this machine). ``after_batch`` (optional) is called with the batch's
+    models by trial number once its trials are told.
     """
     import optuna
 
@@ -187,6 +215,8 @@ def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data
                 study.tell(trial, values)
             else:
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        if after_batch is not None:
+            after_batch({trial.number: model for trial, model in zip(trials, stack.models)})
         path.unlink()
         points.unlink()
         last = time.time() - started
