@@ -84,3 +84,24 @@ def test_a_stacked_table_5_1_curve_keeps_its_best_trials_test_scores_so_the_tabl
     separate = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 2})
     run_curve_study("dreg16_kl.shared", separate, data, tmp_path / "separate", "smoke")
     assert not list((tmp_path / "separate").glob("*.test-*.json"))
+
+
+def test_the_pace_carries_from_one_curve_to_the_next(tmp_path, monkeypatch, data):
+    """The studies of one process run one after another (costliest first): the next curve's first batch is judged
+    by the last batch's time too, so it does not start with less time left than that."""
+    real_run = studies.StackedTrials.run
+
+    def slow_run(self, until=None, deadline=None):
+        done = real_run(self, until=until, deadline=deadline)
+        time.sleep(2.0)
+        return done
+
+    monkeypatch.setattr(studies.StackedTrials, "run", slow_run)
+    one_batch = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 2, "stack_size": 2})
+    pace = {"last": 0.0}
+    run_curve_study("dreg16_kl.shared", one_batch, data, tmp_path, "smoke", deadline=time.time() + 60, pace=pace)
+    assert pace["last"] >= 2.0
+    with pytest.raises(TimeLimitReached, match="with 0 of 2 trials of .* done"):
+        run_curve_study("dreg16_renyi.shared", one_batch, data, tmp_path, "smoke", deadline=time.time() + 1.5,
+                        pace=pace)
+    assert not list(tmp_path.glob("dreg16_renyi*.stack.*"))

@@ -135,10 +135,13 @@ def test_the_chunk_script_collects_the_state_results_and_chunk_log_that_came_bac
 
     for seconds, trials in ((60, 10), (120, 10)):
         (back / "chunk.json").write_text(json.dumps({"stage": "micmco_ptb", "seconds": seconds, "exit_status": 3,
-                                                     "complete_trials": trials, "finished_runs": 0}))
+                                                     "finished_trials": trials, "test_scores": 0,
+                                                     "finished_runs": 0}))
         done = collect("back", "micmco_ptb")  # a relative folder: relative to where the command was given
         assert done.returncode == 0, done.stderr[-2000:]
-    assert "finished no trial or run" in done.stderr  # the second chunk added nothing
+    assert "finished no trial, test score or run" in done.stderr  # the second chunk added nothing
+    again = collect("back", "micmco_ptb")
+    assert again.returncode != 0 and "already collected" in again.stderr  # the same chunk twice
     kept = checkout / "results" / "gpu" / "micmco_ptb.state.tar.gz"
     assert kept.read_bytes() == (back / "micmco_ptb.tar.gz").read_bytes() and not (checkout / "runs").exists()
     assert (checkout / "results" / "gpu" / "micmco_ptb.json").read_text() == '{"curves": {}}'

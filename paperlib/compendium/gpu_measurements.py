@@ -116,7 +116,7 @@ def block(root: str | Path) -> str:
     before = earlier(root, path)
     if before is not None:
         moved = repeatability(result, json.loads(before.read_text()))
-        text += (f"\n\nAgainst the earlier measurement of this card at {result['precision']} (`{before.name}`): "
+        text += (f"\n\nAgainst the earlier measurement of this card at {result.get('precision')} (`{before.name}`): "
                  + ("no workload was timed in both." if not moved["count"] else
                     f"{moved['count']} workloads timed in both, step times within {abs(moved['largest']):.1%} "
                     f"(largest change {moved['largest']:+.1%}, {moved['worst']}); "

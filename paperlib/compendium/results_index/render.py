@@ -339,7 +339,7 @@ def render_markdown(table: list[dict[str, str]], wall_times: Mapping[str, tuple[
         "`paperlib index` (DVC stage `results_index`) from `results/*.json`; do not edit by hand.",
         "'Ours' numbers are measured at the `cpu` profile unless a row says otherwise; they are never the",
         "paper's scale (each row's details give the scale we ran at). Where a row's stages also ran at the `gpu`",
-        "or `paper` profile (`results/<profile>/`), its verdict there stands beside the `cpu` one.",
+        "profile (`results/gpu/`), its verdict there stands beside the `cpu` one.",
         "",
         *render_definitions(),
         "## Table",

@@ -168,7 +168,9 @@ def table_5_1(curves: Mapping[str, Mapping[str, Any]], settings: MicmcoPtbParams
             else:
                 if deadline is not None:
                     saved = _checkpoint_path(runs_dir, study_name(name, profile, settings))
-                    if time.time() + _table_seconds(record, settings, saved.is_file()) > deadline:
+                    held = saved.is_file() and torch.load(saved, map_location="cpu", weights_only=True)["trial"] \
+                        == record["number"]
+                    if time.time() + _table_seconds(record, settings, held) > deadline:
                         raise TimeLimitReached(f"{EXPERIMENT} stopped at its time limit before Table 5.1's {column} "
                                                f"(hs {row['hidden_size']}); the same command continues")
                 if progress:

@@ -98,7 +98,8 @@ def run_experiment(settings: MicmcoPtbParams, runs_dir: str | os.PathLike, profi
     runs_dir.mkdir(parents=True, exist_ok=True)
     names = sorted(settings.selected, key=lambda n: CURVES[n].cost, reverse=True)
     root_arg = None if data_root is None else str(data_root)
-    jobs = [(n, settings, str(runs_dir), profile, progress, root_arg, data, deadline) for n in names]
+    pace = {"last": 0.0}  # the last batch's seconds, for the studies run in this process one after another
+    jobs = [(n, settings, str(runs_dir), profile, progress, root_arg, data, deadline, pace) for n in names]
     finished = map_jobs(_study_job, jobs, settings.workers)
     curves: dict[str, Any] = {}
     seconds: dict[str, float] = {}

@@ -70,14 +70,17 @@ def _save_checkpoint(path: Path, trial: int, model: SentenceVAE) -> None:
 
 
 def run_curve_study(name: str, settings: MicmcoPtbParams, data: SentenceData, runs_dir: str | os.PathLike,
-                    profile: str, progress: bool = False, deadline: float | None = None) -> list[dict[str, Any]]:
+                    profile: str, progress: bool = False, deadline: float | None = None,
+                    pace: dict[str, float] | None = None) -> list[dict[str, Any]]:
     """Tune curve ``name`` until ``settings.trials`` trials have finished (resuming its SQLite study).
 
     The tuner sees (NLL, min(KL, ``kl_cap``)) per token; the raw KL estimate is kept as ``kl_estimate``. The model
     of the best trial so far (lowest NLL) is saved for Table 5.1. Returns the trial records (``kl`` = capped KL).
     With ``settings.stack_size`` the trials are asked and trained in stacks (the module docstring), and a
     ``deadline`` (``time.time()``) stops a stack there, checkpointed, raising
-    :class:`~paperlib.experiments.common.runs.TimeLimitReached` (the same call continues it).
+    :class:`~paperlib.experiments.common.runs.TimeLimitReached` (the same call continues it). ``pace`` (optional,
+    shared by the studies of one process, run costliest first) holds the seconds of the last batch trained, so that
+    a study does not start a batch the time left would not finish.
     """
     if deadline is not None and settings.stack_size is None:
         raise ValueError("a time limit needs stacks (stack_size): a separate trial cannot stop part-way")
@@ -130,7 +133,7 @@ def run_curve_study(name: str, settings: MicmcoPtbParams, data: SentenceData, ru
 
         table_cell = settings.table_5_1 and name in TABLE_5_1_CURVES
         _tune_in_stacks(study, curve, design, settings, data, runs_dir / f"{study_id}.stack.pt", report, deadline,
-                        keep_test_scores if table_cell else None)
+                        keep_test_scores if table_cell else None, pace)
     records = trial_records(study)
     for r in records:
         r["kl"] = r.pop("mi")
@@ -159,7 +162,8 @@ def _interrupted_batch(study, points: Path, size: int) -> list[dict[str, float]]
 
 
 def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data: SentenceData, path: Path,
-                    report, deadline: float | None = None, after_batch=None) -> None:
+                    report, deadline: float | None = None, after_batch=None,
+                    pace: dict[str, float] | None = None) -> None:
     """Ask ``stack_size`` trials at a time (design points first), train them as one stack, tell each outcome.
 
     The batch's points are written beside the stack (``path`` with ``.json``) before it trains, and the stack is
@@ -167,16 +171,16 @@ def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data
     process that stops before the trials are told leaves them running; the next one fails them (they are
     interrupted, not counted), asks the same points again (the same seeds, from the trials' places) and continues
     the stack from its checkpoint. A trial whose NLL or KL is not finite fails, as a separate trial's does. No new
-    batch starts past the ``deadline``, nor when the time left is shorter than the last batch this call trained
-    (its checkpoint would only be of use on this machine). ``after_batch`` (optional) is called with the batch's
-    models by trial number once its trials are told.
+    batch starts past the ``deadline``, nor when the time left is shorter than the last batch trained (``pace``'s
+    ``"last"``, shared across studies, else this call's; its checkpoint would only be of use on this machine).
+    ``after_batch`` (optional) is called with the batch's models by trial number once its trials are told.
     """
     import optuna
 
     points = path.with_suffix(".json")
-    last = 0.0  # seconds the last batch of this call took
+    pace = {"last": 0.0} if pace is None else pace  # seconds the last batch took
     while (done := _finished(study)) < settings.trials:
-        if deadline is not None and time.time() + last >= deadline:
+        if deadline is not None and time.time() + pace["last"] >= deadline:
             raise TimeLimitReached(f"{EXPERIMENT} stopped at its time limit with {done} of {settings.trials} trials of "
                                    f"{curve.label} ({curve.regime}) done; the same command continues")
         started = time.time()
@@ -219,12 +223,12 @@ def _tune_in_stacks(study, curve: Curve, design, settings: MicmcoPtbParams, data
             after_batch({trial.number: model for trial, model in zip(trials, stack.models)})
         path.unlink()
         points.unlink()
-        last = time.time() - started
+        pace["last"] = time.time() - started
 
 
 def _study_job(name: str, settings: MicmcoPtbParams, runs_dir: str, profile: str, progress: bool,
-               data_root: str | None, data: SentenceData | None, deadline: float | None = None
-               ) -> tuple[str, list[dict[str, Any]], float]:
+               data_root: str | None, data: SentenceData | None, deadline: float | None = None,
+               pace: dict[str, float] | None = None) -> tuple[str, list[dict[str, Any]], float]:
     import optuna
 
     torch.set_num_threads(settings.threads)
@@ -235,5 +239,5 @@ def _study_job(name: str, settings: MicmcoPtbParams, runs_dir: str, profile: str
     if progress:
         print(f"{EXPERIMENT} [{profile}]: {name} ({CURVES[name].label}, {CURVES[name].regime})", flush=True)
     started = time.time()
-    records = run_curve_study(name, settings, data, runs_dir, profile, progress, deadline)
+    records = run_curve_study(name, settings, data, runs_dir, profile, progress, deadline, pace)
     return name, records, round(time.time() - started, 1)
