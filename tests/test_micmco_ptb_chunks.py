@@ -16,15 +16,9 @@ from tests.test_micmco_ptb import EOS, SMOKE, UNK, V, toy_sentences
 SETTINGS = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 4, "stack_size": 2})
 
 
-@pytest.fixture(scope="module")
-def data():
-    splits = {"train": toy_sentences(120, 1), "valid": toy_sentences(30, 2), "test": toy_sentences(30, 3)}
-    return prepare_sentences(splits, V, EOS, UNK, SETTINGS)
-
-
-def test_no_batch_starts_that_the_time_left_would_not_finish(tmp_path, monkeypatch, data):
-    """Each batch here takes over 2 s (its training made slow); with 3 s to go, the first batch trains and the
-    second does not start (it would be cut off part-way, its checkpoint of use only on this machine)."""
+@pytest.fixture
+def slow_batches(monkeypatch):
+    """Every stack's training takes 2 s longer than it does."""
     real_run = studies.StackedTrials.run
 
     def slow_run(self, until=None, deadline=None):
@@ -33,6 +27,17 @@ def test_no_batch_starts_that_the_time_left_would_not_finish(tmp_path, monkeypat
         return done
 
     monkeypatch.setattr(studies.StackedTrials, "run", slow_run)
+
+
+@pytest.fixture(scope="module")
+def data():
+    splits = {"train": toy_sentences(120, 1), "valid": toy_sentences(30, 2), "test": toy_sentences(30, 3)}
+    return prepare_sentences(splits, V, EOS, UNK, SETTINGS)
+
+
+def test_no_batch_starts_that_the_time_left_would_not_finish(tmp_path, slow_batches, data):
+    """Each batch here takes over 2 s (its training made slow); with 3 s to go, the first batch trains and the
+    second does not start (it would be cut off part-way, its checkpoint of use only on this machine)."""
     with pytest.raises(TimeLimitReached, match="with 2 of 4 trials of .* done; the same command continues"):
         run_curve_study("dreg16_kl.shared", SETTINGS, data, tmp_path, "smoke", deadline=time.time() + 3.0)
     assert not list(tmp_path.glob("*.stack.*"))  # the second batch never began
@@ -86,17 +91,9 @@ def test_a_stacked_table_5_1_curve_keeps_its_best_trials_test_scores_so_the_tabl
     assert not list((tmp_path / "separate").glob("*.test-*.json"))
 
 
-def test_the_pace_carries_from_one_curve_to_the_next(tmp_path, monkeypatch, data):
+def test_the_pace_carries_from_one_curve_to_the_next(tmp_path, slow_batches, data):
     """The studies of one process run one after another (costliest first): the next curve's first batch is judged
     by the last batch's time too, so it does not start with less time left than that."""
-    real_run = studies.StackedTrials.run
-
-    def slow_run(self, until=None, deadline=None):
-        done = real_run(self, until=until, deadline=deadline)
-        time.sleep(2.0)
-        return done
-
-    monkeypatch.setattr(studies.StackedTrials, "run", slow_run)
     one_batch = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 2, "stack_size": 2})
     pace = {"last": 0.0}
     run_curve_study("dreg16_kl.shared", one_batch, data, tmp_path, "smoke", deadline=time.time() + 60, pace=pace)
