@@ -26,9 +26,15 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
    hidden size, layers, batch and BPTT (the goals: our LSTM >= 0.8x, the Mogrifier >= 0.5x its tokens/s).
    Workloads are taken round robin over the stages (every stage's first, then every stage's second, ...) while the
    budget lasts; the ones left are listed under ``not_timed`` with the reason, never dropped silently.
-6. **CUDA graphs** (``--graphs``): the first workload of each LM stage again, its whole training step captured as
+6. **Concurrent processes** (``--concurrent N ...``, after the stacked trials, at most ``--concurrent-budget``
+   seconds): the first workload of ``--concurrent-stage`` (``tuning_ptb``'s LSTM: launch-bound, and the largest stage of
+   the paper dry run) trained by N processes at once on the one device, each for ``--concurrent-seconds``; their total
+   steps/s against one process's (:func:`concurrency_timings`). A launch-bound step leaves the card mostly idle while
+   the host launches kernels, so independent runs (trials, seeds, grid points; the stages' ``workers``) may overlap
+   there: this measures how far, before any profile counts on it.
+7. **CUDA graphs** (``--graphs``): the first workload of each LM stage again, its whole training step captured as
    one CUDA graph and replayed (:func:`graphed_step`): the launch-bound part of a step, measured.
-7. **Compilation** (``--compile``): the first LM workload under ``torch.compile`` in each mode asked for, its first
+8. **Compilation** (``--compile``): the first LM workload under ``torch.compile`` in each mode asked for, its first
    step (compilation included) and steady step; skipped, and listed, when the budget cannot cover the compile
    time measured on a CPU (:data:`COMPILE_SECONDS`).
 
@@ -41,6 +47,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import multiprocessing
 import os
 import platform
 import re
@@ -65,6 +72,7 @@ from paperlib.device import configure  # noqa: E402
 from paperlib.experiments.dryrun import dryrun  # noqa: E402
 from paperlib.experiments.common.config import experiment_params, load_params, section_params  # noqa: E402
 from paperlib.experiments.dryrun.gpu_time import estimate  # noqa: E402
+from paperlib.experiments.dryrun.measure import clip_gradients  # noqa: E402
 
 SCHEMA = 1
 LM_STAGES = ("lm_ptb", "lm_ptb_char", "lm_ptb_ablation", "lm_wt2_bytes", "averaging_ptb", "tuning_ptb", "dyneval",
@@ -226,8 +234,9 @@ def kernels_per_step(step: Callable[[], None], device: torch.device) -> int:
 
 
 def _tokens_per_step(workload: dryrun.Workload) -> int:
-    """Batch x length, each token once (a ``"2x64"`` batch is 2 samples of 64 sequences)."""
-    return int(workload.batch.split("x")[-1] or 1) * workload.length
+    """Batch x length, each token once (a ``"2x64"`` batch is 2 samples of 64 sequences), times the models of a
+    stacked workload (each reads its own batch)."""
+    return int(workload.batch.split("x")[-1] or 1) * workload.length * workload.models
 
 
 def build(workload: dryrun.Workload, device: torch.device) -> nn.Module:
@@ -242,8 +251,7 @@ def step_of(workload: dryrun.Workload, model: nn.Module, device: torch.device) -
 
     def step() -> None:
         workload.backward(model, workload.length, device)
-        if workload.clip_norm:
-            nn.utils.clip_grad_norm_(model.parameters(), workload.clip_norm)
+        clip_gradients(workload, model)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
@@ -264,8 +272,7 @@ def graphed_step(workload: dryrun.Workload, model: nn.Module, device: torch.devi
 
     def step() -> None:
         workload.backward(model, workload.length, device)
-        if workload.clip_norm:
-            nn.utils.clip_grad_norm_(model.parameters(), workload.clip_norm)
+        clip_gradients(workload, model)
         optimizer.step()
 
     side = torch.cuda.Stream(device)
@@ -520,6 +527,75 @@ def stacked_timings(device: torch.device, quick: bool, deadline: float, warmup: 
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# concurrent processes on one device
+
+def _concurrent_worker(stage: str, profile: str, max_length: int | None, precision: str, device_name: str,
+                       seconds: float, barrier: Any, queue: Any) -> None:
+    """One of N processes: build ``stage``'s first workload, warm up, wait for the others, then train for
+    ``seconds``; put (steps, elapsed seconds) or an error on ``queue``."""
+    try:
+        torch.manual_seed(0)
+        device = torch.device(device_name)
+        if device.type == "cpu":
+            torch.set_num_threads(1)
+        configure(precision)
+        cap: dryrun.Cap = (lambda n: min(n, max_length)) if max_length else (lambda n: n)
+        _, workload = plan([stage], load_params(), profile, cap, precision, 1)[0]
+        step = step_of(workload, build(workload, device), device)
+        for _ in range(2):
+            step()
+        synchronize(device)
+        barrier.wait(timeout=600)
+        start, steps = time.perf_counter(), 0
+        while time.perf_counter() - start < seconds:  # the host runs ahead of the device by the launch queue only
+            step()
+            steps += 1
+        synchronize(device)
+        queue.put({"steps": steps, "seconds": time.perf_counter() - start})
+    except Exception as err:  # noqa: BLE001 - reported by the parent
+        barrier.abort()
+        queue.put({"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]})
+
+
+def concurrency_timings(stage: str, profile: str, max_length: int | None, precision: str, device: torch.device,
+                        processes: tuple[int, ...], seconds: float, deadline: float) -> dict[str, Any]:
+    """``stage``'s first workload trained by N processes at once on ``device``, for each N of ``processes``: the
+    total steps/s and its ratio to one process's (the first N = 1 measured). Spawned processes, as the stages'
+    ``workers`` use; a row the budget cannot cover (about ``seconds`` plus a process start) is listed as not timed."""
+    context = multiprocessing.get_context("spawn")
+    rows: list[dict[str, Any]] = []
+    for count in processes:
+        if time.monotonic() + seconds + 15 > deadline:
+            rows.append({"processes": count, "status": "not timed: budget"})
+            continue
+        barrier, queue = context.Barrier(count), context.Queue()
+        workers = [context.Process(target=_concurrent_worker, args=(stage, profile, max_length, precision, str(device),
+                                                                    seconds, barrier, queue)) for _ in range(count)]
+        for worker in workers:
+            worker.start()
+        try:
+            reports = [queue.get(timeout=seconds + 600) for _ in workers]
+        except Exception as err:  # noqa: BLE001 - a process that never reported
+            reports = [{"error": f"{type(err).__name__}: no report"}]
+        for worker in workers:
+            worker.join(timeout=60)
+            if worker.is_alive():
+                worker.kill()
+        errors = [r["error"] for r in reports if "error" in r]
+        if errors:
+            rows.append({"processes": count, "status": "error", "error": errors[0]})
+            continue
+        rates = [r["steps"] / r["seconds"] for r in reports]
+        rows.append({"processes": count, "status": "timed", "steps_per_s": round(sum(rates), 3),
+                     "per_process_steps_per_s": [round(rate, 3) for rate in rates]})
+    single = next((r["steps_per_s"] for r in rows if r["processes"] == 1 and r["status"] == "timed"), None)
+    for row in rows:
+        if single and row["status"] == "timed":
+            row["speedup"] = round(row["steps_per_s"] / single, 3)
+    return {"stage": stage, "seconds": seconds, "rows": rows}
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # the table and the command
 
 def render(result: dict[str, Any]) -> str:
@@ -562,6 +638,13 @@ def render(result: dict[str, Any]) -> str:
                            else f"M={r['trials']} {r['status']}" for r in row["stacks"])
         lines.append(f"stacked {row['curve']} (H {row['hidden']}, V {row['vocab']}, B {row['batch']}, "
                      f"K {row['samples']}): separate step {row['separate_step_s'] * 1e3:.1f} ms; {stacks}")
+    concurrent = result.get("concurrent")
+    if concurrent:
+        parts = ", ".join(f"{r['processes']}: {r['steps_per_s']:.2f} steps/s" + (f" ({r['speedup']:.2f}x)"
+                                                                                  if "speedup" in r else "")
+                          if r["status"] == "timed" else f"{r['processes']}: {r['status']} {r.get('error', '')}"
+                          for r in concurrent["rows"])
+        lines.append(f"concurrent processes, {concurrent['stage']}'s first workload: {parts}")
     for row in result.get("compile", []):
         lines.append(f"compile {row['mode']}: {row['status']}"
                      + (f", first step {row['compile_and_first_step_s']:.1f} s, step {row['step_s'] * 1e3:.2f} ms"
@@ -597,6 +680,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="stack sizes to time PTB sentence-VAE trials at (none: skip; check mode: 1 and 2)")
     parser.add_argument("--stacked-budget", type=float, default=45.0,
                         help="seconds of --budget the stacked timings may take (they run before the workloads)")
+    parser.add_argument("--concurrent", nargs="*", type=int, default=[1, 2, 4], metavar="N",
+                        help="process counts to train --concurrent-stage's first workload with at once on the one "
+                             "device (none: skip; check mode: 1 and 2)")
+    parser.add_argument("--concurrent-stage", default="tuning_ptb", choices=dryrun.STAGES)
+    parser.add_argument("--concurrent-seconds", type=float, default=4.0, help="how long each process trains")
+    parser.add_argument("--concurrent-budget", type=float, default=50.0,
+                        help="seconds of --budget the concurrent-process timings may take (after the stacked ones)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dryrun", type=Path, default=REPO / "results" / "dryrun.json")
@@ -628,6 +718,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--graphs needs CUDA (CUDA graphs); the check mode runs on the CPU")
     stacked = stacked_timings(device, args.cpu, min(deadline, time.monotonic() + args.stacked_budget), warmup,
                               repeats, (1, 2) if args.cpu else tuple(args.stacked)) if args.stacked else []
+    concurrent = concurrency_timings(
+        args.concurrent_stage, profile, 2 if args.cpu else None, precision, device,
+        (1, 2) if args.cpu else tuple(args.concurrent), 1.0 if args.cpu else args.concurrent_seconds,
+        min(deadline, time.monotonic() + args.concurrent_budget)) if args.concurrent else None
     measured, not_timed = measure_workloads(order, device, deadline, warmup, repeats, dry, precision,
                                             ceiling[f"matmul_tflops_{precision}"], args.graphs)
     compiled = compile_timings(order, args.compile, device, deadline, warmup, repeats)
@@ -635,7 +729,8 @@ def main(argv: list[str] | None = None) -> int:
     path = args.out / output_name(env, mode, datetime.date.today())
     result = {"schema": SCHEMA, "mode": mode, "profile": profile, "precision": precision,
               "max_length": 2 if args.cpu else None, "environment": env, "tests": tests, "ceilings": ceiling,
-              "workloads": measured, "compile": compiled, "stacked": stacked, "not_timed": not_timed, "budget_s": args.budget,
+              "workloads": measured, "compile": compiled, "stacked": stacked, "concurrent": concurrent,
+              "not_timed": not_timed, "budget_s": args.budget,
               "elapsed_s": round(time.monotonic() - start, 1), "path": str(path.relative_to(args.out.parent)
                                                                            if path.is_relative_to(args.out.parent)
                                                                            else path)}

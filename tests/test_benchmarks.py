@@ -123,6 +123,15 @@ def test_the_device_script_runs_its_whole_path_in_check_mode(tmp_path):
         assert all(s["speedup"] == pytest.approx(s["trials"] * row["separate_step_s"] / s["step_s"], rel=1e-2)
                    for s in row["stacks"])
     assert "stacked dreg16_renyi.shared" in out
+    # tuning_ptb's first workload trained by 1 and 2 processes at once: each process counted its own steps
+    concurrent = result["concurrent"]
+    assert concurrent["stage"] == "tuning_ptb" and [r["processes"] for r in concurrent["rows"]] == [1, 2]
+    for row in concurrent["rows"]:
+        assert row["status"] == "timed", row
+        assert len(row["per_process_steps_per_s"]) == row["processes"] and min(row["per_process_steps_per_s"]) > 0
+        assert row["steps_per_s"] == pytest.approx(sum(row["per_process_steps_per_s"]), abs=0.01)
+        assert row["speedup"] == pytest.approx(row["steps_per_s"] / concurrent["rows"][0]["steps_per_s"], rel=1e-2)
+    assert "concurrent processes, tuning_ptb's first workload: 1: " in out
 
 
 def test_the_device_script_reads_junit_plans_round_robin_and_names_what_the_budget_left(tmp_path):
@@ -192,7 +201,11 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
                            "status": "timed", "separate_step_s": 0.05,
                            "stacks": [{"trials": 4, "status": "timed", "step_s": 0.08, "speedup": 2.5,
                                        "peak_memory_gib": 9.5},
-                                      {"trials": 12, "status": "out of memory"}]}]}
+                                      {"trials": 12, "status": "out of memory"}]}],
+              "concurrent": {"stage": "tuning_ptb", "seconds": 4.0, "rows": [
+                  {"processes": 1, "status": "timed", "steps_per_s": 30.0, "speedup": 1.0},
+                  {"processes": 2, "status": "timed", "steps_per_s": 51.0, "speedup": 1.7},
+                  {"processes": 4, "status": "not timed: budget"}]}}
     (folder / "gpu-nvidia-h200-2026-11-01.json").write_text(json.dumps({**result, "precision": "bf16"}))
     (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(result))
     text = readme_with_measurements(readme, tmp_path)
@@ -204,6 +217,8 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     assert "Not timed within the run's budget: 1 workloads (reverse_copy)" in text
     assert "| dreg16_renyi.shared | 128 × 10,000 × 64 × 16 | 50.00 | 4 | 80.00 | 2.50× | 9.50 |" in text
     assert "| dreg16_renyi.shared | 128 × 10,000 × 64 × 16 | 50.00 | 12 | out of memory | | |" in text
+    assert "Processes training tuning_ptb's first workload at once on the one card (each for 4 s)" in text
+    assert "| 2 | 51.00 | 1.70× |" in text and "| 4 | not timed: budget | |" in text
     # a repeat on the same card at the same precision: how far the step times of the workloads timed in both moved
     assert "Against the earlier measurement" not in text  # the earlier one of this card ran at bf16
     (folder / "gpu-nvidia-h200-2026-10-01.json").write_text(json.dumps(result))

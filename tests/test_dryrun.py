@@ -14,6 +14,7 @@ import torch
 import yaml
 
 from paperlib.experiments.dryrun import dryrun, gpu_time
+from paperlib.experiments.dryrun.workloads import ADAPTERS
 from paperlib.compendium.cli import main
 from paperlib.experiments.common.config import experiment_params
 from paperlib.device import configure, current
@@ -64,9 +65,13 @@ def check_dry_run(result: dict, printed: str, stages) -> None:
             assert set(ladder) == {f"{curve} (stacks of {size})" for curve in settings.curves}
             assert {(w["steps_per_run"], w["runs"], w["models_per_step"]) for w in ladder.values()} == {
                 (settings.rungs[-1], -(-runs // size), size)}
-    if "reverse_copy" in stages:
-        copies = result["stages"]["reverse_copy"]["workloads"].values()
-        assert sum(w["runs"] for w in copies) == len(grid_points(experiment_params("reverse_copy", "paper")))
+    if "reverse_copy" in stages:  # every run of the grid once: alone, or in stacks of the model's stack_size
+        settings = experiment_params("reverse_copy", "paper")
+        copies = result["stages"]["reverse_copy"]["workloads"]
+        assert sum(w["runs"] * w["models_per_step"] for w in copies.values()) == len(grid_points(settings))
+        for name, w in copies.items():
+            size = settings.models[name.split()[0]].get("stack_size")
+            assert w["models_per_step"] == (size or 1) and name.endswith(f"(stacks of {size})") == bool(size)
 
 
 def test_the_cli_measures_and_prints_the_stages_it_is_given(tmp_path, capsys):
@@ -159,6 +164,41 @@ def test_lengths_extrapolate_linearly_for_reverse_copy():
     for key in ("parameters", "flops_per_step", "kernels_per_step", "weights_and_optimizer_bytes"):
         assert extrapolated[key] == direct[key], key
     assert extrapolated["peak_memory_bytes"] == pytest.approx(direct["peak_memory_bytes"], rel=0.02)
+
+
+def test_a_stacked_reverse_copy_workload_does_its_models_arithmetic_in_one_sequence_of_kernels():
+    from paperlib.experiments.dryrun.measure import clip_gradients
+    from paperlib.experiments.reverse_copy.reverse_copy import ReverseCopyParams
+
+    block = {"vocab_size": 20, "lengths": [4, 6], "train_examples": 64, "valid_examples": 8, "test_examples": 8,
+             "parameter_budget": 4000, "steps": 10, "batch_size": 8, "learning_rates": [0.01], "l2_penalties": [0.0],
+             "models": {"lstm": {"embedding_sizes": [6]}, "mogrifier": {"embedding_sizes": [4], "rounds": [3],
+                                                                         "ranks": [2]}}, "seeds": [1, 2, 3]}
+    def workloads(stack_size):
+        block["models"]["mogrifier"]["stack_size"] = stack_size
+        return {w.name: w for w in ADAPTERS["reverse_copy"]("reverse_copy", ReverseCopyParams(**block), "fp32",
+                                                            lambda n: n)}
+
+    alone, stacked = workloads(1), workloads(2)
+    assert set(stacked) == {"lstm L=4 E=6", "lstm L=6 E=6", "mogrifier L=4 E=4 r=3 k=2 (stacks of 2)",
+                            "mogrifier L=6 E=4 r=3 k=2 (stacks of 2)"}
+    one, two = alone["mogrifier L=6 E=4 r=3 k=2 (stacks of 1)"], stacked["mogrifier L=6 E=4 r=3 k=2 (stacks of 2)"]
+    assert (one.runs, one.models, two.runs, two.models) == (3, 1, 2, 2)  # 3 seeds: a stack of 2, one of 1 (counted full)
+    single, pair = dryrun.measure_step(one, 6), dryrun.measure_step(two, 6)
+    assert pair["parameters"] == 2 * single["parameters"]
+    # the same matmuls, batched: twice the FLOPs in the same forward and backward kernels; the second model adds
+    # only its own optimizer group's and clipping's few dozen kernels (80 of 1,231 here), not a second pass
+    assert pair["flops_per_step"] == pytest.approx(2 * single["flops_per_step"], rel=0.01)
+    assert single["kernels_per_step"] < pair["kernels_per_step"] < 1.1 * single["kernels_per_step"]
+    # each model of a stack is clipped by its own gradient norm
+    models = two.build()
+    for scale, model in zip((0.01, 100.0), models):
+        for p in model.parameters():
+            p.grad = torch.full_like(p, scale)
+    norms = [torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in m.parameters()])) for m in models]
+    clip_gradients(two, models)
+    after = [torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in m.parameters()])) for m in models]
+    assert norms[0] < 10 and after[0] == norms[0] and after[1] == pytest.approx(10.0, rel=1e-5)
 
 
 def test_a_dry_run_repeats_exactly():

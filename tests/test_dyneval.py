@@ -943,3 +943,32 @@ def test_the_timescale_study_keeps_each_sequences_curve_and_its_seen_and_unseen_
             means = out["seen_unseen_sequences"][name][split]
             pooled = sum(m * n for m, n in zip(means, words[split])) / sum(words[split])
             assert pooled == pytest.approx(out["seen_unseen"][name][split], abs=1e-9)
+
+
+# ------------------------------------------------------------------ on a GPU: cuDNN's RNN in eval mode
+
+
+def test_dynamic_evaluation_leaves_the_cudnn_switch_as_it_found_it(lm):
+    before = torch.backends.cudnn.enabled
+    dynamic_evaluate(lm, random_tokens((23,)), rule="sgd", lr=0.1, segment_len=5)
+    assert torch.backends.cudnn.enabled == before and not lm.training
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("batched", [True, False])
+def test_dynamic_evaluation_of_an_uncapped_lstm_runs_on_cuda_and_scores_as_on_the_cpu(batched):
+    """An uncapped LSTM layer without state dropout is ``nn.LSTM``: cuDNN's on a GPU, whose backward pass refuses
+    to run after an eval-mode forward ("cudnn RNN backward can only be called in training mode"). Dynamic
+    evaluation and its gradient statistics take gradients in eval mode, so on CUDA they run without cuDNN, and
+    give the CPU's losses: float64, so only rounding differs (rtol 1e-9 is ~1e7 ulps of headroom)."""
+    model = tiny_lm(layers=2, capped_input_gate=False)
+    assert isinstance(model.layers[0], LSTMLayer) and not model.layers[0].capped_input_gate
+    train, tokens = random_tokens((400,), seed=7), random_tokens((3, 21))
+    results = {}
+    for device in ("cpu", "cuda"):
+        here = copy.deepcopy(model).to(device)
+        ms_g = mean_squared_gradients(here, train.to(device), batch_size=4, bptt=10)
+        results[device] = dynamic_evaluate(here, tokens.to(device), rule="global_rms", lr=0.05, segment_len=5,
+                                           ms_g=ms_g, batched=batched).losses.cpu()
+    torch.testing.assert_close(results["cuda"], results["cpu"], rtol=1e-9, atol=1e-9)
+    assert torch.backends.cudnn.enabled  # switched back on after each evaluation

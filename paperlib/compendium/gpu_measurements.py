@@ -2,8 +2,8 @@
 
 Also the dry run's estimate per stage (``results/dryrun.json``) between :data:`ESTIMATE_START` and
 :data:`ESTIMATE_END`. ``benchmarks/gpu.py`` writes one JSON per run on a GPU (card, versions, the unit suite's outcome on CUDA, the card's
-measured ceilings, a training step of each ``paper`` workload beside the dry run's prediction, and stacked
-sentence-VAE trials against separate ones). ``paperlib index
+measured ceilings, a training step of each ``paper`` workload beside the dry run's prediction, stacked
+sentence-VAE trials against separate ones, and one workload trained by several processes at once). ``paperlib index
 --readme`` puts the newest one into :data:`PAGE` between :data:`START` and :data:`END`, so that every GPU number the
 documentation states was measured, and the dry run's estimates stay beside them; with none committed the block says
 so.
@@ -72,6 +72,14 @@ def render(result: dict[str, Any], source: str) -> str:
                              + (f"{stack['step_s'] * 1e3:.2f} | {_number(stack['speedup'], '.2f')}× | "
                                 f"{_number(stack.get('peak_memory_gib'), '.2f')} |" if timed
                                 else f"{stack['status']} | | |"))
+    concurrent = result.get("concurrent") or {}
+    if any(row["status"] == "timed" for row in concurrent.get("rows", [])):
+        lines += ["", f"Processes training {concurrent['stage']}'s first workload at once on the one card (each for "
+                      f"{concurrent['seconds']:g} s), total steps/s against one process's:", "",
+                  "| processes | steps/s | speed-up |", "|---|---|---|"]
+        for row in concurrent["rows"]:
+            lines.append(f"| {row['processes']} | " + (f"{row['steps_per_s']:.2f} | {_number(row.get('speedup'), '.2f')}× |"
+                                                     if row["status"] == "timed" else f"{row['status']} | |"))
     if result.get("not_timed"):
         lines += ["", f"Not timed within the run's budget: {len(result['not_timed'])} workloads "
                       f"({', '.join(sorted({r['stage'] for r in result['not_timed']}))})."]

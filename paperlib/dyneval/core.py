@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
+import torch
 from torch import Tensor, nn
 
 
@@ -84,11 +85,18 @@ def adapted_parameters(model: nn.Module, adapt: AdaptSpec = None) -> list[str]:
 
 @contextlib.contextmanager
 def _eval_mode(model: nn.Module) -> Iterator[None]:
-    was_training = model.training
+    """``model`` in eval mode (no dropout) for the block. On CUDA also without cuDNN: dynamic evaluation takes
+    gradients through the model in eval mode, and cuDNN's fused RNN keeps what its backward pass needs only in
+    training mode (it refuses: "cudnn RNN backward can only be called in training mode"), so ``nn.LSTM`` layers run
+    PyTorch's own CUDA kernels here, the same function. On a CPU nothing but the mode changes."""
+    was_training, cudnn = model.training, torch.backends.cudnn.enabled
     model.eval()
+    if any(p.is_cuda for p in model.parameters()):
+        torch.backends.cudnn.enabled = False  # only this flag: the others (TF32, determinism) stay as configured
     try:
         yield
     finally:
+        torch.backends.cudnn.enabled = cudnn
         model.train(was_training)
 
 

@@ -44,6 +44,18 @@ class Workload:
     models: int = 1  # models trained together in one (stacked) step; parameters are reported per model
 
 
+def clip_gradients(workload: Workload, model: nn.Module) -> None:
+    """Gradient-norm clipping as the stage does it, where it clips: over the model's parameters, or per model when
+    the workload is a stack (``models`` > 1: ``model`` is the stack's ``nn.ModuleList``, each model clipped by its
+    own norm as :func:`~paperlib.experiments.reverse_copy.training.train_stacked` does)."""
+    if not workload.clip_norm:
+        return
+    if workload.models > 1 and not (isinstance(model, nn.ModuleList) and len(model) == workload.models):
+        raise ValueError(f"a stacked workload of {workload.models} models needs an nn.ModuleList of them")
+    for part in (model if workload.models > 1 else [model]):
+        nn.utils.clip_grad_norm_(part.parameters(), workload.clip_norm)
+
+
 class StepCounter(TorchDispatchMode):
     """Counts one training step: kernels (ATen operators on device tensors but views and allocations), FLOPs (the
     formulas ``FlopCounterMode`` uses, plus fused RNN layers: 2 per weight per position) and the peak of live
@@ -159,8 +171,7 @@ def measure_step(workload: Workload, length: int) -> dict[str, int]:
             state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, Tensor)]
             with StepCounter([*model.parameters(), *model.buffers(), *state]) as counter:
                 workload.backward(model, length, torch.device(FAKE_DEVICE))
-                if workload.clip_norm:
-                    nn.utils.clip_grad_norm_(model.parameters(), workload.clip_norm)
+                clip_gradients(workload, model)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
     finally:
@@ -189,4 +200,4 @@ def measure(workload: Workload, cache: dict | None = None) -> dict[str, int]:
     return {k: round(a[k] + (b[k] - a[k]) * (workload.length - low) / (high - low)) for k in a}
 
 
-__all__ = ["FAKE_DEVICE", "NO_KERNEL", "Workload", "StepCounter", "FullLengths", "materialise", "measure", "measure_step", "num_parameters"]
+__all__ = ["FAKE_DEVICE", "NO_KERNEL", "Workload", "StepCounter", "clip_gradients", "FullLengths", "materialise", "measure", "measure_step", "num_parameters"]

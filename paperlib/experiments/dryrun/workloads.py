@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from paperlib.experiments.common.config import experiment_params
@@ -289,16 +290,21 @@ def _word_generation_ladder(stage: str, settings: Any, precision: str, cap: Cap,
 def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap,
                   profile: str = "paper") -> Iterator[Workload]:
     """reverse_copy (:mod:`paperlib.experiments.reverse_copy.reverse_copy`): every grid point of Melis §2.3.3 (points that differ only in
-    learning rate and L2 are one workload), teacher-forced on [B, L] examples. One model runs at every length of the
-    grid: it is measured at the two shortest and extrapolated to the others."""
+    learning rate, L2 and seed are one workload), teacher-forced on [B, L] examples. One model runs at every length of the
+    grid: it is measured at the two shortest and extrapolated to the others. With a model's ``stack_size``, its runs of
+    a shape train in stacks (:func:`~paperlib.experiments.reverse_copy.training.train_stacked`: one vmapped pass, an optimizer
+    group and a clipping norm per model): ceil(runs / size) steps of that many models each (fewer when the shape has
+    fewer runs), the last one counted as full."""
     from paperlib.experiments.reverse_copy.reverse_copy import build_model, grid_points, token_cross_entropy
+    from paperlib.stacked import StackedModels
 
     points = grid_points(settings)
     shapes = Counter((p.model, p.length, p.embedding_size, p.hidden_size, p.mogrifier_rounds, p.mogrifier_rank,
                       p.mogrifier_zigzag, p.capped_input_gate) for p in points)
     probes = tuple(cap(length) for length in sorted(settings.lengths)[:2])
-    optimizer = torch.optim.RAdam if settings.optimizer == "radam" else torch.optim.Adam
+    kind = torch.optim.RAdam if settings.optimizer == "radam" else torch.optim.Adam
     vocab, batch = settings.vocab_size, settings.batch_size
+    clip = settings.clip_norm if settings.clip_norm > 0 else None
 
     def backward(model: nn.Module, length: int, device: torch.device) -> None:
         source = _tokens(vocab, batch, length, device=device)  # [B, L]
@@ -306,14 +312,34 @@ def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap,
         logits = model(source, _tokens(vocab + 1, batch, length, device=device))  # [B, L, V]
         token_cross_entropy(logits, targets).backward()
 
+    def stacked_backward(models: nn.Module, length: int, device: torch.device) -> None:
+        size = len(models)
+        source = _tokens(vocab, size, batch, length, device=device)  # [M, B, L]
+        inputs = _tokens(vocab + 1, size, batch, length, device=device)
+        targets = _tokens(vocab, size, batch, length, device=device)
+        logits = StackedModels(list(models)).call(lambda model, s, d: model(s, d), source, inputs)  # [M, B, L, V]
+        F.cross_entropy(logits.flatten(0, 2), targets.flatten(), reduction="none").view(size, -1).mean(1).sum().backward()
+
     for (name, length, *shape), count in shapes.items():
         emb, hidden, rounds, rank = shape[:4]
         label = f"{name} L={length} E={emb}" + (f" r={rounds} k={rank}" if rounds is not None else "")
-        yield Workload(label, lambda shape=shape: build_model(vocab, shape[0], shape[1], settings.num_layers,
-                                                              *shape[2:]),
-                       backward, lambda model: optimizer(model.parameters(), betas=(settings.beta1, 0.999)),
-                       settings.steps, cap(length), count, settings.clip_norm if settings.clip_norm > 0 else None,
-                       str(batch), key=(name, *shape), probes=probes)
+
+        def build(shape: list = shape) -> nn.Module:
+            return build_model(vocab, shape[0], shape[1], settings.num_layers, *shape[2:])
+
+        stack_size = settings.models[name].get("stack_size")
+        if stack_size is None:
+            yield Workload(label, build, backward, lambda model: kind(model.parameters(), betas=(settings.beta1, 0.999)),
+                           settings.steps, cap(length), count, clip, str(batch), key=(name, *shape), probes=probes)
+            continue
+        size = min(stack_size, count)
+        yield Workload(f"{label} (stacks of {size})", lambda build=build, size=size: nn.ModuleList(
+                           build() for _ in range(size)),
+                       stacked_backward,
+                       lambda models: kind([{"params": list(m.parameters())} for m in models],
+                                           betas=(settings.beta1, 0.999)),
+                       settings.steps, cap(length), -(-count // size), clip, f"{size}x{batch}",
+                       key=(name, *shape, size), probes=probes, models=size)
 
 
 def _music(stage: str, settings: Any, precision: str, cap: Cap,

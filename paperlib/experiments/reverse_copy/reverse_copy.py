@@ -10,13 +10,14 @@ Mogrifier's tuned embedding is much smaller (41/1054 vs 498/787 embedding/hidden
 
 The model (:class:`~paperlib.seq2seq.ReverseCopyModel`, with :func:`~paperlib.seq2seq.count_parameters` and
 :func:`~paperlib.seq2seq.hidden_size_for_budget`, so that both models have almost the same size while their
-embedding sizes differ, as in the thesis) is in :mod:`paperlib.seq2seq`. This module holds, in order:
-
-- :func:`train_model` (Adam or RAdam, L2 as weight decay, gradient clipping) and :func:`evaluate`
-  (per-token cross-entropy and teacher-forced token accuracy on held-out examples).
-- :func:`run_grid_point`, :func:`select_best` and the experiment runner
-  :func:`run_reverse_copy`, which writes ``results/reverse_copy.json`` (keys: :data:`RESULT_KEYS`)
-  and its provenance.
+embedding sizes differ, as in the thesis) is in :mod:`paperlib.seq2seq`; its training and evaluation, one model
+at a time or as a stack of models of one shape, in :mod:`paperlib.experiments.reverse_copy.training`. This module
+holds the grid (:func:`grid_points`, grouped by :func:`stacks`), :func:`run_grid_point` / :func:`run_stack`,
+:func:`select_best` and the experiment runner :func:`run_reverse_copy`, which writes ``results/reverse_copy.json``
+(keys: :data:`RESULT_KEYS`) and its provenance. With a model's ``stack_size`` set (the Mogrifier at the ``gpu`` and
+``paper`` profiles), its runs of one length and shape (those that differ in learning rate, L2 penalty and seed)
+train as stacks of up to that many models, equal to separate runs up to float rounding; the LSTM (cuDNN's fused
+layer on a GPU) and the ``cpu`` profile run them separately.
 
 Departures from the thesis and choices it leaves open:
 
@@ -36,7 +37,7 @@ Departures from the thesis and choices it leaves open:
   by default (it is a per-model option).
 - No dropout (as in the thesis: overfitting is not an issue with this much fresh data) and no
   checkpointing inside a run; finished runs are cached under ``runs/reverse_copy/`` so an
-  interrupted stage resumes at the granularity of one (model, length, grid point).
+  interrupted stage resumes at the granularity of one (model, length, grid point), or of one stack.
 """
 
 from __future__ import annotations
@@ -52,24 +53,21 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor, nn
-from torch.nn import functional as F
 
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.reverse_copy.claims import record as claims_record
 from paperlib.experiments.common.runs import json_safe, map_jobs
 from paperlib.experiments.common.config import register_experiment
 from paperlib.data import ReverseCopyData, reverse_copy
+from paperlib.experiments.reverse_copy.training import (SCHEDULES, VALID_OPTIMIZERS, TrainSettings, evaluate,
+                                                        token_cross_entropy, train_model, train_stacked)
 from paperlib.device import cache_key
 from paperlib.experiments.common.stage import results_path, setup_stage, stage_device
 from paperlib.seq2seq import ReverseCopyModel, build_model, count_parameters, hidden_size_for_budget, num_parameters
 from paperlib.reference.reverse_copy import REVERSE_COPY
-from paperlib.schedules import schedule_factor
 
 EXPERIMENT = "reverse_copy"
 MODEL_NAMES = ("lstm", "mogrifier")
-VALID_OPTIMIZERS = ("adam", "radam")
-SCHEDULES = ("constant", "cosine", "linear")  # the decays of paperlib.schedules over a run's steps
 
 # Top-level keys of results/reverse_copy.json.
 RESULT_KEYS = (
@@ -88,102 +86,6 @@ RESULT_KEYS = (
 )
 
 
-# ------------------------------------------------------------------------------------ train / evaluate
-
-
-def token_cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
-    """Mean per-token cross-entropy (nats) of logits [B, L, V] against targets [B, L]."""
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-
-
-@dataclass(frozen=True)
-class TrainSettings:
-    """One training run: ``steps`` updates on batches drawn epoch by epoch from a fixed training set."""
-
-    steps: int
-    batch_size: int
-    lr: float
-    l2: float = 0.0  # weight decay, i.e. the gradient of (l2 / 2) ||θ||²
-    optimizer: str = "adam"
-    beta1: float = 0.0  # Melis ch. 2: Adam with β1 = 0
-    clip_norm: float = 10.0  # <= 0: no clipping
-    log_every: int = 50
-    schedule: str = "constant"  # or cosine / linear decay to 0 over the steps (paperlib.schedules.schedule_factor)
-
-    def __post_init__(self) -> None:
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
-        if self.optimizer not in VALID_OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {', '.join(VALID_OPTIMIZERS)}, got {self.optimizer!r}")
-        if self.steps < 1 or self.batch_size < 1 or self.log_every < 1:
-            raise ValueError("steps, batch_size and log_every must be positive")
-        if self.lr <= 0 or self.l2 < 0 or not 0 <= self.beta1 < 1:
-            raise ValueError(f"need lr > 0, l2 >= 0 and 0 <= beta1 < 1, got {self.lr}, {self.l2}, {self.beta1}")
-
-
-def _check_data(model: ReverseCopyModel, data: ReverseCopyData) -> None:
-    if data.vocab_size != model.vocab_size:
-        raise ValueError(f"data vocabulary {data.vocab_size} does not match the model's {model.vocab_size}")
-
-
-def train_model(model: ReverseCopyModel, data: ReverseCopyData, settings: TrainSettings,
-                seed: int = 0) -> list[dict[str, float]]:
-    """Train with teacher forcing; returns the mean training loss over every ``log_every`` steps.
-
-    The decoder is fed ``data.decoder_inputs`` (marker + reversed source shifted by one) and scored
-    on ``data.targets`` (the reversed source).
-    """
-    _check_data(model, data)
-    kwargs = dict(lr=settings.lr, betas=(settings.beta1, 0.999), weight_decay=settings.l2)
-    optimizer = (torch.optim.RAdam if settings.optimizer == "radam" else torch.optim.Adam)(model.parameters(), **kwargs)
-    device = next(model.parameters()).device
-    generator = torch.Generator().manual_seed(seed)  # the order is drawn on the CPU, batches move to the device
-    num = data.source.shape[0]
-    order, cursor = torch.randperm(num, generator=generator), 0
-    curve, running, count = [], 0.0, 0
-    model.train()
-    for step in range(1, settings.steps + 1):
-        if settings.schedule != "constant":
-            for group in optimizer.param_groups:
-                group["lr"] = settings.lr * schedule_factor(settings.schedule, (step - 1) / settings.steps)
-        if cursor + settings.batch_size > num:  # next epoch
-            order, cursor = torch.randperm(num, generator=generator), 0
-        index = order[cursor : cursor + settings.batch_size]
-        cursor += settings.batch_size
-        logits = model(data.source[index].to(device), data.decoder_inputs[index].to(device))  # [B, L, V]
-        loss = token_cross_entropy(logits, data.targets[index].to(device))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if settings.clip_norm > 0:
-            nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
-        optimizer.step()
-        value = loss.item()
-        if not math.isfinite(value):
-            raise FloatingPointError(f"training diverged at step {step} (loss {value})")
-        running, count = running + value, count + 1
-        if step % settings.log_every == 0 or step == settings.steps:
-            curve.append({"step": step, "loss": running / count})
-            running, count = 0.0, 0
-    return curve
-
-
-@torch.no_grad()
-def evaluate(model: ReverseCopyModel, data: ReverseCopyData, batch_size: int = 256) -> dict[str, float]:
-    """Per-token cross-entropy (nats) and teacher-forced argmax accuracy over all of ``data``."""
-    _check_data(model, data)
-    model.eval()
-    device = next(model.parameters()).device
-    total, correct, tokens = 0.0, 0, 0
-    for start in range(0, data.source.shape[0], batch_size):
-        part = slice(start, start + batch_size)
-        logits = model(data.source[part].to(device), data.decoder_inputs[part].to(device))  # [b, L, V]
-        targets = data.targets[part].to(device)
-        total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum").item()
-        correct += (logits.argmax(-1) == targets).sum().item()
-        tokens += targets.numel()
-    return {"cross_entropy": total / tokens, "token_accuracy": correct / tokens}
-
-
 # ------------------------------------------------------------------------------------------ experiment
 
 
@@ -194,7 +96,9 @@ class ReverseCopyParams:
 
     ``models`` has exactly the entries ``lstm`` and ``mogrifier``, each a grid:
     ``{embedding_sizes: [...]}`` and, for the Mogrifier, also ``rounds: [...]``, ``ranks: [...]``
-    (rank <= 0: full rank) and optionally ``zigzag``; either may set ``capped_input_gate``. The hidden
+    (rank <= 0: full rank) and optionally ``zigzag``; either may set ``capped_input_gate`` and ``stack_size`` (null or
+    absent: every run on its own; an integer: the runs of one shape and length in stacks of at most that many,
+    :func:`stacks`, :func:`~paperlib.experiments.reverse_copy.training.train_stacked`). The hidden
     size of every grid point is the largest within ``parameter_budget``. Every model is trained at
     every length and every point of models x ``learning_rates`` x ``l2_penalties``, once per seed of ``seeds``
     (initialisation and batch order); the examples of every split are drawn from ``data_seed``.
@@ -227,8 +131,8 @@ class ReverseCopyParams:
         if sorted(self.models) != sorted(MODEL_NAMES):
             raise ValueError(f"models must have exactly the entries {', '.join(MODEL_NAMES)}, "
                              f"got {sorted(self.models)}")
-        allowed = {"lstm": {"embedding_sizes", "capped_input_gate"},
-                   "mogrifier": {"embedding_sizes", "rounds", "ranks", "zigzag", "capped_input_gate"}}
+        allowed = {"lstm": {"embedding_sizes", "capped_input_gate", "stack_size"},
+                   "mogrifier": {"embedding_sizes", "rounds", "ranks", "zigzag", "capped_input_gate", "stack_size"}}
         for name, spec in self.models.items():
             if not isinstance(spec, dict):
                 raise ValueError(f"models.{name} must be a mapping")
@@ -243,6 +147,10 @@ class ReverseCopyParams:
                     raise ValueError(f"models.{name}.{key} must be a non-empty list of integers, got {values!r}")
             if any(e < 1 for e in spec["embedding_sizes"]) or any(r < 0 for r in spec.get("rounds", [])):
                 raise ValueError(f"models.{name}: embedding sizes must be >= 1 and rounds >= 0")
+            size = spec.get("stack_size")
+            if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+                raise ValueError(f"models.{name}.stack_size must be null (separate runs) or a positive integer, "
+                                 f"got {size!r}")
         if self.optimizer not in VALID_OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(VALID_OPTIMIZERS)}, got {self.optimizer!r}")
         if self.schedule not in SCHEDULES:
@@ -313,54 +221,110 @@ def run_key(point: GridPoint, settings: ReverseCopyParams) -> str:
     # the grid's lists, workers and threads do not change what one run computes
     relevant = {k: v for k, v in asdict(settings).items()
                 if k not in ("models", "lengths", "learning_rates", "l2_penalties", "seeds", "workers", "threads")}
-    text = json.dumps({"point": asdict(point), "settings": relevant, "code": code_hash(__name__), **cache_key()},
-                      sort_keys=True)
+    text = json.dumps({"point": asdict(point), "settings": relevant, "code": code_hash(__name__), **cache_key(),
+                       "stack_size": settings.models[point.model].get("stack_size")}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _train_settings(point: GridPoint, settings: ReverseCopyParams) -> TrainSettings:
+    return TrainSettings(steps=settings.steps, batch_size=settings.batch_size, lr=point.lr, l2=point.l2,
+                         optimizer=settings.optimizer, beta1=settings.beta1, clip_norm=settings.clip_norm,
+                         schedule=settings.schedule, log_every=settings.log_every)
+
+
+def _build(point: GridPoint, settings: ReverseCopyParams) -> ReverseCopyModel:
+    return build_model(settings.vocab_size, point.embedding_size, point.hidden_size, settings.num_layers,
+                       point.mogrifier_rounds, point.mogrifier_rank, point.mogrifier_zigzag,
+                       point.capped_input_gate, seed=point.seed).to(stage_device())
+
+
+def _record(point: GridPoint, model: ReverseCopyModel, curve: list[dict[str, float]] | None,
+            data: dict[str, ReverseCopyData], settings: ReverseCopyParams, seconds: float) -> dict[str, Any]:
+    """One run's record: its sizes, validation/test metrics (inf when training diverged: ``curve`` None) and loss
+    curve; ``seconds``: the training time it is charged, evaluation added."""
+    started = time.time()
+    if curve is None:
+        valid = test = {"cross_entropy": math.inf, "token_accuracy": 0.0}
+    else:
+        valid = evaluate(model, data["valid"], settings.eval_batch_size)
+        test = evaluate(model, data["test"], settings.eval_batch_size)
+    return {
+        **asdict(point), "parameters": num_parameters(model), "diverged": curve is None,
+        "valid_cross_entropy": valid["cross_entropy"], "valid_token_accuracy": valid["token_accuracy"],
+        "test_cross_entropy": test["cross_entropy"], "test_token_accuracy": test["token_accuracy"],
+        "train_curve": curve or [], "seconds": round(seconds + time.time() - started, 2),
+    }
 
 
 def run_grid_point(point: GridPoint, settings: ReverseCopyParams) -> dict[str, Any]:
     """Train one model at one length and grid point; its sizes, validation/test metrics and loss curve."""
     started = time.time()
     data = split_data(settings, point.length)
-    model = build_model(settings.vocab_size, point.embedding_size, point.hidden_size, settings.num_layers,
-                        point.mogrifier_rounds, point.mogrifier_rank, point.mogrifier_zigzag,
-                        point.capped_input_gate, seed=point.seed).to(stage_device())
-    train = TrainSettings(steps=settings.steps, batch_size=settings.batch_size, lr=point.lr, l2=point.l2,
-                          optimizer=settings.optimizer, beta1=settings.beta1, clip_norm=settings.clip_norm,
-                          schedule=settings.schedule,
-                          log_every=settings.log_every)
+    model = _build(point, settings)
     try:
-        curve = train_model(model, data["train"], train, seed=point.seed)
-        valid = evaluate(model, data["valid"], settings.eval_batch_size)
-        test = evaluate(model, data["test"], settings.eval_batch_size)
-        diverged = False
+        curve = train_model(model, data["train"], _train_settings(point, settings), seed=point.seed)
     except FloatingPointError:
-        curve, diverged = [], True
-        valid = test = {"cross_entropy": math.inf, "token_accuracy": 0.0}
-    return {
-        **asdict(point), "parameters": num_parameters(model), "diverged": diverged,
-        "valid_cross_entropy": valid["cross_entropy"], "valid_token_accuracy": valid["token_accuracy"],
-        "test_cross_entropy": test["cross_entropy"], "test_token_accuracy": test["token_accuracy"],
-        "train_curve": curve, "seconds": round(time.time() - started, 2),
-    }
+        curve = None
+    return _record(point, model, curve, data, settings, time.time() - started)
 
 
-def _job(point: GridPoint, settings: ReverseCopyParams, runs_dir: str, progress: bool) -> dict[str, Any]:
-    path = Path(runs_dir) / f"{point.model}-L{point.length}-s{point.seed}-{run_key(point, settings)}.json"
-    if path.is_file():
-        return json.loads(path.read_text())
-    torch.set_num_threads(settings.threads)
-    setup_stage()  # precision in this (possibly spawned) worker, by the active profile
-    record = run_grid_point(point, settings)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(record))
-    os.replace(tmp, path)
-    if progress:
-        print(f"{point.model:9s} L={point.length:<4d} seed={point.seed} lr={point.lr:g} l2={point.l2:g} "
-              f"E={point.embedding_size} "
-              f"H={point.hidden_size}: valid CE {record['valid_cross_entropy']:.4f} ({record['seconds']:.0f}s)",
-              flush=True)
-    return record
+def run_stack(points: list[GridPoint], settings: ReverseCopyParams) -> list[dict[str, Any]]:
+    """Train the runs ``points`` (one model, length and shape) as one stack; their records, in order, each charged
+    an equal share of the stack's training time. (No checkpoint inside a stack: an interrupted stack trains again.)"""
+    started = time.time()
+    if not points:
+        raise ValueError("a stack needs at least one run")
+    shapes = {_shape(p) for p in points}
+    if len(shapes) != 1:
+        raise ValueError(f"a stack's runs must share model, length and shape; got {len(shapes)} shapes")
+    data = split_data(settings, points[0].length)
+    models = [_build(p, settings) for p in points]
+    curves = train_stacked(models, data["train"], [_train_settings(p, settings) for p in points],
+                           [p.seed for p in points])
+    share = (time.time() - started) / len(points)
+    return [_record(p, m, c, data, settings, share) for p, m, c in zip(points, models, curves)]
+
+
+def _shape(point: GridPoint) -> tuple:
+    """What must agree for runs to share a stack: all of a grid point but its learning rate, L2 penalty and seed."""
+    return tuple(v for k, v in asdict(point).items() if k not in ("lr", "l2", "seed"))
+
+
+def _stack_size(point: GridPoint, settings: ReverseCopyParams) -> int | None:
+    return settings.models[point.model].get("stack_size")
+
+
+def stacks(points: list[GridPoint], settings: ReverseCopyParams) -> list[list[GridPoint]]:
+    """``points`` as training jobs: one run each for a model without a ``stack_size``; else the model's runs of
+    each shape and length in grid order, cut into stacks of at most its ``stack_size``."""
+    groups: dict[tuple, list[GridPoint]] = {}
+    for point in points:
+        groups.setdefault(_shape(point) if _stack_size(point, settings) else (point,), []).append(point)
+    jobs = []
+    for group in groups.values():
+        size = _stack_size(group[0], settings) or 1
+        jobs.extend(group[i : i + size] for i in range(0, len(group), size))
+    return jobs
+
+
+def _job(points: list[GridPoint], settings: ReverseCopyParams, runs_dir: str, progress: bool) -> list[dict[str, Any]]:
+    """The records of ``points`` (one run, or one stack): read back where finished, the rest trained."""
+    paths = {p: Path(runs_dir) / f"{p.model}-L{p.length}-s{p.seed}-{run_key(p, settings)}.json" for p in points}
+    todo = [p for p in points if not paths[p].is_file()]
+    if todo:
+        torch.set_num_threads(settings.threads)
+        setup_stage()  # precision in this (possibly spawned) worker, by the active profile
+        stacked = _stack_size(todo[0], settings) is not None
+        records = run_stack(todo, settings) if stacked else [run_grid_point(todo[0], settings)]
+        for point, record in zip(todo, records):
+            tmp = paths[point].with_name(f".{paths[point].name}.tmp")
+            tmp.write_text(json.dumps(record))
+            os.replace(tmp, paths[point])
+            if progress:
+                print(f"{point.model:9s} L={point.length:<4d} seed={point.seed} lr={point.lr:g} l2={point.l2:g} "
+                      f"E={point.embedding_size} H={point.hidden_size}: valid CE {record['valid_cross_entropy']:.4f} "
+                      f"({record['seconds']:.0f}s)", flush=True)
+    return [json.loads(paths[p].read_text()) for p in points]
 
 
 SEED_METRICS = ("valid_cross_entropy", "valid_token_accuracy", "test_cross_entropy", "test_token_accuracy")
@@ -405,10 +369,10 @@ def run_experiment(settings: ReverseCopyParams, runs_dir: str | os.PathLike, pro
     runs_dir.mkdir(parents=True, exist_ok=True)
     # longest sequences first, Mogrifier (slower) before LSTM, so parallel workers finish together
     grid = grid_points(settings)
-    points = sorted(grid, key=lambda p: (-p.length, p.model != "mogrifier"))
-    records = map_jobs(_job, [(p, settings, str(runs_dir), progress) for p in points], settings.workers)
-    order = {p: i for i, p in enumerate(grid)}
-    records = [r for _, r in sorted(zip(points, records), key=lambda pr: order[pr[0]])]
+    jobs = sorted(stacks(grid, settings), key=lambda job: (-job[0].length, job[0].model != "mogrifier"))
+    done = map_jobs(_job, [(job, settings, str(runs_dir), progress) for job in jobs], settings.workers)
+    by_point = {p: r for job, records in zip(jobs, done) for p, r in zip(job, records)}
+    records = [by_point[p] for p in grid]
     best = select_best(records)
     lengths = sorted(settings.lengths)
     results = {
@@ -456,7 +420,6 @@ def run_reverse_copy(profile: str | None = None, progress: bool = True,
 __all__ = [
     "EXPERIMENT", "RESULT_KEYS", "GridPoint", "ReverseCopyModel", "ReverseCopyParams", "TrainSettings",
     "build_model", "count_parameters", "evaluate", "grid_points", "hidden_size_for_budget",
-    "num_parameters", "run_experiment", "run_grid_point", "run_reverse_copy", "seed_means", "select_best",
-    "split_data",
-    "token_cross_entropy", "train_model",
+    "num_parameters", "run_experiment", "run_grid_point", "run_reverse_copy", "run_stack", "seed_means", "select_best",
+    "split_data", "stacks", "token_cross_entropy", "train_model", "train_stacked",
 ]
