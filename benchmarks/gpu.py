@@ -529,10 +529,12 @@ def stacked_timings(device: torch.device, quick: bool, deadline: float, warmup: 
 # ---------------------------------------------------------------------------------------------------------------
 # concurrent processes on one device
 
-def _concurrent_worker(stage: str, profile: str, max_length: int | None, precision: str, device_name: str,
-                       seconds: float, barrier: Any, queue: Any) -> None:
-    """One of N processes: build ``stage``'s first workload, warm up, wait for the others, then train for
-    ``seconds``; put (steps, elapsed seconds) or an error on ``queue``."""
+def _concurrent_worker(stage: str, params: dict[str, Any], profile: str, max_length: int | None, precision: str,
+                       device_name: str, seconds: float, wait_until: float, barrier: Any, queue: Any) -> None:
+    """One of N processes: build ``stage``'s first workload, warm up, wait for the others (until the wall-clock
+    ``wait_until`` at most), then train for ``seconds``; put (steps, elapsed seconds) or an error on ``queue``."""
+    import threading
+
     try:
         torch.manual_seed(0)
         device = torch.device(device_name)
@@ -540,12 +542,12 @@ def _concurrent_worker(stage: str, profile: str, max_length: int | None, precisi
             torch.set_num_threads(1)
         configure(precision)
         cap: dryrun.Cap = (lambda n: min(n, max_length)) if max_length else (lambda n: n)
-        _, workload = plan([stage], load_params(), profile, cap, precision, 1)[0]
+        _, workload = plan([stage], params, profile, cap, precision, 1)[0]
         step = step_of(workload, build(workload, device), device)
         for _ in range(2):
             step()
         synchronize(device)
-        barrier.wait(timeout=600)
+        barrier.wait(timeout=max(1.0, wait_until - time.time()))
         start, steps = time.perf_counter(), 0
         while time.perf_counter() - start < seconds:  # the host runs ahead of the device by the launch queue only
             step()
@@ -553,41 +555,71 @@ def _concurrent_worker(stage: str, profile: str, max_length: int | None, precisi
         synchronize(device)
         queue.put({"steps": steps, "seconds": time.perf_counter() - start})
     except Exception as err:  # noqa: BLE001 - reported by the parent
-        barrier.abort()
-        queue.put({"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]})
+        queue.put({"error": f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300],
+                   "cause": not isinstance(err, threading.BrokenBarrierError)})
+        barrier.abort()  # after the report, so that the cause arrives before the others' broken barriers
 
 
-def concurrency_timings(stage: str, profile: str, max_length: int | None, precision: str, device: torch.device,
-                        processes: tuple[int, ...], seconds: float, deadline: float) -> dict[str, Any]:
+def _concurrent_row(context: Any, count: int, args: tuple, seconds: float, limit: float) -> dict[str, Any]:
+    """One row of :func:`concurrency_timings`: ``count`` workers, waited for until the monotonic ``limit`` at most
+    (a worker that dies without a report breaks the barrier for the others); every worker is gone on return."""
+    barrier, queue = context.Barrier(count), context.Queue()
+    wait_until = time.time() + (limit - time.monotonic()) - seconds - 5  # the barrier's last moment, wall-clock
+    workers = [context.Process(target=_concurrent_worker, args=(*args, wait_until, barrier, queue), daemon=True)
+               for _ in range(count)]
+    reports: list[dict[str, Any]] = []
+    try:
+        for worker in workers:
+            worker.start()
+        while len(reports) < count and time.monotonic() < limit:
+            try:
+                reports.append(queue.get(timeout=0.5))
+            except Exception:  # noqa: BLE001 - queue.Empty: check on the workers
+                silent = [w for w in workers if w.exitcode not in (None, 0)]
+                if silent and len(reports) + len(silent) >= count:
+                    barrier.abort()
+                    reports.append({"error": f"a process exited with status {silent[0].exitcode} without a report",
+                                    "cause": True})
+                    break
+                if silent:
+                    barrier.abort()
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.kill()
+            worker.join(5)
+    errors = sorted((r for r in reports if "error" in r), key=lambda r: not r["cause"])
+    if errors or len(reports) < count:
+        return {"processes": count, "status": "error",
+                "error": errors[0]["error"] if errors else f"{count - len(reports)} of {count} processes did not report "
+                                                          "in time"}
+    rates = [r["steps"] / r["seconds"] for r in reports]
+    return {"processes": count, "status": "timed", "steps_per_s": round(sum(rates), 3),
+            "per_process_steps_per_s": [round(rate, 3) for rate in rates]}
+
+
+def concurrency_timings(stage: str, params: dict[str, Any], profile: str, max_length: int | None, precision: str,
+                        device: torch.device, processes: tuple[int, ...], seconds: float,
+                        deadline: float) -> dict[str, Any]:
     """``stage``'s first workload trained by N processes at once on ``device``, for each N of ``processes``: the
     total steps/s and its ratio to one process's (the first N = 1 measured). Spawned processes, as the stages'
-    ``workers`` use; a row the budget cannot cover (about ``seconds`` plus a process start) is listed as not timed."""
+    ``workers`` use. Without MPS the processes' CUDA contexts take turns on the card, so the speed-up measures how
+    far one process's kernel launches overlap another's work, not kernels running side by side. A row the budget
+    cannot cover (``seconds`` plus 15 s to start) is listed as not timed; a row may overrun the budget by 30 s at
+    most, its processes killed then; a failure is a row's error, never the script's."""
     context = multiprocessing.get_context("spawn")
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # the earlier timings' cached blocks, not held while the workers run
     rows: list[dict[str, Any]] = []
     for count in processes:
         if time.monotonic() + seconds + 15 > deadline:
             rows.append({"processes": count, "status": "not timed: budget"})
             continue
-        barrier, queue = context.Barrier(count), context.Queue()
-        workers = [context.Process(target=_concurrent_worker, args=(stage, profile, max_length, precision, str(device),
-                                                                    seconds, barrier, queue)) for _ in range(count)]
-        for worker in workers:
-            worker.start()
         try:
-            reports = [queue.get(timeout=seconds + 600) for _ in workers]
-        except Exception as err:  # noqa: BLE001 - a process that never reported
-            reports = [{"error": f"{type(err).__name__}: no report"}]
-        for worker in workers:
-            worker.join(timeout=60)
-            if worker.is_alive():
-                worker.kill()
-        errors = [r["error"] for r in reports if "error" in r]
-        if errors:
-            rows.append({"processes": count, "status": "error", "error": errors[0]})
-            continue
-        rates = [r["steps"] / r["seconds"] for r in reports]
-        rows.append({"processes": count, "status": "timed", "steps_per_s": round(sum(rates), 3),
-                     "per_process_steps_per_s": [round(rate, 3) for rate in rates]})
+            rows.append(_concurrent_row(context, count, (stage, params, profile, max_length, precision, str(device),
+                                                         seconds), seconds, deadline + 30))
+        except Exception as err:  # noqa: BLE001 - recorded, not fatal
+            rows.append({"processes": count, "status": "error", "error": f"{type(err).__name__}: {err}"[:300]})
     single = next((r["steps_per_s"] for r in rows if r["processes"] == 1 and r["status"] == "timed"), None)
     for row in rows:
         if single and row["status"] == "timed":
@@ -662,6 +694,13 @@ def output_name(env: dict[str, Any], mode: str, today: datetime.date) -> str:
     return f"cpu-check-{today.isoformat()}.json" if mode == "cpu check" else f"gpu-{slug}-{today.isoformat()}.json"
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cpu", action="store_true", help="check mode: on the CPU, the smoke profile's workloads "
@@ -680,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="stack sizes to time PTB sentence-VAE trials at (none: skip; check mode: 1 and 2)")
     parser.add_argument("--stacked-budget", type=float, default=45.0,
                         help="seconds of --budget the stacked timings may take (they run before the workloads)")
-    parser.add_argument("--concurrent", nargs="*", type=int, default=[1, 2, 4], metavar="N",
+    parser.add_argument("--concurrent", nargs="*", type=_positive_int, default=[1, 2, 4], metavar="N",
                         help="process counts to train --concurrent-stage's first workload with at once on the one "
                              "device (none: skip; check mode: 1 and 2)")
     parser.add_argument("--concurrent-stage", default="tuning_ptb", choices=dryrun.STAGES)
@@ -719,7 +758,7 @@ def main(argv: list[str] | None = None) -> int:
     stacked = stacked_timings(device, args.cpu, min(deadline, time.monotonic() + args.stacked_budget), warmup,
                               repeats, (1, 2) if args.cpu else tuple(args.stacked)) if args.stacked else []
     concurrent = concurrency_timings(
-        args.concurrent_stage, profile, 2 if args.cpu else None, precision, device,
+        args.concurrent_stage, params, profile, 2 if args.cpu else None, precision, device,
         (1, 2) if args.cpu else tuple(args.concurrent), 1.0 if args.cpu else args.concurrent_seconds,
         min(deadline, time.monotonic() + args.concurrent_budget)) if args.concurrent else None
     measured, not_timed = measure_workloads(order, device, deadline, warmup, repeats, dry, precision,

@@ -9,7 +9,7 @@
 # processes (<= 50 s) and workloads (230 s in all); torch.compile's
 # first step (~3 min, gpu.py's COMPILE_SECONDS) rarely fits after them and is then listed as not timed. A second
 # slot measures compilation alone: bash benchmarks/gpu.sh --no-tests --stages lm_ptb --per-stage 2 --budget 400
-# --compile reduce-overhead default
+# --stacked --concurrent --compile reduce-overhead default
 #
 # The image lacks optuna (tuning studies; with colorlog, alembic, Mako and SQLAlchemy), zuko
 # (the DSSM's flows), nltk (word-generation metrics) and pretty_midi (music); benchmarks/gpu-wheels.txt pins

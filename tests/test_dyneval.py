@@ -948,10 +948,14 @@ def test_the_timescale_study_keeps_each_sequences_curve_and_its_seen_and_unseen_
 # ------------------------------------------------------------------ on a GPU: cuDNN's RNN in eval mode
 
 
-def test_dynamic_evaluation_leaves_the_cudnn_switch_as_it_found_it(lm):
+def test_dynamic_evaluation_hands_back_every_module_mode_and_the_cudnn_switch_as_it_found_them():
+    model = tiny_lm(layers=2).train()
+    model.layers[1].eval()  # a mixed state, restored module by module
     before = torch.backends.cudnn.enabled
-    dynamic_evaluate(lm, random_tokens((23,)), rule="sgd", lr=0.1, segment_len=5)
-    assert torch.backends.cudnn.enabled == before and not lm.training
+    dynamic_evaluate(model, random_tokens((2, 23)), rule="sgd", lr=0.1, segment_len=5, batched=False)  # nested blocks
+    assert torch.backends.cudnn.enabled == before
+    assert [m.training for m in model.modules()] == [m is not model.layers[1] and m not in
+                                                     set(model.layers[1].modules()) for m in model.modules()]
 
 
 @pytest.mark.cuda

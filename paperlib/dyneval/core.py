@@ -85,19 +85,27 @@ def adapted_parameters(model: nn.Module, adapt: AdaptSpec = None) -> list[str]:
 
 @contextlib.contextmanager
 def _eval_mode(model: nn.Module) -> Iterator[None]:
-    """``model`` in eval mode (no dropout) for the block. On CUDA also without cuDNN: dynamic evaluation takes
-    gradients through the model in eval mode, and cuDNN's fused RNN keeps what its backward pass needs only in
-    training mode (it refuses: "cudnn RNN backward can only be called in training mode"), so ``nn.LSTM`` layers run
-    PyTorch's own CUDA kernels here, the same function. On a CPU nothing but the mode changes."""
-    was_training, cudnn = model.training, torch.backends.cudnn.enabled
+    """``model`` in eval mode (no dropout) for the block. Dynamic evaluation takes gradients through the model in
+    eval mode, and on CUDA cuDNN's fused RNN refuses a backward pass after an eval-mode forward ("cudnn RNN backward
+    can only be called in training mode"). So on CUDA the ``nn.LSTM`` / ``nn.GRU`` modules inside stay in training
+    mode where that is the same function (one layer, or no dropout between layers: their modes differ in nothing
+    else), and cuDNN is switched off for the block only if one with inter-layer dropout remains (PyTorch's own
+    kernels then). On a CPU nothing but the mode changes."""
+    modes, cudnn = [(m, m.training) for m in model.modules()], torch.backends.cudnn.enabled
     model.eval()
     if any(p.is_cuda for p in model.parameters()):
-        torch.backends.cudnn.enabled = False  # only this flag: the others (TF32, determinism) stay as configured
+        recurrent = [m for m in model.modules() if isinstance(m, nn.RNNBase)]
+        for module in recurrent:
+            if module.num_layers == 1 or module.dropout == 0:
+                module.train()
+        if any(not m.training for m in recurrent):
+            torch.backends.cudnn.enabled = False  # only this flag: the others (TF32, determinism) stay as configured
     try:
         yield
     finally:
         torch.backends.cudnn.enabled = cudnn
-        model.train(was_training)
+        for module, mode in modes:  # each module as it was: a nested block hands its caller's modes back
+            module.training = mode
 
 
 def _as_streams(tokens: Tensor) -> Tensor:
