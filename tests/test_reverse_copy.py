@@ -425,6 +425,42 @@ def test_a_stack_refuses_runs_that_cannot_share_a_step():
         train_stacked([models[0], build_model(5, 4, 6, capped_input_gate=True, seed=2)], data, [base, base], [1, 2])
 
 
+def test_an_interrupted_stack_continues_from_its_checkpoint_to_the_uninterrupted_result(tmp_path):
+    from paperlib.experiments.reverse_copy.training import train_stacked
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    data = reverse_copy(256, 4, vocab_size=8, seed=3)
+    settings = [TrainSettings(steps=30, batch_size=16, lr=lr, l2=l2, beta1=0.9, log_every=10, schedule="cosine")
+                for lr, l2 in ((0.01, 0.0), (0.003, 1e-4))]
+
+    def models():  # what each process builds before it trains (or continues)
+        return [build_model(8, 6, 12, 1, 3, 2, seed=seed) for seed in (1, 2)]
+
+    whole = models()
+    uninterrupted = train_stacked(whole, data, settings, [1, 2])
+    path, steps = tmp_path / "stack.pt", []
+
+    def interrupt(optimizer, args, kwargs):  # the process dies before its 18th update
+        steps.append(1)
+        if len(steps) == 18:
+            raise KeyboardInterrupt
+
+    handle = register_optimizer_step_pre_hook(interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train_stacked(models(), data, settings, [1, 2], path, checkpoint_every=7)
+    finally:
+        handle.remove()
+    assert torch.load(path, weights_only=False)["step"] == 14  # the last checkpoint before the interruption
+    again = models()
+    assert train_stacked(again, data, settings, [1, 2], path, checkpoint_every=7) == uninterrupted
+    for model, twin in zip(whole, again):
+        for p, q in zip(model.parameters(), twin.parameters()):
+            assert_bitwise(q, p, why="the same kernels on the same inputs from an exact copy of the state")
+    with pytest.raises(ValueError, match="written by another stack"):
+        train_stacked(models(), data, settings[::-1], [1, 2], path, checkpoint_every=7)
+
+
 def test_stacks_hold_the_runs_of_one_shape_in_grid_order():
     from paperlib.experiments.reverse_copy.reverse_copy import stacks
 
@@ -464,9 +500,11 @@ def test_the_experiment_in_stacks_gives_the_separate_runs_results_and_resumes_by
     stack = rc.stacks(rc.grid_points(settings), settings)[0]
     for point in stack[1:]:
         (tmp_path / "stacked" / f"{point.model}-L{point.length}-s{point.seed}-{rc.run_key(point, settings)}.json").unlink()
+    assert not list((tmp_path / "stacked").glob("stack-*.pt"))  # a finished stack's checkpoint is gone
     trained = []
     real = rc.run_stack
-    monkeypatch.setattr(rc, "run_stack", lambda points, s: trained.append(points) or real(points, s))
+    monkeypatch.setattr(rc, "run_stack", lambda points, s, checkpoint=None: trained.append(points)
+                        or real(points, s, checkpoint))
     again = rc.run_experiment(settings, tmp_path / "stacked")
     assert trained == [stack[1:]]  # only the missing runs of that stack trained, as one stack
     assert again["runs"][0] == stacked["runs"][0]

@@ -36,8 +36,9 @@ Departures from the thesis and choices it leaves open:
 - The thesis' chapter-2 LSTM is eq. (2.1) without the capped input gate of §4.6, so the cap is off
   by default (it is a per-model option).
 - No dropout (as in the thesis: overfitting is not an issue with this much fresh data) and no
-  checkpointing inside a run; finished runs are cached under ``runs/reverse_copy/`` so an
-  interrupted stage resumes at the granularity of one (model, length, grid point), or of one stack.
+  checkpointing inside a separate run; finished runs are cached under ``runs/reverse_copy/`` so an interrupted stage
+  resumes at the granularity of one (model, length, grid point); a stack checkpoints every
+  :data:`CHECKPOINT_EVERY` steps (``runs/reverse_copy/stack-<key>.pt``) and continues from there.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from paperlib.reference.reverse_copy import REVERSE_COPY
 
 EXPERIMENT = "reverse_copy"
 MODEL_NAMES = ("lstm", "mogrifier")
+CHECKPOINT_EVERY = 1000  # steps between a stack's checkpoints (a few minutes at the paper's shapes)
 
 # Top-level keys of results/reverse_copy.json.
 RESULT_KEYS = (
@@ -268,9 +270,11 @@ def run_grid_point(point: GridPoint, settings: ReverseCopyParams) -> dict[str, A
     return _record(point, model, curve, data, settings, time.time() - started)
 
 
-def run_stack(points: list[GridPoint], settings: ReverseCopyParams) -> list[dict[str, Any]]:
+def run_stack(points: list[GridPoint], settings: ReverseCopyParams,
+              checkpoint: str | os.PathLike | None = None) -> list[dict[str, Any]]:
     """Train the runs ``points`` (one model, length and shape) as one stack; their records, in order, each charged
-    an equal share of the stack's training time. (No checkpoint inside a stack: an interrupted stack trains again.)"""
+    an equal share of the stack's training time (of this process: a stack continued from its ``checkpoint``, saved
+    every :data:`CHECKPOINT_EVERY` steps, counts the time since)."""
     started = time.time()
     if not points:
         raise ValueError("a stack needs at least one run")
@@ -280,7 +284,7 @@ def run_stack(points: list[GridPoint], settings: ReverseCopyParams) -> list[dict
     data = split_data(settings, points[0].length)
     models = [_build(p, settings) for p in points]
     curves = train_stacked(models, data["train"], [_train_settings(p, settings) for p in points],
-                           [p.seed for p in points])
+                           [p.seed for p in points], checkpoint, CHECKPOINT_EVERY)
     share = (time.time() - started) / len(points)
     return [_record(p, m, c, data, settings, share) for p, m, c in zip(points, models, curves)]
 
@@ -315,7 +319,9 @@ def _job(points: list[GridPoint], settings: ReverseCopyParams, runs_dir: str, pr
         torch.set_num_threads(settings.threads)
         setup_stage()  # precision in this (possibly spawned) worker, by the active profile
         stacked = _stack_size(todo[0], settings) is not None
-        records = run_stack(todo, settings) if stacked else [run_grid_point(todo[0], settings)]
+        checkpoint = Path(runs_dir) / ("stack-" + hashlib.sha256(" ".join(paths[p].name for p in todo).encode())
+                                       .hexdigest()[:16] + ".pt")  # this stack's members, as their run keys
+        records = run_stack(todo, settings, checkpoint) if stacked else [run_grid_point(todo[0], settings)]
         for point, record in zip(todo, records):
             tmp = paths[point].with_name(f".{paths[point].name}.tmp")
             tmp.write_text(json.dumps(record))
@@ -324,6 +330,7 @@ def _job(points: list[GridPoint], settings: ReverseCopyParams, runs_dir: str, pr
                 print(f"{point.model:9s} L={point.length:<4d} seed={point.seed} lr={point.lr:g} l2={point.l2:g} "
                       f"E={point.embedding_size} H={point.hidden_size}: valid CE {record['valid_cross_entropy']:.4f} "
                       f"({record['seconds']:.0f}s)", flush=True)
+        checkpoint.unlink(missing_ok=True)  # the records are kept: the stack is done
     return [json.loads(paths[p].read_text()) for p in points]
 
 

@@ -15,12 +15,15 @@ run's), the same optimizer arithmetic in a parameter group per model (its learni
 clipped by its own norm. What differs: the recurrences run in their ``torch.func``-traceable forms (batched matmuls
 instead of the fused kernels), and a model whose training loss turns non-finite stops updating at that step (a
 separate run raises there) while the others go on; a stack's rounding depends on its members, so a stack resumed
-with only its unfinished runs rounds differently from the uninterrupted one.
+with only its unfinished runs rounds differently from the uninterrupted one. A stack can take hours at the paper's
+shapes, so it checkpoints (``checkpoint``: weights, optimizer state, batch orders and places, curves) atomically
+every ``checkpoint_every`` steps and continues from there, ending exactly where an uninterrupted run ends.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
@@ -28,6 +31,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from paperlib.atomic_files import save_torch_atomic
 from paperlib.data import ReverseCopyData
 from paperlib.schedules import schedule_factor
 from paperlib.seq2seq import ReverseCopyModel
@@ -134,8 +138,13 @@ def evaluate(model: ReverseCopyModel, data: ReverseCopyData, batch_size: int = 2
 
 
 def train_stacked(models: Sequence[ReverseCopyModel], data: ReverseCopyData, settings: Sequence[TrainSettings],
-                  seeds: Sequence[int]) -> list[list[dict[str, float]] | None]:
+                  seeds: Sequence[int], checkpoint: str | os.PathLike | None = None,
+                  checkpoint_every: int = 1000) -> list[list[dict[str, float]] | None]:
     """Train ``models`` (one shape) together; model m with ``settings[m]`` and batch order ``seeds[m]``.
+
+    With ``checkpoint`` (a path), the training state is saved there every ``checkpoint_every`` steps and, when the
+    file exists, training continues from it (the models as built, the same settings and seeds: checked); the caller
+    removes it once the results are kept.
 
     Returns each model's training curve as :func:`train_model` reports it, or None for a model whose training loss
     became non-finite (it stopped updating at that step; :func:`train_model` raises ``FloatingPointError`` there).
@@ -168,9 +177,25 @@ def train_stacked(models: Sequence[ReverseCopyModel], data: ReverseCopyData, set
     curves: list[list[dict[str, float]]] = [[] for _ in models]
     running, counts = [0.0] * len(models), [0] * len(models)
     stopped = [False] * len(models)
+    if checkpoint_every < 1:
+        raise ValueError(f"checkpoint_every must be a positive integer, got {checkpoint_every}")
+    identity = {"settings": [repr(s) for s in settings], "seeds": list(seeds), "models": repr(models[0]),
+                "examples": num}
+    done = 0
+    if checkpoint is not None and os.path.isfile(checkpoint):
+        saved = torch.load(checkpoint, map_location=device, weights_only=False)
+        if saved["identity"] != identity:
+            raise ValueError(f"checkpoint {checkpoint} was written by another stack (settings, seeds or models differ)")
+        for model, weights in zip(models, saved["models"]):
+            model.load_state_dict(weights)
+        optimizer.load_state_dict(saved["optimizer"])
+        for generator, state in zip(generators, saved["generators"]):
+            generator.set_state(state)
+        done, orders, cursors, curves = saved["step"], saved["orders"], saved["cursors"], saved["curves"]
+        running, counts, stopped = saved["running"], saved["counts"], saved["stopped"]
     for model in models:
         model.train()
-    for step in range(1, first.steps + 1):
+    for step in range(done + 1, first.steps + 1):
         live = [i for i, done in enumerate(stopped) if not done]
         if not live:
             break
@@ -209,7 +234,12 @@ def train_stacked(models: Sequence[ReverseCopyModel], data: ReverseCopyData, set
             if step % first.log_every == 0 or step == first.steps:
                 curves[i].append({"step": step, "loss": running[i] / counts[i]})
                 running[i], counts[i] = 0.0, 0
-    return [None if done else curve for done, curve in zip(stopped, curves)]
+        if checkpoint is not None and step % checkpoint_every == 0 and step < first.steps:
+            save_torch_atomic({"identity": identity, "step": step, "models": [m.state_dict() for m in models],
+                               "optimizer": optimizer.state_dict(), "generators": [g.get_state() for g in generators],
+                               "orders": orders, "cursors": cursors, "curves": curves, "running": running,
+                               "counts": counts, "stopped": stopped}, checkpoint)
+    return [None if halted else curve for halted, curve in zip(stopped, curves)]
 
 
 __all__ = ["SCHEDULES", "SHARED_SETTINGS", "VALID_OPTIMIZERS", "TrainSettings", "evaluate", "token_cross_entropy",
