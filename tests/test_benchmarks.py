@@ -120,8 +120,9 @@ def test_the_device_script_runs_its_whole_path_in_check_mode(tmp_path):
     for row in result["stacked"]:
         assert row["status"] == "timed" and row["separate_step_s"] > 0 and row["samples"] in (16, 1)
         assert [s["trials"] for s in row["stacks"]] == [1, 2] and all(s["step_s"] > 0 for s in row["stacks"])
-        assert all(s["speedup"] == pytest.approx(s["trials"] * row["separate_step_s"] / s["step_s"], rel=1e-2)
-                   for s in row["stacks"])
+        # the speed-up is rounded to 3 decimals: within half a unit of the last one, or 1% (small ones on a busy CPU)
+        assert all(s["speedup"] == pytest.approx(s["trials"] * row["separate_step_s"] / s["step_s"], rel=1e-2,
+                                                 abs=5e-4) for s in row["stacks"])
     assert "stacked dreg16_renyi.shared" in out
     # tuning_ptb's first workload trained by 1 and 2 processes at once: each process counted its own steps
     concurrent = result["concurrent"]

@@ -33,6 +33,7 @@ from torch.nn import functional as F
 
 from paperlib.atomic_files import save_torch_atomic
 from paperlib.data import ReverseCopyData
+from paperlib.device import load_checkpoint
 from paperlib.schedules import schedule_factor
 from paperlib.seq2seq import ReverseCopyModel
 from paperlib.stacked import StackedModels
@@ -183,7 +184,8 @@ def train_stacked(models: Sequence[ReverseCopyModel], data: ReverseCopyData, set
                 "examples": num}
     done = 0
     if checkpoint is not None and os.path.isfile(checkpoint):
-        saved = torch.load(checkpoint, map_location=device, weights_only=False)
+        # the batch orders and their generators live on the CPU, as the examples they index
+        saved = load_checkpoint(checkpoint, device, cpu_keys=frozenset({"generators", "orders"}))
         if saved["identity"] != identity:
             raise ValueError(f"checkpoint {checkpoint} was written by another stack (settings, seeds or models differ)")
         for model, weights in zip(models, saved["models"]):
