@@ -23,10 +23,15 @@ PAGE = Path("docs") / "gpu.md"
 _NAME = re.compile(r"^gpu-(?P<card>.+)-(?P<date>\d{4}-\d{2}-\d{2})\.json$")
 
 
+def _measurements(root: str | Path) -> list[tuple[str, str, Path]]:
+    """(date, card, path) of every GPU measurement under ``root/benchmarks/results``, by the names."""
+    return [(m["date"], m["card"], path) for path in (Path(root) / RESULTS).glob("gpu-*.json")
+            if (m := _NAME.match(path.name))]
+
+
 def newest(root: str | Path) -> Path | None:
     """The newest GPU measurement under ``root/benchmarks/results`` (by the date in its name, then its card)."""
-    found = [(m["date"], m["card"], path) for path in (Path(root) / RESULTS).glob("gpu-*.json")
-             if (m := _NAME.match(path.name))]
+    found = _measurements(root)
     return max(found)[2] if found else None
 
 
@@ -86,15 +91,16 @@ def render(result: dict[str, Any], source: str) -> str:
     return "\n".join(lines)
 
 
-def earlier(root: str | Path, path: Path) -> Path | None:
-    """The newest measurement of the same card at the same precision as ``path`` made before it (by the date in
-    the names), if any."""
+def earlier(root: str | Path, path: Path, precision: str | None) -> tuple[Path, dict[str, Any]] | None:
+    """The newest measurement of the same card at ``precision`` (that of ``path``) made before ``path`` (by the date
+    in the names), with its contents, if any."""
     mine = _NAME.match(path.name)
-    precision = json.loads(path.read_text()).get("precision")
-    found = sorted(((m["date"], other) for other in (Path(root) / RESULTS).glob("gpu-*.json")
-                    if (m := _NAME.match(other.name)) and m["card"] == mine["card"] and m["date"] < mine["date"]),
-                   reverse=True)
-    return next((other for _, other in found if json.loads(other.read_text()).get("precision") == precision), None)
+    for date, card, other in sorted(_measurements(root), reverse=True):
+        if card == mine["card"] and date < mine["date"]:
+            result = json.loads(other.read_text())
+            if result.get("precision") == precision:
+                return other, result
+    return None
 
 
 def repeatability(newer: dict[str, Any], older: dict[str, Any]) -> dict[str, Any]:
@@ -121,10 +127,10 @@ def block(root: str | Path) -> str:
                 "`bash benchmarks/gpu.sh` on a GPU machine writes one to `benchmarks/results/`.")
     result = json.loads(path.read_text())
     text = render(result, "../" + path.relative_to(root).as_posix())
-    before = earlier(root, path)
+    before = earlier(root, path, result.get("precision"))
     if before is not None:
-        moved = repeatability(result, json.loads(before.read_text()))
-        text += (f"\n\nAgainst the earlier measurement of this card at {result.get('precision')} (`{before.name}`): "
+        moved = repeatability(result, before[1])
+        text += (f"\n\nAgainst the earlier measurement of this card at {result.get('precision')} (`{before[0].name}`): "
                  + ("no workload was timed in both." if not moved["count"] else
                     f"{moved['count']} workloads timed in both, step times within {abs(moved['largest']):.1%} "
                     f"(largest change {moved['largest']:+.1%}, {moved['worst']}); "

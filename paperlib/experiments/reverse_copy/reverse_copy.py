@@ -55,6 +55,7 @@ from typing import Any
 
 import torch
 
+from paperlib.atomic_files import write_json_atomic
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.reverse_copy.claims import record as claims_record
 from paperlib.experiments.common.runs import json_safe, map_jobs
@@ -314,24 +315,26 @@ def stacks(points: list[GridPoint], settings: ReverseCopyParams) -> list[list[Gr
 def _job(points: list[GridPoint], settings: ReverseCopyParams, runs_dir: str, progress: bool) -> list[dict[str, Any]]:
     """The records of ``points`` (one run, or one stack): read back where finished, the rest trained."""
     paths = {p: Path(runs_dir) / f"{p.model}-L{p.length}-s{p.seed}-{run_key(p, settings)}.json" for p in points}
-    todo = [p for p in points if not paths[p].is_file()]
+    records = {p: json.loads(paths[p].read_text()) for p in points if paths[p].is_file()}
+    todo = [p for p in points if p not in records]
     if todo:
         torch.set_num_threads(settings.threads)
         setup_stage()  # precision in this (possibly spawned) worker, by the active profile
-        stacked = _stack_size(todo[0], settings) is not None
-        checkpoint = Path(runs_dir) / ("stack-" + hashlib.sha256(" ".join(paths[p].name for p in todo).encode())
-                                       .hexdigest()[:16] + ".pt")  # this stack's members, as their run keys
-        records = run_stack(todo, settings, checkpoint) if stacked else [run_grid_point(todo[0], settings)]
-        for point, record in zip(todo, records):
-            tmp = paths[point].with_name(f".{paths[point].name}.tmp")
-            tmp.write_text(json.dumps(record))
-            os.replace(tmp, paths[point])
+        checkpoint = None
+        if _stack_size(todo[0], settings) is not None:  # this stack's members, named by their run keys
+            key = hashlib.sha256(" ".join(paths[p].name for p in todo).encode()).hexdigest()[:16]
+            checkpoint = Path(runs_dir) / f"stack-{key}.pt"
+        trained = run_stack(todo, settings, checkpoint) if checkpoint else [run_grid_point(todo[0], settings)]
+        for point, record in zip(todo, trained):
+            write_json_atomic(paths[point], record)
+            records[point] = record
             if progress:
                 print(f"{point.model:9s} L={point.length:<4d} seed={point.seed} lr={point.lr:g} l2={point.l2:g} "
                       f"E={point.embedding_size} H={point.hidden_size}: valid CE {record['valid_cross_entropy']:.4f} "
                       f"({record['seconds']:.0f}s)", flush=True)
-        checkpoint.unlink(missing_ok=True)  # the records are kept: the stack is done
-    return [json.loads(paths[p].read_text()) for p in points]
+        if checkpoint:
+            checkpoint.unlink(missing_ok=True)  # the records are kept: the stack is done
+    return [records[p] for p in points]
 
 
 SEED_METRICS = ("valid_cross_entropy", "valid_token_accuracy", "test_cross_entropy", "test_token_accuracy")
@@ -404,7 +407,6 @@ def run_reverse_copy(profile: str | None = None, progress: bool = True,
     """Run (or resume) experiment ``reverse_copy`` and write ``results/reverse_copy.json`` plus provenance."""
     from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root
     from paperlib.experiments.common.provenance import provenance
-    from paperlib.atomic_files import write_json_atomic
 
     started = time.time()
     root = Path(root) if root is not None else repo_root()
