@@ -32,9 +32,15 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
    steps/s against one process's (:func:`concurrency_timings`). A launch-bound step leaves the card mostly idle while
    the host launches kernels, so independent runs (trials, seeds, grid points; the stages' ``workers``) may overlap
    there: this measures how far, before any profile counts on it.
-7. **CUDA graphs** (``--graphs``): the first workload of each LM stage again, its whole training step captured as
+7. **Evaluation passes** (at most ``--evaluations-budget`` seconds): per stage whose evaluation the dry run counts,
+   the pass that weighs most there (dynamic evaluation at batch 1 for the dynamic-evaluation stages, validation or
+   Monte Carlo dropout for the others), built by :mod:`paperlib.experiments.dryrun.evaluation_plans` and run for
+   real with the stage's read-backs to the host: seconds per unit (window, segment, batch, sentence-VAE chunk) from
+   two pass lengths, so the set-up cancels, beside the dry run's prediction per unit (:func:`measure_evaluations`);
+   calibration fits these too.
+8. **CUDA graphs** (``--graphs``): the first workload of each LM stage again, its whole training step captured as
    one CUDA graph and replayed (:func:`graphed_step`): the launch-bound part of a step, measured.
-8. **Compilation** (``--compile``): the first LM workload under ``torch.compile`` in each mode asked for, its first
+9. **Compilation** (``--compile``): the first LM workload under ``torch.compile`` in each mode asked for, its first
    step (compilation included) and steady step; skipped, and listed, when the budget cannot cover the compile
    time measured on a CPU (:data:`COMPILE_SECONDS`).
 
@@ -45,6 +51,7 @@ and a table on standard output; commit the JSON of a GPU run under ``benchmarks/
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import multiprocessing
@@ -57,7 +64,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +78,8 @@ sys.path.insert(0, str(REPO))
 from paperlib.device import configure  # noqa: E402
 from paperlib.experiments.dryrun import dryrun  # noqa: E402
 from paperlib.experiments.common.config import experiment_params, load_params, section_params  # noqa: E402
+from paperlib.experiments.dryrun.evaluation import Evaluation, evaluation_precision, measure_evaluation  # noqa: E402
+from paperlib.experiments.dryrun.evaluation_plans import EVALUATIONS  # noqa: E402
 from paperlib.experiments.dryrun.gpu_time import estimate  # noqa: E402
 from paperlib.experiments.dryrun.measure import clip_gradients  # noqa: E402
 
@@ -296,6 +305,22 @@ def time_graphed(workload: dryrun.Workload, device: torch.device, repeats: int) 
     return {"graph_step_s": round(median, 6), "graph_tokens_per_s": round(_tokens_per_step(workload) / median, 1)}
 
 
+@contextlib.contextmanager
+def recorded(row: dict[str, Any], device: torch.device) -> Iterator[None]:
+    """The block times one row: running out of memory or failing otherwise becomes the row's ``status`` and
+    ``error`` instead of ending the run (one broken workload must not hide the others' numbers); the device's cache
+    is emptied after it either way."""
+    try:
+        yield
+    except torch.cuda.OutOfMemoryError as err:  # not fatal: the next workload may fit
+        row.update(status="out of memory", error=str(err).splitlines()[0])
+    except Exception as err:  # noqa: BLE001
+        row.update(status="error", error=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+    finally:
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
 def time_workload(workload: dryrun.Workload, device: torch.device, warmup: int, repeats: int,
                   model: nn.Module | None = None) -> dict[str, Any]:
     """Median step time, tokens/s, kernels per step and peak memory of one workload on ``device``."""
@@ -381,7 +406,7 @@ def measure_workloads(order: list[tuple[str, dryrun.Workload]], device: torch.de
             break
         row: dict[str, Any] = {"stage": stage, "workload": workload.name, "batch": workload.batch,
                                "length": workload.length}
-        try:
+        with recorded(row, device):
             model = build(workload, device)
             row.update(time_workload(workload, device, warmup, repeats, model))
             row.update(predicted(dry, stage, workload, precision))
@@ -406,13 +431,72 @@ def measure_workloads(order: list[tuple[str, dryrun.Workload]], device: torch.de
                 except Exception as err:  # noqa: BLE001 - a step that cannot be captured is a finding
                     row["graph_error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
             row["status"] = "timed"
-        except torch.cuda.OutOfMemoryError as err:  # recorded, not fatal: the next workload may fit
-            row.update(status="out of memory", error=str(err).splitlines()[0])
-        except Exception as err:  # noqa: BLE001 - one broken workload must not hide the others' numbers
-            row.update(status="error", error=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
-        finally:
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
+        measured.append(row)
+    return measured, not_timed
+
+
+def evaluation_plan(stages: list[str], params: dict[str, Any], profile: str, cap: dryrun.Cap, precision: str,
+                    dry: dict[str, Any] | None) -> list[tuple[str, Evaluation]]:
+    """Per stage whose evaluation the dry run counts (:data:`~paperlib.experiments.dryrun.evaluation_plans.
+    EVALUATIONS`), its evaluation that weighs most in the dry run (``dry``), or its first one in check mode."""
+    chosen = []
+    for stage in stages:
+        if stage not in EVALUATIONS:
+            continue
+        evaluations = list(EVALUATIONS[stage](stage, experiment_params(stage, profile, params), precision, cap, profile))
+        counted = (dry or {}).get("stages", {}).get(stage, {}).get("evaluations", {})
+        chosen.append((stage, max(evaluations, key=lambda e: counted.get(e.name, {}).get("gpu_hours", 0.0))
+                       if counted else evaluations[0]))
+    return chosen
+
+
+def time_evaluation(evaluation: Evaluation, device: torch.device, repeats: int, extra: int = 6) -> dict[str, Any]:
+    """Seconds per unit (window, segment, batch) of an evaluation pass on ``device``: passes of the dry run's larger
+    probe and of twice that (at least ``extra`` units more; fewer when the pass is shorter), timed ``repeats`` times
+    each after one of each untimed; the difference of their medians over the units between (the pass's set-up
+    cancels). A pass no longer than the probe is timed whole; a difference within the repeats' spread is
+    ``unresolved`` (no time per unit is claimed)."""
+    model = evaluation.build().to(device)
+    low = min(evaluation.probes[1], evaluation.units)
+    high = min(max(low + extra, 2 * low), evaluation.units)
+    if high == low:  # a pass this short is timed whole, its set-up shared out over its units
+        times = timed(lambda: evaluation.run(model, low, device), device, 1, repeats)
+        return {"units_timed": [low], "unit_s": round(statistics.median(times) / low, 7), "status": "timed"}
+    runs = [timed(lambda units=units: evaluation.run(model, units, device), device, 1, repeats) for units in (low, high)]
+    difference = statistics.median(runs[1]) - statistics.median(runs[0])
+    spread = max(max(times) - min(times) for times in runs)
+    if difference <= spread:
+        return {"units_timed": [low, high], "status": "unresolved"}
+    return {"units_timed": [low, high], "unit_s": round(difference / (high - low), 7), "status": "timed"}
+
+
+def measure_evaluations(chosen: list[tuple[str, Evaluation]], device: torch.device, deadline: float, repeats: int,
+                        dry: dict[str, Any] | None, precision: str) -> tuple[list, list]:
+    """Time the chosen evaluations until ``deadline``, each beside the dry run's time per unit (its GPU-hours over
+    the pass's units, from ``dry``; counted now with the datasheet's constants in check mode); a pass the dry run
+    expects to take longer than the time left is not started. Returns (measured, not timed)."""
+    measured, not_timed = [], []
+    for stage, evaluation in chosen:
+        if dry is None:
+            counted = {**measure_evaluation(evaluation), "units_per_pass": evaluation.units, "passes": 1}
+            counted.update(estimate(counted["flops_per_pass"], counted["kernels_per_pass"], 1,
+                                    evaluation_precision(precision)))
+        else:
+            counted = dry["stages"][stage]["evaluations"][evaluation.name]
+        unit_s = counted["gpu_hours"] * 3600 / (counted["passes"] * counted["units_per_pass"])
+        low = min(evaluation.probes[1], evaluation.units)
+        expected = (1 + repeats) * 3 * low * unit_s  # both lengths: at most 3 x low units a round
+        if time.monotonic() + 3 * expected > deadline:  # room for a dry run three times too optimistic
+            not_timed.append({"stage": stage, "workload": evaluation.name, "reason": "budget"})
+            continue
+        row: dict[str, Any] = {"stage": stage, "workload": evaluation.name, "unit": evaluation.unit,
+                               "kernels_per_unit": counted["kernels_per_unit"],
+                               "flops_per_unit": counted["flops_per_unit"], "precision": evaluation_precision(precision),
+                               "predicted_unit_s": unit_s}
+        with recorded(row, device):
+            row.update(time_evaluation(evaluation, device, repeats))
+            if row["status"] == "timed":
+                row["measured_over_predicted"] = round(row["unit_s"] / unit_s, 3)
         measured.append(row)
     return measured, not_timed
 
@@ -656,6 +740,11 @@ def render(result: dict[str, Any]) -> str:
             f"{row['kernels_per_step']:8d} {row.get('predicted_kernels', 0):8d} "
             f"{row.get('over_reference', float('nan')):9.2f}x "
             f"{row['peak_memory_gib'] if row['peak_memory_gib'] is not None else float('nan'):6.2f}")
+    for row in result.get("evaluations", []):
+        lines.append(f"evaluation {row['stage']}:{row['workload']} ({row['unit']}): " + (
+            f"{row['unit_s'] * 1e3:.3f} ms per unit, dry run {row['predicted_unit_s'] * 1e3:.3f} ms, "
+            f"{row['kernels_per_unit']:,} kernels" if row["status"] == "timed" else
+            f"{row['status']} {row.get('error', '')}"))
     for row in result["workloads"]:
         if "graph_step_s" in row:
             lines.append(f"CUDA graph {row['stage']}:{row['workload']}: step {row['graph_step_s'] * 1e3:.2f} ms "
@@ -726,6 +815,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrent-seconds", type=float, default=4.0, help="how long each process trains")
     parser.add_argument("--concurrent-budget", type=float, default=50.0,
                         help="seconds of --budget the concurrent-process timings may take (after the stacked ones)")
+    parser.add_argument("--evaluations-budget", type=float, default=30.0,
+                        help="seconds of --budget the evaluation passes may take (after the concurrent processes)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dryrun", type=Path, default=REPO / "results" / "dryrun.json")
@@ -761,6 +852,9 @@ def main(argv: list[str] | None = None) -> int:
         args.concurrent_stage, params, profile, 2 if args.cpu else None, precision, device,
         (1, 2) if args.cpu else tuple(args.concurrent), 1.0 if args.cpu else args.concurrent_seconds,
         min(deadline, time.monotonic() + args.concurrent_budget)) if args.concurrent else None
+    evaluations, evaluations_not_timed = measure_evaluations(
+        evaluation_plan(stages, params, profile, cap, precision, dry), device,
+        min(deadline, time.monotonic() + args.evaluations_budget), repeats, dry, precision)
     measured, not_timed = measure_workloads(order, device, deadline, warmup, repeats, dry, precision,
                                             ceiling[f"matmul_tflops_{precision}"], args.graphs)
     compiled = compile_timings(order, args.compile, device, deadline, warmup, repeats)
@@ -768,8 +862,8 @@ def main(argv: list[str] | None = None) -> int:
     path = args.out / output_name(env, mode, datetime.date.today())
     result = {"schema": SCHEMA, "mode": mode, "profile": profile, "precision": precision,
               "max_length": 2 if args.cpu else None, "environment": env, "tests": tests, "ceilings": ceiling,
-              "workloads": measured, "compile": compiled, "stacked": stacked, "concurrent": concurrent,
-              "not_timed": not_timed, "budget_s": args.budget,
+              "workloads": measured, "evaluations": evaluations, "compile": compiled, "stacked": stacked,
+              "concurrent": concurrent, "not_timed": not_timed + evaluations_not_timed, "budget_s": args.budget,
               "elapsed_s": round(time.monotonic() - start, 1), "path": str(path.relative_to(args.out.parent)
                                                                            if path.is_relative_to(args.out.parent)
                                                                            else path)}

@@ -6,7 +6,7 @@
 #   bash benchmarks/gpu.sh [gpu.py args]     # there, with .whl carried: installs them, runs the tests and timings
 #
 # The default run fits a 7-minute slot: tests (at most 120 s), then ceilings, stacked trials (<= 45 s), concurrent
-# processes (<= 50 s) and workloads (230 s in all); torch.compile's
+# processes (<= 50 s), evaluation passes (<= 30 s) and workloads (230 s in all); torch.compile's
 # first step (~3 min, gpu.py's COMPILE_SECONDS) rarely fits after them and is then listed as not timed. A second
 # slot measures compilation alone: bash benchmarks/gpu.sh --no-tests --stages lm_ptb --per-stage 2 --budget 400
 # --stacked --concurrent --compile reduce-overhead default

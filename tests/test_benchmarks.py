@@ -92,7 +92,8 @@ def _gpu_module():
 def test_the_device_script_runs_its_whole_path_in_check_mode(tmp_path):
     """benchmarks/gpu.py --cpu: environment, a nested pytest run read back from its JUnit report, the ceilings, one
     training step of every stage's first workload (smoke settings, 2 positions) beside the dry run's count of the
-    same workload, nn.LSTM beside the LM workloads, and a compile mode the budget cannot cover listed as not timed."""
+    same workload, nn.LSTM beside the LM workloads, an evaluation pass per stage that counts them, and a compile mode
+    the budget cannot cover listed as not timed."""
     import json
 
     out = _run("gpu.py", "--cpu", "--out", str(tmp_path), "--tests", "--pytest-args",
@@ -106,7 +107,8 @@ def test_the_device_script_runs_its_whole_path_in_check_mode(tmp_path):
     from paperlib.experiments.dryrun.dryrun import STAGES
 
     rows = {row["stage"]: row for row in result["workloads"]}
-    assert set(rows) == set(STAGES) and not result["not_timed"]
+    assert set(rows) == set(STAGES) and not [r for r in result["not_timed"] if r["stage"] in rows
+                                             and r["workload"] == rows[r["stage"]]["workload"]]
     for stage, row in rows.items():
         assert row["status"] == "timed", (stage, row)
         assert row["step_s"] > 0 and row["tokens_per_s"] > 0 and row["kernels_per_step"] > 0
@@ -133,6 +135,16 @@ def test_the_device_script_runs_its_whole_path_in_check_mode(tmp_path):
         assert row["steps_per_s"] == pytest.approx(sum(row["per_process_steps_per_s"]), abs=0.01)
         assert row["speedup"] == pytest.approx(row["steps_per_s"] / concurrent["rows"][0]["steps_per_s"], rel=1e-2)
     assert "concurrent processes, tuning_ptb's first workload: 1: " in out
+    # one evaluation pass per stage whose evaluation the dry run counts, timed per unit beside the count's prediction
+    from paperlib.experiments.dryrun.evaluation_plans import EVALUATIONS
+
+    passes = {row["stage"]: row for row in result["evaluations"]}
+    assert set(passes) == set(EVALUATIONS)
+    for stage, row in passes.items():  # timed, or a difference the busy CPU's noise hides (said so, not claimed)
+        assert row["status"] in ("timed", "unresolved"), (stage, row)
+        assert row["predicted_unit_s"] > 0 and row["kernels_per_unit"] > 0 and row["units_timed"]
+        assert (row["status"] == "timed") == (row.get("unit_s", 0) > 0)
+        assert f"evaluation {stage}:{row['workload']}" in out
 
 
 def test_the_device_script_reads_junit_plans_round_robin_and_names_what_the_budget_left(tmp_path):
@@ -173,19 +185,24 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
                 "runs": 3, "bound": "launch", "peak_memory_bytes": 2**30}
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "dryrun.json").write_text(json.dumps({"stages": {
-        "lm_ptb": {"gpu_hours": 9.4, "peak_memory_bytes": 19.7 * 2**30,
+        "lm_ptb": {"gpu_hours": 9.4, "training_hours": 8.1, "evaluation_hours": 1.3, "peak_memory_bytes": 19.7 * 2**30,
                    "workloads": {"lstm": workload, "big": {**workload, "parameters": 23_100_000, "bound": "compute",
-                                                           "flops_per_step": 1e9, "steps_per_run": 283_000, "runs": 1}}},
-        "music": {"gpu_hours": 1_200.04, "peak_memory_bytes": 2**29, "workloads": {"nade": workload}}}}))
+                                                           "flops_per_step": 1e9, "steps_per_run": 283_000, "runs": 1}},
+                   "evaluations": {"lstm: validation": {}}},
+        "music": {"gpu_hours": 1_200.04, "training_hours": 1_200.04, "evaluation_hours": 0.0,
+                  "peak_memory_bytes": 2**29, "workloads": {"nade": workload}, "evaluations": {}}}}))
     (tmp_path / "results" / "dryrun_gpu.json").write_text(json.dumps({"stages": {  # the gpu profile's, its own table
-        "music": {"gpu_hours": 0.25, "peak_memory_bytes": 2**29, "workloads": {"nade": workload}}}}))
+        "music": {"gpu_hours": 0.25, "training_hours": 0.25, "evaluation_hours": 0.0, "peak_memory_bytes": 2**29,
+                  "workloads": {"nade": workload}, "evaluations": {}}}}))
     assert "the dry run's estimate" in readme_with_measurements(readme, tmp_path) and newest(tmp_path) is None
     table = readme_with_measurements(readme, tmp_path)
-    assert "old table" not in table and "| **total** | | | | | | | | **1,209** |" in table
+    assert "old table" not in table and "| **total** | | | | | | | | **1,208** | **1** | **1,209** |" in table
     gpu_table = table.split(GPU_ESTIMATE_START)[1].split(GPU_ESTIMATE_END)[0]
-    assert "old gpu table" not in table and "| music | 1 |" in gpu_table and "| **total** | | | | | | | | **0** |" in gpu_table
-    assert "| lm_ptb | 2 | 21.4M–23.1M | 19.7 GiB | 9.21T | 21,372 | 0.283M | compute, launch | 9.4 |" in table
-    assert "| music | 1 | 21.4M | 0.50 GiB | 9.21T | 21,372 | 0.0003M | launch | 1,200.0 |" in table
+    assert "old gpu table" not in table and "| music | 1 |" in gpu_table
+    assert "| **total** | | | | | | | | **0.2** | **0.0** | **0.2** |" in gpu_table
+    assert "| lm_ptb | 2 | 21.4M–23.1M | 19.7 GiB | 9.21T | 21,372 | 0.283M | compute, launch | 8.1 | 1.3 | 9.4 |" in table
+    # a stage whose evaluation the dry run does not count says so rather than showing zero hours
+    assert "| music | 1 | 21.4M | 0.50 GiB | 9.21T | 21,372 | 0.0003M | launch | 1,200.0 | not counted | 1,200.0 |" in table
     assert "The largest step needs 19.7 GiB (lm_ptb)." in table
     folder = tmp_path / "benchmarks" / "results"
     folder.mkdir(parents=True)
@@ -197,6 +214,11 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
                            "copy_gbps": 4300.0}, "profile": "paper", "precision": "tf32",
               "tests": {"passed": 950, "failed": 1, "errors": 0, "skipped": 12},
               "workloads": [row, {**row, "workload": "mogrifier_lstm", "status": "out of memory"}],
+              "evaluations": [{"stage": "dyneval", "workload": "ptb: sgd, validation", "unit": "segment 1x5",
+                               "status": "timed", "unit_s": 0.0004, "predicted_unit_s": 0.000225,
+                               "measured_over_predicted": 1.778, "kernels_per_unit": 45},
+                              {"stage": "dyneval_char", "workload": "transformer: sgd, validation",
+                               "unit": "segment 1x20", "status": "out of memory"}],
               "not_timed": [{"stage": "reverse_copy", "workload": "lstm L=50", "reason": "budget"}],
               "stacked": [{"curve": "dreg16_renyi.shared", "hidden": 128, "vocab": 10000, "batch": 64, "samples": 16,
                            "status": "timed", "separate_step_s": 0.05,
@@ -213,6 +235,8 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     assert "old text" not in text and text.endswith(f"{END}\nrest\n")
     assert "(../benchmarks/results/gpu-nvidia-h200-2026-12-01.json)" in text and "at tf32" in text and "NVIDIA H200" in text
     assert "950 passed, 1 failed" in text and "370 (tf32)" in text
+    assert "| dyneval | ptb: sgd, validation | segment 1x5 | 0.400 | 0.225 | 1.78 | 45 |" in text
+    assert "| dyneval_char | transformer: sgd, validation | segment 1x20 | out of memory | | | |" in text
     assert "| lm_ptb | lstm | 64 × 70 | 12.30 | 30.70 | 0.40 | 364,000 | 0.210 | 5,000 (6,135) | 0.85 | 3.20 |" in text
     assert "| lm_ptb | mogrifier_lstm | 64 × 70 | out of memory |" in text
     assert "Not timed within the run's budget: 1 workloads (reverse_copy)" in text

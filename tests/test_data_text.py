@@ -5,16 +5,15 @@ import torch
 
 from paperlib.data import EOS, Vocabulary, load_corpus, tokenize
 from paperlib.data.corpora import DataError
+from paperlib.experiments.dryrun.split_sizes import SPLIT_LINES, SPLIT_TOKENS
 from paperlib.data.summary import corpus_summary
 
-# (tokens, lines, types) per split and vocabulary size with <eos>, from shared/data/README.md
+# types per split and vocabulary size with <eos>, from shared/data/README.md; the tokens and lines per split are
+# paperlib.experiments.dryrun.split_sizes (the README's numbers too), checked here
 FACTS = {
-    "ptb": ({"train": (929_589, 42_068, 9_999), "valid": (73_760, 3_370, 6_021), "test": (82_430, 3_761, 6_048)}, 10_000),
-    "ptb_char": ({"train": (5_017_482, 42_068, 49), "valid": (393_042, 3_370, 49), "test": (442_423, 3_761, 47)}, 50),
-    "wikitext2": (
-        {"train": (2_088_628, 36_718, 33_277), "valid": (217_646, 3_760, 13_776), "test": (245_569, 4_358, 14_142)},
-        33_278,
-    ),
+    "ptb": ({"train": 9_999, "valid": 6_021, "test": 6_048}, 10_000),
+    "ptb_char": ({"train": 49, "valid": 49, "test": 47}, 50),
+    "wikitext2": ({"train": 33_277, "valid": 13_776, "test": 14_142}, 33_278),
 }
 
 
@@ -39,14 +38,25 @@ def test_corpus_counts_and_vocabulary_match_the_reference(data_root, name):
     splits, vocab_size = FACTS[name]
     data = load_corpus(name, data_root)
     assert len(data.vocab) == vocab_size
-    for split, (tokens, lines, types) in splits.items():
-        ids = data.split(split)
+    for split, types in splits.items():
+        ids, tokens, lines = data.split(split), SPLIT_TOKENS[name][split], SPLIT_LINES[name][split]
         assert ids.numel() == tokens
         assert data.line_lengths[split].numel() == lines
         assert int(data.line_lengths[split].sum()) == tokens
         assert torch.unique(ids).numel() - 1 == types  # the reference counts types without <eos>
     # every valid/test type is a training type (no <unk> substitution needed)
     assert set(data.valid.tolist()) <= set(data.train.tolist())
+
+
+def test_split_tokens_of_the_byte_stream_and_the_mapped_text_match_the_data(data_root):
+    from paperlib.data.text import read_split_lines
+    from paperlib.experiments.dynamic_evaluation.out_of_domain_text import map_words_to_chars
+    from paperlib.experiments.language_models.lm_wt2_bytes import load_bytes
+
+    stream = load_bytes("wikitext2", data_root)
+    assert {s: stream.split(s).numel() for s in ("train", "valid", "test")} == SPLIT_TOKENS["wikitext2_bytes"]
+    mapped = map_words_to_chars(read_split_lines("wikitext2", data_root, "test"), load_corpus("ptb_char", data_root).vocab)
+    assert mapped.ids.numel() == SPLIT_TOKENS["wikitext2_as_ptb_char"]["test"]
 
 
 def test_sentences_are_lines_ending_in_eos(data_root):

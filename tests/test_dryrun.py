@@ -14,6 +14,7 @@ import torch
 import yaml
 
 from paperlib.experiments.dryrun import dryrun, gpu_time
+from paperlib.experiments.dryrun.evaluation_plans import EVALUATIONS
 from paperlib.experiments.dryrun.workloads import ADAPTERS
 from paperlib.compendium.cli import main
 from paperlib.experiments.common.config import experiment_params
@@ -41,8 +42,15 @@ def check_dry_run(result: dict, printed: str, stages) -> None:
             assert w["peak_memory_bytes"] >= w["weights_and_optimizer_bytes"] >= 4 * w["parameters"], (stage, name)
             assert w["gpu_hours"] == max(w["compute_bound_hours"], w["launch_bound_hours"]), (stage, name)
             assert w["total_flops"] == w["flops_per_step"] * w["steps_per_run"] * w["runs"]
-        assert entry["gpu_hours"] == pytest.approx(sum(w["gpu_hours"] for w in entry["workloads"].values()),
-                                                   abs=1e-3)
+        assert entry["training_hours"] == pytest.approx(sum(w["gpu_hours"] for w in entry["workloads"].values()),
+                                                        abs=1e-3)
+        assert entry["evaluation_hours"] == pytest.approx(sum(e["gpu_hours"] for e in entry["evaluations"].values()),
+                                                          abs=1e-3)
+        assert entry["gpu_hours"] == pytest.approx(entry["training_hours"] + entry["evaluation_hours"], abs=1e-3)
+        assert bool(entry["evaluations"]) == (stage in EVALUATIONS), f"{stage}: evaluation counted or not as planned"
+        for name, e in entry["evaluations"].items():
+            assert e["kernels_per_unit"] > 0 and e["units_per_pass"] > 0 and e["passes"] > 0, (stage, name)
+            assert e["gpu_hours"] == max(e["compute_bound_hours"], e["launch_bound_hours"]), (stage, name)
     assert "total:" in printed
     # the stages' own step counts: max_steps x seeds, trials, grid points
     if "lm_ptb" in stages:
@@ -215,13 +223,14 @@ def test_the_committed_dry_run_is_at_full_length_and_covers_every_stage():
 
 
 def test_the_gpu_profile_fits_one_h100_day_by_the_committed_dry_run():
-    """The `gpu` profile's promise (params.yaml, docs/gpu.md): every stage's training within 24 H100-hours in all,
-    by the dry run of its settings at full length, leaving time for evaluation, and every step within an 80 GB
-    H100's memory."""
+    """The `gpu` profile's promise (params.yaml, docs/gpu.md): every stage's training and counted evaluation within
+    24 H100-hours in all, by the dry run of its settings at full length, and every step within an 80 GB H100's
+    memory."""
     result = json.loads((REPO / "results" / "dryrun_gpu.json").read_text())
     made = result["assumptions"]
     assert made["profile"] == "gpu" and made["max_length"] is None and set(result["stages"]) == set(dryrun.STAGES)
     assert sum(stage["gpu_hours"] for stage in result["stages"].values()) <= 24.0
+    assert {name for name, stage in result["stages"].items() if stage["evaluations"]} == set(EVALUATIONS)
     assert max(stage["peak_memory_bytes"] for stage in result["stages"].values()) <= 80e9
     ptb = result["stages"]["micmco_ptb"]["workloads"]
     assert all(w["models_per_step"] == 10 for w in ptb.values())  # every curve trained as stacks of 10 trials
@@ -302,6 +311,14 @@ def test_calibration_recovers_the_mfu_and_time_per_kernel_a_measurement_follows(
     assert skewed["max_ratio"] > 1.5  # a step the model cannot follow shows as a worse fit, never hidden
     with pytest.raises(ValueError, match="no timed workload"):
         calibrate({**_measurement(0.2, 8e-6), "workloads": []})
+    # evaluation passes are fitted too, per unit: one the model follows keeps the fit, one it cannot follow shows
+    measured = _measurement(0.2, 8e-6)
+    unit = {"stage": "e", "workload": "dynamic", "status": "timed", "flops_per_unit": 1e9, "kernels_per_unit": 700,
+            "precision": "tf32", "unit_s": 700 * 8e-6}
+    _, with_pass = calibrate({**measured, "evaluations": [unit, {**unit, "status": "error"}]})
+    assert with_pass["workloads"] == 6 and with_pass["max_ratio"] <= grid and "e:dynamic" in with_pass["ratios"]
+    _, off = calibrate({**measured, "evaluations": [{**unit, "unit_s": 3 * 700 * 8e-6}]})
+    assert off["max_ratio"] > 1.5
 
 
 def test_the_dry_run_counts_another_profiles_settings_and_estimates_with_fitted_constants():

@@ -2,8 +2,9 @@
 
 Also the dry run's estimate per stage (``results/dryrun.json``) between :data:`ESTIMATE_START` and
 :data:`ESTIMATE_END`. ``benchmarks/gpu.py`` writes one JSON per run on a GPU (card, versions, the unit suite's outcome on CUDA, the card's
-measured ceilings, a training step of each ``paper`` workload beside the dry run's prediction, stacked
-sentence-VAE trials against separate ones, and one workload trained by several processes at once). ``paperlib index
+measured ceilings, a training step of each ``paper`` workload beside the dry run's prediction, an evaluation pass
+per stage, stacked sentence-VAE trials against separate ones, and one workload trained by several processes at
+once). ``paperlib index
 --readme`` puts the newest one into :data:`PAGE` between :data:`START` and :data:`END`, so that every GPU number the
 documentation states was measured, and the dry run's estimates stay beside them; with none committed the block says
 so.
@@ -40,7 +41,8 @@ def _number(value: Any, digits: str) -> str:
 
 
 def render(result: dict[str, Any], source: str) -> str:
-    """A short paragraph (card, versions, tests, ceilings) and one table row per workload timed."""
+    """A short paragraph (card, versions, tests, ceilings), one table row per workload timed, and the evaluation
+    passes, stacked trials and concurrent processes where the measurement has them."""
     env, ceil, tests = result["environment"], result["ceilings"], result.get("tests") or {}
     lines = [f"Measured by `benchmarks/gpu.sh` on one {env['card']} (driver {env.get('driver')}, torch {env['torch']}, "
              f"CUDA {env['cuda']}), `{result['profile']}` workloads at {result['precision']}, in [`{source}`]({source}). "
@@ -63,6 +65,16 @@ def render(result: dict[str, Any], source: str) -> str:
             f"{row['tokens_per_s']:,.0f} | {_number(row.get('mfu'), '.3f')} | {row['kernels_per_step']:,} "
             f"({_number(row.get('predicted_kernels'), ',')}) | {_number(row.get('over_reference'), '.2f')} | "
             f"{_number(row.get('peak_memory_gib'), '.2f')} |")
+    passes = result.get("evaluations", [])
+    if passes:
+        lines += ["", "Evaluation passes (per stage, the one that weighs most in the dry run), time per unit beside the "
+                      "dry run's:", "", "| stage | evaluation | unit | per unit (ms) | dry run (ms) | measured / dry run | "
+                      "kernels / unit (dry run) |", "|---|---|---|---|---|---|---|"]
+        for row in passes:
+            lines.append(f"| {row['stage']} | {row['workload']} | {row['unit']} | " + (
+                f"{row['unit_s'] * 1e3:.3f} | {row['predicted_unit_s'] * 1e3:.3f} | "
+                f"{_number(row.get('measured_over_predicted'), '.2f')} | {row['kernels_per_unit']:,} |"
+                if row["status"] == "timed" else f"{row['status']} | | | |"))
     stacked = [row for row in result.get("stacked", []) if row["status"] == "timed"]
     if stacked:
         lines += ["", "Trials of a PTB sentence-VAE curve trained as one stacked model (hidden × vocabulary × batch × "
@@ -149,24 +161,28 @@ GPU_ESTIMATE_END = "<!-- dryrun-gpu-estimate:end -->"
 
 def render_estimate(result: dict[str, Any]) -> str:
     """The dry run's table per stage (models, parameters per model, peak memory, the largest step's FLOPs and
-    kernels, optimizer steps (a stacked step counts once), what bounds it, GPU-hours) with the total and the largest
-    peak memory."""
+    kernels, optimizer steps (a stacked step counts once), what bounds training, GPU-hours of training, of evaluation
+    and both) with the totals and the largest peak memory. A stage without counted evaluation shows "not counted"."""
     from paperlib.experiments.dryrun.gpu_time import si_number as _si
 
     lines = ["| stage | models | parameters | peak memory | FLOPs / step (largest) | kernels / step (largest) | "
-             "optimizer steps | bound | GPU-hours |", "|---|---|---|---|---|---|---|---|---|"]
+             "optimizer steps | bound | training GPU-hours | evaluation GPU-hours | GPU-hours |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for stage, entry in result["stages"].items():
         rows = list(entry["workloads"].values())
         sizes = [_si(min(r["parameters"] for r in rows)), _si(max(r["parameters"] for r in rows))]
         params = sizes[0] if sizes[0] == sizes[1] else "–".join(sizes)
         peak = entry["peak_memory_bytes"] / 2**30
         steps = sum(r["steps_per_run"] * r["runs"] for r in rows)
+        evaluation = f"{entry['evaluation_hours']:,.1f}" if entry["evaluations"] else "not counted"
         lines.append(f"| {stage} | {len(rows)} | {params} | {peak:.{1 if peak >= 1 else 2}f} GiB | "
                      f"{_si(max(r['flops_per_step'] for r in rows))} | {max(r['kernels_per_step'] for r in rows):,} | "
                      f"{steps / 1e6:.3g}M | {', '.join(sorted({r['bound'] for r in rows}))} | "
-                     f"{entry['gpu_hours']:,.1f} |")
-    total = sum(entry["gpu_hours"] for entry in result["stages"].values())
-    lines.append(f"| **total** | | | | | | | | **{total:,.0f}** |")
+                     f"{entry['training_hours']:,.1f} | {evaluation} | {entry['gpu_hours']:,.1f} |")
+    totals = [sum(entry[k] for entry in result["stages"].values())
+              for k in ("training_hours", "evaluation_hours", "gpu_hours")]
+    digits = 1 if totals[2] < 100 else 0
+    lines.append("| **total** | | | | | | | | " + " | ".join(f"**{t:,.{digits}f}**" for t in totals) + " |")
     stage, entry = max(result["stages"].items(), key=lambda item: item[1]["peak_memory_bytes"])
     lines += ["", f"The largest step needs {entry['peak_memory_bytes'] / 2**30:.1f} GiB ({stage})."]
     return "\n".join(lines)

@@ -135,11 +135,12 @@ def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | 
              "a run from scratch.", ""]
     if paper or gpu:
         made = made if paper else made_gpu
-        lines += [f"The last two columns are the `gpu` and `paper` profiles' training time on one {made['gpu']} at "
+        lines += [f"The last two columns are the `gpu` and `paper` profiles' time on one {made['gpu']} at "
                   f"{made['precision']} (MFU {made['mfu']:g}, or {made['kernel_latency_us']:g} µs per kernel launch "
                   "when that is slower),",
                   "estimated without a GPU by `paperlib dryrun` (`results/dryrun_gpu.json`, `results/dryrun.json`; "
-                  "training only, see", "`paperlib/experiments/dryrun/dryrun.py`).", ""]
+                  "training, and the evaluation", "of the language-model, dynamic-evaluation and PTB MICMCO stages, "
+                  "see `paperlib/experiments/dryrun/dryrun.py`).", ""]
     lines += ["| stage | profile | last run | recorded work | estimate from scratch "
               "| gpu profile (estimated GPU-hours) | paper profile (estimated GPU-hours) |",
               "|---|---|---|---|---|---|---|"]

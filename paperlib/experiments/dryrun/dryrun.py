@@ -22,8 +22,12 @@ Assumptions and departures (also in the JSON):
   ``nn.GRU`` and LSTMs on packed sequences (the word-generation GRUs, micmco_ptb's encoder) run per time step on a
   CPU, so their kernel counts are upper bounds. The CUDA context (~0.5 GB), allocator rounding and library
   workspaces are not in the peak.
-- Training only: evaluation (validation, MC dropout, dynamic-evaluation grids, IWAE with hundreds of samples) and
-  weight averaging are not counted; one GPU, steps back to back, no data loading or host synchronisation.
+- Evaluation is counted for the stages that train language models, evaluate them dynamically or score PTB sentence
+  VAEs (:mod:`.evaluation`, :mod:`.evaluation_plans`): validation during training, final and Monte Carlo dropout
+  scores, dynamic evaluation's searches, tests and studies, importance-weighted bounds with hundreds of samples, each
+  pass measured on fake tensors with the stage's own code. The synthetic MICMCO, word-generation, reverse-copy and
+  music evaluations and weight averaging's arithmetic are not; one GPU, steps back to back, no data loading or host
+  synchronisation.
 - Every sequence has the profile's full length (BPTT; sentences of ``max_len`` tokens, whose masks then select
   everything, :class:`FullLengths`; words of ``max_len`` letters); hyperparameters tuned per trial that change
   shapes (ranks, rounds, embedding ratio, dropout on or off) sit at the centre of their search range; every trial
@@ -31,18 +35,24 @@ Assumptions and departures (also in the JSON):
   measured at the two shortest and extrapolated linearly (exact for FLOPs and kernels, one recurrent step per
   position; memory too once activations dominate, checked in the tests).
 
-Modules: :mod:`.measure` (a workload and its counted step), :mod:`.workloads` (one adapter per stage); this one
-runs them and re-exports their names.
+Modules: :mod:`.measure` (a workload and its counted step), :mod:`.workloads` (one adapter per stage),
+:mod:`.evaluation` (an evaluation pass and its counted units), :mod:`.evaluation_plans` (the passes of each stage,
+from the splits' sizes in :mod:`.split_sizes`);
+this one runs them and re-exports their names. A stage's ``gpu_hours`` is its ``training_hours`` (the workloads) plus
+its ``evaluation_hours`` (the evaluations).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from paperlib.experiments.common.config import experiment_params, load_params, section_params
+from paperlib.experiments.dryrun.evaluation import measure_evaluation, evaluation_precision
+from paperlib.experiments.dryrun.evaluation_plans import EVALUATIONS
 from paperlib.experiments.dryrun.gpu_time import DATASHEET, Constants, estimate
 from paperlib.experiments.dryrun.measure import (FAKE_DEVICE, NO_KERNEL, Workload, materialise, measure, measure_step,
                                                  num_parameters)
@@ -68,8 +78,10 @@ def assumptions(precision: str, max_length: int | None = None, constants: Consta
     return {"profile": profile, "gpu": constants.gpu, "precision": precision, "peak_tflops": constants.peak_flops[precision] / 1e12,
             "mfu": constants.mfu, "kernel_latency_us": constants.kernel_latency_s * 1e6, "fake_device": FAKE_DEVICE,
             "torch": torch.__version__, "max_length": max_length, **extra,
-            "counts": "training steps only (no evaluation, no weight averaging); every sequence at full length; "
-                      "tuned shape hyperparameters at the centre of their ranges; every trial run to the end"}
+            "counts": "training steps, and the evaluation passes of the language-model, dynamic-evaluation and PTB "
+                      "MICMCO stages (not those of the synthetic MICMCO, word-generation, reverse-copy and music "
+                      "stages, not weight averaging); every sequence at full length; tuned shape hyperparameters at "
+                      "the centre of their ranges; every trial run to the end; learning-rate sweeps to their cap"}
 
 
 def dry_run(stages: Sequence[str] | None = None, params: dict[str, Any] | None = None,
@@ -79,8 +91,9 @@ def dry_run(stages: Sequence[str] | None = None, params: dict[str, Any] | None =
     ``constants`` (the datasheet's, or fitted to a GPU measurement).
 
     ``max_length`` caps every sequence length (a quick check that the configs build and step; the numbers are then
-    not the paper's). Returns ``{"assumptions": ..., "stages": {stage: {"gpu_hours", "peak_memory_bytes",
-    "workloads": {name: {...}}}}}``, keys in a fixed order.
+    not the paper's). Returns ``{"assumptions": ..., "stages": {stage: {"gpu_hours", "training_hours",
+    "evaluation_hours", "peak_memory_bytes", "workloads": {name: {...}}, "evaluations": {name: {...}}}}}``, keys in a
+    fixed order. A stage's peak memory is the largest of its training steps' and evaluation passes'.
     """
     chosen = check_stages(stages)
     params = params if params is not None else load_params()
@@ -103,9 +116,29 @@ def dry_run(stages: Sequence[str] | None = None, params: dict[str, Any] | None =
                 **{k: round(v, 4) if isinstance(v, float) else v
                    for k, v in estimate(step["flops_per_step"], step["kernels_per_step"], steps, precision,
                                         constants).items()}}
-        out["stages"][stage] = {"gpu_hours": round(sum(w["gpu_hours"] for w in workloads.values()), 4),
-                                "peak_memory_bytes": max(w["peak_memory_bytes"] for w in workloads.values()),
-                                "workloads": workloads}
+        evaluations: dict[str, dict[str, Any]] = {}
+        counted_passes: dict = {}
+        for evaluation in EVALUATIONS.get(stage, lambda *args: ())(stage, settings, precision, cap, profile):
+            if progress is not None:
+                progress(f"{stage}: {evaluation.name}")
+            if evaluation.name in evaluations:
+                raise ValueError(f"{stage}: two evaluations are named {evaluation.name!r}")
+            if max_length is not None:  # a quick check counts the first units (a Transformer's memory never fills)
+                evaluation = dataclasses.replace(evaluation, probes=(1, 2))
+            counted = measure_evaluation(evaluation, counted_passes)
+            evaluations[evaluation.name] = {
+                **counted, "unit": evaluation.unit, "units_per_pass": evaluation.units, "passes": evaluation.passes,
+                "at_most": evaluation.upto,
+                **{k: round(v, 4) if isinstance(v, float) else v
+                   for k, v in estimate(counted["flops_per_pass"], counted["kernels_per_pass"], evaluation.passes,
+                                        evaluation_precision(precision), constants).items()}}
+        training = round(sum(w["gpu_hours"] for w in workloads.values()), 4)
+        evaluating = round(sum(e["gpu_hours"] for e in evaluations.values()), 4)
+        out["stages"][stage] = {"gpu_hours": round(training + evaluating, 4), "training_hours": training,
+                                "evaluation_hours": evaluating,
+                                "peak_memory_bytes": max(w["peak_memory_bytes"]
+                                                         for w in [*workloads.values(), *evaluations.values()]),
+                                "workloads": workloads, "evaluations": evaluations}
     return out
 
 

@@ -62,8 +62,9 @@ def si_number(value: float) -> str:
 
 
 def render_tables(result: dict[str, Any]) -> str:
-    """One plain-text table per stage: parameters, peak memory, FLOPs and kernels per step, steps x runs, the
-    bound and the estimated GPU-hours, with the stage's total."""
+    """One plain-text table per stage: per training workload parameters, peak memory, FLOPs and kernels per step,
+    steps x runs, the bound and the estimated GPU-hours; per evaluation its unit, kernels per unit, units x passes
+    ("<=" where that work is a cap), FLOPs per pass, the bound and GPU-hours; the stage's and the grand total."""
     a = result["assumptions"]
     lines = [f"Estimated on one {a['gpu']} at {a['precision']} ({a['peak_tflops']:g} TFLOP/s dense, MFU {a['mfu']:g}) "
              f"or {a['kernel_latency_us']:g} us per kernel launch, whichever is slower; {a['counts']}; "
@@ -74,14 +75,26 @@ def render_tables(result: dict[str, Any]) -> str:
         lines.append(f"QUICK CHECK: sequences cut to {a['max_length']} positions, not the paper's numbers.")
     header = f"{'workload':44s} {'batch':>8s} {'len':>4s} {'params':>7s} {'peak mem':>9s} {'FLOP/step':>9s} " \
              f"{'kernels':>8s} {'steps x runs':>15s} {'bound':>7s} {'GPU-h':>9s}"
+    evaluation_header = f"{'evaluation':44s} {'unit':>22s} {'kernels':>8s} {'units x passes':>18s} " \
+                        f"{'FLOP/pass':>9s} {'bound':>7s} {'GPU-h':>9s}"
     for stage, entry in result["stages"].items():
-        lines += ["", f"{stage}: {entry['gpu_hours']:,.1f} GPU-hours, peak memory "
+        evaluations = entry.get("evaluations", {})
+        split = f" ({entry['training_hours']:,.1f} training, {entry['evaluation_hours']:,.1f} evaluation)" \
+            if evaluations else ""
+        lines += ["", f"{stage}: {entry['gpu_hours']:,.1f} GPU-hours{split}, peak memory "
                       f"{entry['peak_memory_bytes'] / 2**30:.2f} GiB", header]
         for name, w in entry["workloads"].items():
             lines.append(f"{name[:44]:44s} {w['batch']:>8s} {w['length']:>4d} {si_number(w['parameters']):>7s} "
                          f"{w['peak_memory_bytes'] / 2**30:>5.2f} GiB {si_number(w['flops_per_step']):>9s} "
                          f"{w['kernels_per_step']:>8,d} {w['steps_per_run']:>7,d} x {w['runs']:<5d} "
                          f"{w['bound']:>7s} {w['gpu_hours']:>9,.2f}")
+        if evaluations:
+            lines.append(evaluation_header)
+        for name, e in evaluations.items():
+            work = f"{'<=' if e['at_most'] else ''}{e['units_per_pass']:,d}"
+            lines.append(f"{name[:44]:44s} {e['unit']:>22s} {e['kernels_per_unit']:>8,d} "
+                         f"{work:>9s} x {e['passes']:<6,d} {si_number(e['flops_per_pass']):>9s} "
+                         f"{e['bound']:>7s} {e['gpu_hours']:>9,.2f}")
     total = sum(entry["gpu_hours"] for entry in result["stages"].values())
     return "\n".join(lines + ["", f"total: {total:,.1f} GPU-hours"]) + "\n"
 
@@ -95,28 +108,37 @@ def calibrate(measurement: dict[str, Any], source: str = "measurement") -> tuple
 
     Peaks: the card's measured matmul rates. MFU and time per kernel: on a log grid (MFU 0.01-1, 0.1 us-1 ms), the
     pair that minimises the largest ratio, either way, between the model's step time (with the dry run's FLOPs and
-    kernel counts for each workload) and the measured one, over every timed workload with a dry-run prediction.
+    kernel counts for each workload) and the measured one, over every timed workload with a dry-run prediction and
+    every timed evaluation pass (its time per unit, at the precision evaluation runs at).
     Returns (constants, {"workloads", "max_ratio", "ratios"}): ``max_ratio`` is the agreement to quote (<= 1.5 is
     the goal).
     """
+    precision = measurement["precision"]
     rows = [r for r in measurement["workloads"]
             if r.get("status") == "timed" and r.get("flops_per_step") and r.get("predicted_kernels")]
+    rows += [{"stage": r["stage"], "workload": r["workload"], "flops_per_step": r["flops_per_unit"],
+              "predicted_kernels": r["kernels_per_unit"], "step_s": r["unit_s"], "precision": r["precision"]}
+             for r in measurement.get("evaluations", [])
+             if r.get("status") == "timed" and r.get("unit_s") and r.get("flops_per_unit") and r.get("kernels_per_unit")]
     if not rows:
         raise ValueError(f"{source}: no timed workload with a dry-run prediction to calibrate on")
-    ceilings, precision = measurement["ceilings"], measurement["precision"]
+    ceilings = measurement["ceilings"]
     peaks = {p: ceilings[f"matmul_tflops_{p}"] * 1e12 for p in ("fp32", "tf32", "bf16")}
+
+    def modelled(r: dict[str, Any], mfu: float, latency: float) -> float:
+        return _model_step(r, peaks[r.get("precision", precision)], mfu, latency)
+
     best: tuple[float, float, float] | None = None
     for i in range(101):  # MFU 10^-2 .. 10^0
         mfu = 10 ** (-2 + 2 * i / 100)
         for j in range(201):  # latency 10^-7 .. 10^-3 s
             latency = 10 ** (-7 + 4 * j / 200)
-            worst = max(abs(math.log(_model_step(r, peaks[precision], mfu, latency) / r["step_s"])) for r in rows)
+            worst = max(abs(math.log(modelled(r, mfu, latency) / r["step_s"])) for r in rows)
             if best is None or worst < best[0]:
                 best = (worst, mfu, latency)
     worst, mfu, latency = best
     constants = Constants(measurement["environment"]["card"], peaks, mfu, latency, source)
-    ratios = {f"{r['stage']}:{r['workload']}": round(_model_step(r, peaks[precision], mfu, latency) / r["step_s"], 3)
-              for r in rows}
+    ratios = {f"{r['stage']}:{r['workload']}": round(modelled(r, mfu, latency) / r["step_s"], 3) for r in rows}
     return constants, {"workloads": len(rows), "max_ratio": round(math.exp(worst), 3), "ratios": ratios}
 
 

@@ -5,9 +5,10 @@ steady-state step of it on fake tensors, counted by :class:`StepCounter` (parame
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -119,7 +120,8 @@ class FullLengths(TorchDispatchMode):
             return args[0].reshape(-1, *args[0].shape[masks[0].dim():]).clone()  # [N = mask.numel(), ...]
         if masks and func in (torch.ops.aten.index_put.default, torch.ops.aten.index_put_.default,
                               torch.ops.aten._index_put_impl_.default):
-            target, values = args[0], args[2].reshape(args[0].shape)
+            target = args[0]  # every place selected: values [N, *trailing], or ones that broadcast to it (a scalar)
+            values = torch.broadcast_to(args[2], (masks[0].numel(), *target.shape[masks[0].dim():])).reshape(target.shape)
             accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
             if func is torch.ops.aten.index_put.default:
                 return target + values if accumulate else values.clone()
@@ -148,51 +150,69 @@ def num_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
 
 
-def measure_step(workload: Workload, length: int) -> dict[str, int]:
-    """Parameters, peak memory, parameter + optimizer-state bytes, FLOPs and kernels of one steady-state training
-    step of ``workload`` on sequences of ``length``."""
+def build_model(build: Callable[[], nn.Module]) -> tuple[nn.Module, bool]:
+    """``build()`` on the meta device, or for real when the builder reads values (a flow's ``.item()``); and whether
+    it is on the meta device (its buffers are then empty too)."""
     try:
         with torch.device("meta"):
-            model, on_meta = workload.build(), True
-    except (RuntimeError, NotImplementedError):  # a builder that reads values (a flow's .item()): build for real
-        model, on_meta = workload.build(), False
+            return build(), True
+    except (RuntimeError, NotImplementedError):
+        return build(), False
+
+
+@contextlib.contextmanager
+def on_fake_tensors(model: nn.Module, on_meta: bool) -> Iterator[None]:
+    """The block runs in fake mode (:class:`FullLengths` answering data-dependent shapes) with ``model``
+    materialised as fake tensors (see :func:`build_model` for ``on_meta``), and with the garbage collector off:
+    storages are freed by reference counting only, so the peak is the same on every run."""
     collecting = gc.isenabled()
-    gc.disable()  # frees by reference counting only: the same peak on every run
+    gc.disable()
     try:
         with FakeTensorMode(allow_non_fake_inputs=True), FullLengths():
             materialise(model, FAKE_DEVICE, buffers=on_meta)
-            optimizer = workload.optimizer(model)
-            for group in optimizer.param_groups:
-                group["foreach"] = True  # the default on CUDA
-            for p in model.parameters():  # warm-up: the optimizer state exists from the second step on
-                p.grad = torch.zeros_like(p)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, Tensor)]
-            with StepCounter([*model.parameters(), *model.buffers(), *state]) as counter:
-                workload.backward(model, length, torch.device(FAKE_DEVICE))
-                clip_gradients(workload, model)
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
+            yield
     finally:
         if collecting:
             gc.enable()
+
+
+def measure_step(workload: Workload, length: int) -> dict[str, int]:
+    """Parameters, peak memory, parameter + optimizer-state bytes, FLOPs and kernels of one steady-state training
+    step of ``workload`` on sequences of ``length``."""
+    model, on_meta = build_model(workload.build)
+    with on_fake_tensors(model, on_meta):
+        optimizer = workload.optimizer(model)
+        for group in optimizer.param_groups:
+            group["foreach"] = True  # the default on CUDA
+        for p in model.parameters():  # warm-up: the optimizer state exists from the second step on
+            p.grad = torch.zeros_like(p)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, Tensor)]
+        with StepCounter([*model.parameters(), *model.buffers(), *state]) as counter:
+            workload.backward(model, length, torch.device(FAKE_DEVICE))
+            clip_gradients(workload, model)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
     return {"parameters": num_parameters(model), "peak_memory_bytes": counter.peak,
             "weights_and_optimizer_bytes": counter.static, "flops_per_step": counter.flops,
             "kernels_per_step": counter.kernels}
 
 
+def cached(cache: dict | None, key: tuple | None, size: int, count: Callable[[], dict[str, int]]) -> dict[str, int]:
+    """``count()``, kept in ``cache`` under (``key``, ``size``) when there is a key (and a cache)."""
+    if key is None or cache is None:
+        return count()
+    if (key, size) not in cache:
+        cache[key, size] = count()
+    return cache[key, size]
+
+
 def measure(workload: Workload, cache: dict | None = None) -> dict[str, int]:
     """:func:`measure_step` at the workload's length, or extrapolated linearly in the length from its two
     ``probes`` (measurements of one ``key`` are shared through ``cache``)."""
-    cache = {} if cache is None else cache
-
     def at(length: int) -> dict[str, int]:
-        if workload.key is None:
-            return measure_step(workload, length)
-        if (workload.key, length) not in cache:
-            cache[workload.key, length] = measure_step(workload, length)
-        return cache[workload.key, length]
+        return cached(cache, workload.key, length, lambda: measure_step(workload, length))
 
     if workload.probes is None or workload.length in workload.probes or len(set(workload.probes)) < 2:
         return at(workload.length)
@@ -200,4 +220,4 @@ def measure(workload: Workload, cache: dict | None = None) -> dict[str, int]:
     return {k: round(a[k] + (b[k] - a[k]) * (workload.length - low) / (high - low)) for k in a}
 
 
-__all__ = ["FAKE_DEVICE", "NO_KERNEL", "Workload", "StepCounter", "clip_gradients", "FullLengths", "materialise", "measure", "measure_step", "num_parameters"]
+__all__ = ["FAKE_DEVICE", "NO_KERNEL", "Workload", "StepCounter", "build_model", "cached", "clip_gradients", "on_fake_tensors", "FullLengths", "materialise", "measure", "measure_step", "num_parameters"]
