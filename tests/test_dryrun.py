@@ -317,8 +317,9 @@ def test_calibration_recovers_the_mfu_and_time_per_kernel_a_measurement_follows(
             "precision": "tf32", "unit_s": 700 * 8e-6}
     _, with_pass = calibrate({**measured, "evaluations": [unit, {**unit, "status": "error"}]})
     assert with_pass["workloads"] == 6 and with_pass["max_ratio"] <= grid and "e:dynamic" in with_pass["ratios"]
+    assert fit["evaluation_max_ratio"] is None and with_pass["evaluation_max_ratio"] <= grid
     _, off = calibrate({**measured, "evaluations": [{**unit, "unit_s": 3 * 700 * 8e-6}]})
-    assert off["max_ratio"] > 1.5
+    assert off["max_ratio"] > 1.5 and off["max_ratio"] == max(off["training_max_ratio"], off["evaluation_max_ratio"])
 
 
 def test_the_dry_run_counts_another_profiles_settings_and_estimates_with_fitted_constants():
@@ -345,4 +346,5 @@ def test_the_cli_estimates_with_a_measurements_constants(tmp_path, capsys):
                  "--calibration", str(measured), "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["calibration"]["workloads"] == 5 and result["assumptions"]["profile"] == "smoke"
-    assert "calibrated on 5 measured workloads" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "calibrated on 5 measured workloads" in printed and "of every measured step (training steps " in printed

@@ -278,9 +278,12 @@ def cmd_dryrun(args) -> int:
         from paperlib.experiments.dryrun.gpu_time import calibrate
 
         constants, calibration = calibrate(json.loads(Path(args.calibration).read_text()), args.calibration)
+        parts = [f"{name} {calibration[key]:g}x" for name, key in (("training steps", "training_max_ratio"),
+                                                                    ("evaluation passes", "evaluation_max_ratio"))
+                 if calibration[key] is not None]
         print(f"calibrated on {calibration['workloads']} measured workloads: MFU {constants.mfu:.3g}, "
               f"{constants.kernel_latency_s * 1e6:.3g} us per kernel, model within {calibration['max_ratio']:g}x of "
-              "every measured step")
+              f"every measured step ({', '.join(parts)})")
     result = dry_run(args.stages, max_length=max_length, progress=progress, profile=args.profile,
                      **({"constants": constants} if constants else {}))
     if calibration:

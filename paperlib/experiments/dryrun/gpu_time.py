@@ -110,14 +110,16 @@ def calibrate(measurement: dict[str, Any], source: str = "measurement") -> tuple
     pair that minimises the largest ratio, either way, between the model's step time (with the dry run's FLOPs and
     kernel counts for each workload) and the measured one, over every timed workload with a dry-run prediction and
     every timed evaluation pass (its time per unit, at the precision evaluation runs at).
-    Returns (constants, {"workloads", "max_ratio", "ratios"}): ``max_ratio`` is the agreement to quote (<= 1.5 is
-    the goal).
+    Returns (constants, {"workloads", "max_ratio", "ratios", "training_max_ratio", "evaluation_max_ratio"}):
+    ``max_ratio`` is the agreement to quote (<= 1.5 is the goal); the last two are its parts over the training steps
+    and over the evaluation passes (None without any).
     """
     precision = measurement["precision"]
     rows = [r for r in measurement["workloads"]
             if r.get("status") == "timed" and r.get("flops_per_step") and r.get("predicted_kernels")]
     rows += [{"stage": r["stage"], "workload": r["workload"], "flops_per_step": r["flops_per_unit"],
-              "predicted_kernels": r["kernels_per_unit"], "step_s": r["unit_s"], "precision": r["precision"]}
+              "predicted_kernels": r["kernels_per_unit"], "step_s": r["unit_s"], "precision": r["precision"],
+              "evaluation": True}
              for r in measurement.get("evaluations", [])
              if r.get("status") == "timed" and r.get("unit_s") and r.get("flops_per_unit") and r.get("kernels_per_unit")]
     if not rows:
@@ -139,7 +141,14 @@ def calibrate(measurement: dict[str, Any], source: str = "measurement") -> tuple
     worst, mfu, latency = best
     constants = Constants(measurement["environment"]["card"], peaks, mfu, latency, source)
     ratios = {f"{r['stage']}:{r['workload']}": round(modelled(r, mfu, latency) / r["step_s"], 3) for r in rows}
-    return constants, {"workloads": len(rows), "max_ratio": round(math.exp(worst), 3), "ratios": ratios}
+
+    def agreement(part: list[dict[str, Any]]) -> float | None:
+        logs = [abs(math.log(modelled(r, mfu, latency) / r["step_s"])) for r in part]
+        return round(math.exp(max(logs)), 3) if logs else None
+
+    return constants, {"workloads": len(rows), "max_ratio": round(math.exp(worst), 3), "ratios": ratios,
+                       "training_max_ratio": agreement([r for r in rows if not r.get("evaluation")]),
+                       "evaluation_max_ratio": agreement([r for r in rows if r.get("evaluation")])}
 
 
 __all__ = ["DATASHEET", "GPU", "KERNEL_LATENCY_S", "MFU", "PEAK_FLOPS", "Constants", "calibrate", "estimate",
