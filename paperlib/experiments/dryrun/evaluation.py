@@ -70,18 +70,16 @@ def measure_evaluation(evaluation: Evaluation, cache: dict | None = None) -> dic
     def at(units: int) -> dict[str, int]:
         return cached(cache, evaluation.key, units, lambda: count_pass(evaluation, units))
 
-    low, high = evaluation.probes
+    low, high, counts = *evaluation.probes, ("kernels", "flops")
     if evaluation.units <= high:  # short enough to count outright
-        whole = at(evaluation.units)
-        return {"kernels_per_unit": round(whole["kernels"] / evaluation.units),
-                "flops_per_unit": round(whole["flops"] / evaluation.units), "kernels_per_pass": whole["kernels"],
-                "flops_per_pass": whole["flops"], "peak_memory_bytes": whole["peak_memory_bytes"]}
-    a, b = at(low), at(high)
-    unit = {k: (b[k] - a[k]) / (high - low) for k in ("kernels", "flops")}
-    per_pass = {k: round(a[k] + unit[k] * (evaluation.units - low)) for k in unit}
-    return {"kernels_per_unit": round(unit["kernels"]), "flops_per_unit": round(unit["flops"]),
-            "kernels_per_pass": per_pass["kernels"], "flops_per_pass": per_pass["flops"],
-            "peak_memory_bytes": b["peak_memory_bytes"]}
+        per_pass = at(evaluation.units)
+        unit = {k: per_pass[k] / evaluation.units for k in counts}
+    else:
+        a, b = at(low), at(high)
+        unit = {k: (b[k] - a[k]) / (high - low) for k in counts}
+        per_pass = {**b, **{k: a[k] + unit[k] * (evaluation.units - low) for k in counts}}
+    return {**{f"{k}_per_unit": round(unit[k]) for k in counts}, **{f"{k}_per_pass": round(per_pass[k]) for k in counts},
+            "peak_memory_bytes": per_pass["peak_memory_bytes"]}
 
 
 def read_back(*values: torch.Tensor) -> None:

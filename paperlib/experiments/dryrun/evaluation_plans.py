@@ -60,6 +60,15 @@ def _probes(spec: dict[str, Any], length: int) -> tuple[int, int]:
     return first, first + 1
 
 
+def _forward(name: str, spec: dict[str, Any], vocab: int, batch: int, length: int, units: int, passes: int = 1,
+             upto: bool = False, shown: int | None = None) -> Evaluation:
+    """``passes`` passes of ``units`` windows of [batch, length] of the model ``spec`` without gradients (``shown``:
+    the uncapped length, for the table)."""
+    return Evaluation(name, _lm(spec, vocab), forward_windows(vocab, batch, length), units, passes,
+                      f"window {batch}x{shown or length}", key=("forward", *_spec_key(spec, vocab), batch, length),
+                      upto=upto, probes=_probes(spec, length))
+
+
 def validation(name: str, spec: dict[str, Any], train: dict[str, Any], vocab: int, valid_tokens: int, runs: int,
                cap: Cap, per_evaluation: float | None = None) -> Evaluation:
     """The Trainer's validation over ``runs`` trainings: after every ``eval_every`` steps and the last one, the
@@ -73,11 +82,8 @@ def validation(name: str, spec: dict[str, Any], train: dict[str, Any], vocab: in
         count = min(count, config.eval_max_windows)
     evaluations = math.ceil(config.max_steps / config.eval_every)
     per = per_evaluation if per_evaluation is not None else VALIDATIONS.get(config.averaging, 1)
-    length = cap(config.bptt)
-    return Evaluation(f"{name}: validation", _lm(spec, vocab), forward_windows(vocab, config.eval_batch_size, length),
-                      count, math.ceil(runs * evaluations * per), f"window {config.eval_batch_size}x{config.bptt}",
-                      key=("forward", *_spec_key(spec, vocab), config.eval_batch_size, length),
-                      probes=_probes(spec, length))
+    return _forward(f"{name}: validation", spec, vocab, config.eval_batch_size, cap(config.bptt), count,
+                    math.ceil(runs * evaluations * per), shown=config.bptt)
 
 
 def final_evaluation(name: str, spec: dict[str, Any], train: dict[str, Any], vocab: int, valid_tokens: int,
@@ -95,9 +101,7 @@ def final_evaluation(name: str, spec: dict[str, Any], train: dict[str, Any], voc
     chunk = inspect.signature(mc_dropout_nll).parameters["chunk_size"].default
     deterministic = windows(min(temperature, valid_tokens), batch, config.bptt) + \
         2 * (windows(valid_tokens, batch, config.bptt) + windows(test_tokens, batch, config.bptt))
-    key = ("forward", *_spec_key(spec, vocab), batch, length)
-    yield Evaluation(f"{name}: test and validation", _lm(spec, vocab), forward_windows(vocab, batch, length),
-                     deterministic, runs, f"window {batch}x{config.bptt}", key=key, probes=_probes(spec, length))
+    yield _forward(f"{name}: test and validation", spec, vocab, batch, length, deterministic, runs, shown=config.bptt)
     mc = windows(valid_tokens, batch, config.bptt) + windows(test_tokens, batch, config.bptt)
     size = min(chunk, mc_samples)
     yield Evaluation(f"{name}: MC dropout, {mc_samples} masks", _lm(spec, vocab),
@@ -142,18 +146,14 @@ def _averaging(stage: str, settings: Any, precision: str, cap: Cap, profile: str
 
 def _tuning(stage: str, settings: Any, precision: str, cap: Cap, profile: str = "paper") -> Iterator[Evaluation]:
     """tuning_ptb: every trial and probe validates as it trains (2TA), at the trial shape of the training count."""
-    from paperlib.experiments.dryrun.workloads import _centre
-    from paperlib.search_spaces import get_space
-    from paperlib.tuning import lm_hyperparameters
+    from paperlib.experiments.dryrun.workloads import tuning_trial
 
     vocab = CORPORA[settings.corpus].vocab_size
     valid = _prefix(settings.corpus, "valid", settings.eval_tokens, scored=False)
     for space, spec in settings.models.items():
-        sampled = {h.name: _centre(h.low, h.high, h.log, h.integer) for h in get_space(space).hyperparameters}
-        options, train = lm_hyperparameters(sampled, spec["hidden_size"])
-        model = {**spec, "options": {**spec.get("options", {}), **options}}
-        yield validation(space, model, {**settings.train, **train}, vocab, valid,
-                         settings.trials + settings.neighbours + settings.reruns, cap)
+        model, train = tuning_trial(space, spec, settings.train)
+        yield validation(space, model, train, vocab, valid, settings.trials + settings.neighbours + settings.reruns,
+                         cap)
 
 
 def _segments(tokens: int, segment: int) -> int:
@@ -179,15 +179,6 @@ def _dynamic(name: str, spec: dict[str, Any], vocab: int, segment: int, units: i
                       f"segment {streams}x{segment}",
                       key=("dynamic", *_spec_key(spec, vocab), segment, streams, repr(sorted(rule.items()))),
                       upto=upto, probes=_probes(spec, segment))
-
-
-def _forward(name: str, spec: dict[str, Any], vocab: int, batch: int, length: int, units: int, passes: int = 1,
-             upto: bool = False, shown: int | None = None) -> Evaluation:
-    """``passes`` passes of ``units`` windows of [batch, length] of the model ``spec`` without gradients (``shown``:
-    the uncapped length, for the table)."""
-    return Evaluation(name, _lm(spec, vocab), forward_windows(vocab, batch, length), units, passes,
-                      f"window {batch}x{shown or length}", key=("forward", *_spec_key(spec, vocab), batch, length),
-                      upto=upto, probes=_probes(spec, length))
 
 
 def _fixed(grid: dict[str, list]) -> dict[str, Any]:
@@ -370,13 +361,13 @@ def sentence_evaluation(name: str, curve_name: str, settings: Any, split: str, s
     sample x token pairs, counted as sentences of ``max_len`` tokens (the truncation of training and validation
     sentences; the chunks are sorted by length, so most run fewer recurrence steps, and the kernels are an upper
     bound)."""
-    from paperlib.experiments.dryrun.workloads import _centre
+    from paperlib.experiments.dryrun.workloads import centre
     from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES, build_model
     from paperlib.experiments.micmco.ptb.trials import EVAL_TOKEN_SAMPLES
 
     vocab = settings.vocab_size or CORPORA[settings.corpus].vocab_size
     curve = CURVES[curve_name]
-    params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in curve.space.items()}
+    params = centre(curve.space)
     chosen = {"train": settings.train_eval_sentences, "valid": settings.valid_sentences,
               "test": settings.test_sentences}[split]
     lines = SPLIT_LINES[settings.corpus][split]

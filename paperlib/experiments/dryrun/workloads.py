@@ -35,6 +35,23 @@ def _centre(low: float, high: float, log: bool, integer: bool) -> float:
     return round(value) if integer else value
 
 
+def centre(space: dict[str, Any]) -> dict[str, float]:
+    """Every range of a search space ``{name: range}`` (``low``, ``high``, ``log``, ``integer``) at its middle."""
+    return {k: _centre(r.low, r.high, r.log, r.integer) for k, r in space.items()}
+
+
+def tuning_trial(space: str, spec: dict[str, Any], train: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A tuning_ptb trial at the centre of the Table 2.4 ranges of ``space`` (Melis §2.A): its model spec and
+    training settings (``spec`` and ``train`` with the sampled ones over them, :func:`paperlib.tuning.
+    lm_hyperparameters`)."""
+    from paperlib.search_spaces import get_space
+    from paperlib.tuning import lm_hyperparameters
+
+    sampled = {h.name: _centre(h.low, h.high, h.log, h.integer) for h in get_space(space).hyperparameters}
+    options, sampled_train = lm_hyperparameters(sampled, spec["hidden_size"])
+    return {**spec, "options": {**spec.get("options", {}), **options}}, {**train, **sampled_train}
+
+
 def _language_model(name: str, spec: dict[str, Any], train: dict[str, Any], vocab: int, runs: int,
                     precision: str, cap: Cap) -> Workload:
     """A ``build_lm`` model trained by :class:`paperlib.train.Trainer`, whose step is the multi-sample objective
@@ -85,14 +102,9 @@ def _tuning(stage: str, settings: Any, precision: str, cap: Cap,
             profile: str = "paper") -> Iterator[Workload]:
     """tuning_ptb (:mod:`paperlib.tuning`): ``trials`` full trainings per search space and the probes of the best
     trial's neighbourhood (``neighbours`` + ``reruns``), a trial at the centre of the Table 2.4 ranges (Melis §2.A)."""
-    from paperlib.search_spaces import get_space
-    from paperlib.tuning import lm_hyperparameters
-
     for space, spec in settings.models.items():
-        sampled = {h.name: _centre(h.low, h.high, h.log, h.integer) for h in get_space(space).hyperparameters}
-        options, train = lm_hyperparameters(sampled, spec["hidden_size"])
-        model = {**spec, "options": {**spec.get("options", {}), **options}}
-        yield _language_model(space, model, {**settings.train, **train}, CORPORA[settings.corpus].vocab_size,
+        model, train = tuning_trial(space, spec, settings.train)
+        yield _language_model(space, model, train, CORPORA[settings.corpus].vocab_size,
                               settings.trials + settings.neighbours + settings.reruns, precision, cap)
 
 
@@ -150,7 +162,7 @@ def _symbol_workload(name: str, settings: Any, steps: int, runs: int) -> Workloa
     from paperlib.experiments.micmco.synthetic.micmco_synthetic import CONFIGURATIONS, VQVAE, build_model, search_space, step_surrogates
 
     config = CONFIGURATIONS[name]
-    params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in search_space(config).items()}
+    params = centre(search_space(config))
 
     def backward(model: nn.Module, length: int, device: torch.device) -> None:
         x = _tokens(settings.vocab_size, settings.batch_size, device=device)  # [B] symbols
@@ -209,7 +221,7 @@ def _sentence_workload(name: str, settings: Any, steps: int, runs: int, cap: Cap
 
     vocab = settings.vocab_size or CORPORA[settings.corpus].vocab_size
     curve = CURVES[name]
-    params = {k: _centre(r.low, r.high, r.log, r.integer) for k, r in curve.space.items()}
+    params = centre(curve.space)
     batch_size = settings.batch_size * curve.batch_factor
     lr, weight_decay = params["learning_rate"], 2.0 * params.get("l2_penalty", 0.0)
 
@@ -390,4 +402,4 @@ ADAPTERS: dict[str, Callable[[str, Any, str, Cap, str], Iterator[Workload]]] = {
 STAGES = tuple(ADAPTERS)
 
 
-__all__ = ["ADAPTERS", "STAGES", "Cap"]
+__all__ = ["ADAPTERS", "STAGES", "Cap", "centre", "tuning_trial"]
