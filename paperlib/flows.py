@@ -115,15 +115,18 @@ class TriangularFlow(ConditionalFlow):
         rows, cols = torch.tril_indices(dim, dim)
         # Diagonal entries first, so the unit-bias initialisation starts G at the identity.
         order = torch.argsort((rows != cols).to(torch.int64), stable=True)
-        self.register_buffer("rows", rows[order], persistent=False)
-        self.register_buffer("cols", cols[order], persistent=False)
+        # Where each of G's d*d places reads its value: entry e of the network's output, or the zero appended after
+        # them (index d(d+1)/2) above the diagonal. A gather rather than an indexed write, so vmap can batch it.
+        placement = torch.full((dim * dim,), rows.numel(), dtype=torch.long)
+        placement[rows[order] * dim + cols[order]] = torch.arange(rows.numel())
+        self.register_buffer("placement", placement, persistent=False)
         self.shift = _mlp(dim, dim, hidden)
         self.factor = _mlp(dim, rows.numel(), hidden, unit_bias=dim)
 
     def _params(self, context: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         entries = self.factor(context)  # [..., d(d+1)/2]
-        lower = entries.new_zeros(*entries.shape[:-1], self.dim, self.dim)
-        lower[..., self.rows, self.cols] = entries
+        padded = torch.cat([entries, entries.new_zeros(*entries.shape[:-1], 1)], -1)
+        lower = padded.index_select(-1, self.placement).unflatten(-1, (self.dim, self.dim))
         diag = clip_away_from_zero(lower.diagonal(dim1=-2, dim2=-1), self.delta)  # [..., d]
         lower = lower.tril(-1) + torch.diag_embed(diag)  # [..., d, d]
         return self.shift(context), lower, diag.abs().log().sum(-1)

@@ -49,6 +49,15 @@ def find_mirror() -> Path | None:
     return None
 
 
+@pytest.fixture
+def float64():
+    """torch's default dtype float64 for one test (comparisons of two computations down to rounding)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(previous)
+
+
 @pytest.fixture(scope="session")
 def mirror() -> Path:
     folder = find_mirror()

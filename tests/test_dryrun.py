@@ -73,6 +73,16 @@ def check_dry_run(result: dict, printed: str, stages) -> None:
             assert set(ladder) == {f"{curve} (stacks of {size})" for curve in settings.curves}
             assert {(w["steps_per_run"], w["runs"], w["models_per_step"]) for w in ladder.values()} == {
                 (settings.rungs[-1], -(-runs // size), size)}
+    if "word_generation" in stages:  # every planned run once: alone (Real NVP, or no stack_size) or in stacks
+        from paperlib.experiments.word_generation.word_generation import plan_runs
+
+        settings = experiment_params("word_generation", "paper")
+        words = result["stages"]["word_generation"]["workloads"]
+        # (the paper profile's stacks divide its 5 and 10 seeds: no smaller last stack counted as a full one)
+        assert sum(w["runs"] * w["models_per_step"] for w in words.values()) == len(plan_runs(settings))
+        for name, w in words.items():
+            assert name.endswith(f"(stacks of {w['models_per_step']})") == (settings.stack_size is not None
+                                                                           and "REAL-NVP" not in name), name
     if "reverse_copy" in stages:  # every run of the grid once: alone, or in stacks of the model's stack_size
         settings = experiment_params("reverse_copy", "paper")
         copies = result["stages"]["reverse_copy"]["workloads"]
@@ -207,6 +217,30 @@ def test_a_stacked_reverse_copy_workload_does_its_models_arithmetic_in_one_seque
     clip_gradients(two, models)
     after = [torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in m.parameters()])) for m in models]
     assert norms[0] < 10 and after[0] == norms[0] and after[1] == pytest.approx(10.0, rel=1e-5)
+
+
+@pytest.mark.parametrize("row", ["DSSM", "GRU"])
+def test_a_stacked_word_generation_workload_does_its_models_arithmetic_in_one_sequence_of_kernels(row):
+    from paperlib.experiments.word_generation.word_generation import WordGenerationParams
+
+    paper = experiment_params("word_generation", "paper").table1
+    block = {**experiment_params("word_generation", "smoke").__dict__, "table2": {}, "table3_generative": [],
+             "table1": {"DSSM": paper["2xTRIL, K=10, BIDI"], "GRU": paper["BASELINE-8D"]}, "figure_model": "DSSM",
+             "baseline_reference": "GRU", "seeds": [0, 1, 2], "seeds_weighted": [0, 1, 2]}
+
+    def workloads(stack_size):
+        settings = WordGenerationParams(**{**block, "stack_size": stack_size})
+        return {w.name: w for w in ADAPTERS["word_generation"]("word_generation", settings, "fp32", lambda n: n)}
+
+    one, two = workloads(None)[f"table1:{row}"], workloads(2)[f"table1:{row} (stacks of 2)"]
+    assert (one.runs, one.models, two.runs, two.models) == (3, 1, 2, 2)  # 3 seeds: a stack of 2, one of 1 (counted full)
+    single, pair = dryrun.measure_step(one, 6), dryrun.measure_step(two, 6)
+    assert pair["parameters"] == 2 * single["parameters"]
+    # the same arithmetic, batched: about twice the FLOPs in one sequence of kernels, far fewer than two models'
+    # (more than one model's: the GRUs run step by step, as vmap needs, and each model draws its own noise and has
+    # its own optimizer)
+    assert pair["flops_per_step"] == pytest.approx(2 * single["flops_per_step"], rel=0.05)
+    assert single["kernels_per_step"] < pair["kernels_per_step"] < 1.6 * single["kernels_per_step"]
 
 
 def test_a_dry_run_repeats_exactly():

@@ -51,14 +51,6 @@ def _specs(curve_name: str) -> list[TrialSpec]:
                        if k in curve.hyperparameters}, seed) for lr, lam, seed, rates in TRIALS]
 
 
-@pytest.fixture
-def float64():
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(previous)
-
-
 # one curve per estimator family and regularisation regime: DReG (two surrogates) and VIMCO (score function), one
 # and 16 samples, KL / Rényi / power objectives, shared and naive masks, L2 (weight decay per trial), no dropout
 CURVES = ["dreg16_kl.shared", "vimco16_renyi.naive", "dreg1.train", "vimco1.l2", "dreg16_power.train"]

@@ -49,9 +49,9 @@ streams. paperlib's LSTM and RLSTM layers use custom autograd Functions that fun
 during batched evaluation (only) a plain/capped LSTM layer runs a vmappable LSTM scan (:class:`~paperlib.models.transformable.LSTMScan`,
 an autograd Function with ``setup_context`` whose backward takes the recurrent weight gradient in one
 matmul) and other layers their per-step autograd references (``lstm_step``, ``rlstm_step``,
-``Mogrifier``); all compute the same function. ``torch.nn.GRU`` has no batching rule, so GRU models are
-correct but fall back to a per-stream loop inside vmap. Sparse dynamic evaluation batches natively without
-vmap (the base weights are shared, every batch row multiplies its h by its own M). On a CPU, full-parameter batching is limited by the
+``Mogrifier``); all compute the same function. ``torch.nn.GRU`` has no batching rule, so a one-layer GRU
+runs its step-by-step form (:func:`~paperlib.models.transformable.gru_forward`) there. Sparse dynamic
+evaluation batches natively without vmap (the base weights are shared, every batch row multiplies its h by its own M). On a CPU, full-parameter batching is limited by the
 memory traffic of S weight copies (``benchmarks/dyneval.py``); sparse batching scales.
 
 The package, one module per part, in the order of the thesis' chapter 4: :mod:`.core` (the result of an

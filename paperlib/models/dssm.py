@@ -125,7 +125,8 @@ def _check_emission(emission: str) -> None:
         raise ValueError(f"emission must be one of {EMISSIONS}, got {emission!r}")
 
 
-def _check_tokens(tokens: Tensor, lengths: Tensor, max_len: int) -> None:
+def check_tokens(tokens: Tensor, lengths: Tensor, max_len: int) -> None:
+    """Words as the bounds take them: ``tokens`` [B, T] with ``lengths`` [B] in 1..T, at most ``max_len`` letters."""
     if tokens.dim() != 2 or lengths.shape != tokens.shape[:1]:
         raise ValueError("tokens must be [B, T] and lengths [B]")
     if int(lengths.min()) < 1 or int(lengths.max()) > tokens.shape[1]:
@@ -238,7 +239,7 @@ class DeepStateSpaceModel(nn.Module):
         if n_samples < 1:
             raise ValueError("n_samples must be at least 1")
         tokens, lengths = self.vocab.encode(words, self.h0.device)
-        _check_tokens(tokens, lengths, self.config.max_len)
+        check_tokens(tokens, lengths, self.config.max_len)
         steps = self.config.max_len + 1
         h = self.sample_states(n_samples, steps, generator)  # [K, T, d]
         log_p = self.emission_log_probs(h, torch.arange(steps, device=h.device))  # [K, T, V]
@@ -317,9 +318,14 @@ class DeepStateSpaceModel(nn.Module):
         return log_emit + log_r - log_q + log_det_s, h
 
     def elbo(self, tokens: Tensor, lengths: Tensor, noise: TrajectoryNoise | None = None,
-             generator: torch.Generator | None = None) -> Tensor:
-        """Single-sample two-flow ELBO ``sum_t L_t`` per word [B] (eqs. 4 and 9)."""
-        _check_tokens(tokens, lengths, self.config.max_len)
+             generator: torch.Generator | None = None, check: bool = True) -> Tensor:
+        """Single-sample two-flow ELBO ``sum_t L_t`` per word [B] (eqs. 4 and 9).
+
+        ``check=False`` skips the host-side checks of ``tokens`` and ``lengths`` (under ``torch.func.vmap``, which
+        cannot read values back; the caller checks them beforehand).
+        """
+        if check:
+            check_tokens(tokens, lengths, self.config.max_len)
         batch, steps = tokens.shape
         noise = noise if noise is not None else self.draw_noise(steps, 1, batch, generator)
         if noise.xi.shape[1] != 1:
@@ -334,13 +340,16 @@ class DeepStateSpaceModel(nn.Module):
         return total
 
     def iwae_elbo(self, tokens: Tensor, lengths: Tensor, n_samples: int,
-                  noise: TrajectoryNoise | None = None, generator: torch.Generator | None = None) -> Tensor:
+                  noise: TrajectoryNoise | None = None, generator: torch.Generator | None = None,
+                  check: bool = True) -> Tensor:
         """Importance-weighted bound with one-step horizon and resampling, per word [B] (§2.7, Algorithm 1).
 
         Each step adds ``log (1/K) sum_k w_k`` (eq. 11 with horizon 1), whose gradient is the
         self-normalised weighting of eq. (11)/(22); the next state is ``h^(k)`` with ``k ~ w``.
+        ``check``: as in :meth:`elbo`.
         """
-        _check_tokens(tokens, lengths, self.config.max_len)
+        if check:
+            check_tokens(tokens, lengths, self.config.max_len)
         if n_samples < 1:
             raise ValueError("n_samples (K) must be at least 1")
         batch, steps = tokens.shape
@@ -360,11 +369,16 @@ class DeepStateSpaceModel(nn.Module):
         return total
 
     def loss(self, tokens: Tensor, lengths: Tensor, n_samples: int = 1,
-             generator: torch.Generator | None = None) -> Tensor:
-        """Negative mean bound per word: ELBO for ``n_samples = 1``, else the weighted bound."""
+             generator: torch.Generator | None = None, noise: TrajectoryNoise | None = None,
+             check: bool = True) -> Tensor:
+        """Negative mean bound per word: ELBO for ``n_samples = 1``, else the weighted bound.
+
+        ``noise`` (from :meth:`draw_noise` for these tokens) replaces the draws from ``generator``; ``check``: as
+        in :meth:`elbo`.
+        """
         if n_samples == 1:
-            return -self.elbo(tokens, lengths, generator=generator).mean()
-        return -self.iwae_elbo(tokens, lengths, n_samples, generator=generator).mean()
+            return -self.elbo(tokens, lengths, noise, generator, check).mean()
+        return -self.iwae_elbo(tokens, lengths, n_samples, noise, generator, check).mean()
 
 
 class GRUWordModel(nn.Module):
@@ -385,9 +399,11 @@ class GRUWordModel(nn.Module):
         out, state = self.rnn(self.embedding(tokens), state)
         return self.output(out), state
 
-    def log_prob_tokens(self, tokens: Tensor, lengths: Tensor) -> Tensor:
-        """Exact ``log P(w) = sum_t log P(w_t | w_{<t})`` [B] with the true prefix as input."""
-        _check_tokens(tokens, lengths, self.max_len)
+    def log_prob_tokens(self, tokens: Tensor, lengths: Tensor, check: bool = True) -> Tensor:
+        """Exact ``log P(w) = sum_t log P(w_t | w_{<t})`` [B] with the true prefix as input (``check``: as in
+        :meth:`DeepStateSpaceModel.elbo`)."""
+        if check:
+            check_tokens(tokens, lengths, self.max_len)
         start = tokens.new_full((tokens.shape[0], 1), self.vocab.eow_index)
         logits, _ = self(torch.cat([start, tokens[:, :-1]], 1))  # [B, T, V]
         pos = torch.arange(tokens.shape[1], device=tokens.device)
@@ -395,9 +411,9 @@ class GRUWordModel(nn.Module):
         per_step = log_p.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # [B, T]
         return torch.where(pos < lengths[:, None], per_step, 0.0).sum(-1)
 
-    def loss(self, tokens: Tensor, lengths: Tensor) -> Tensor:
+    def loss(self, tokens: Tensor, lengths: Tensor, check: bool = True) -> Tensor:
         """Teacher-forced negative log-likelihood per word."""
-        return -self.log_prob_tokens(tokens, lengths).mean()
+        return -self.log_prob_tokens(tokens, lengths, check).mean()
 
     @torch.no_grad()
     def log_prob_words(self, words: Sequence[str], chunk_size: int = 2048) -> Tensor:

@@ -4,8 +4,9 @@ The fused recurrences of :mod:`~paperlib.models.lstm`, :mod:`~paperlib.models.rl
 :mod:`~paperlib.models.mogrifier` are ``torch.autograd.Function`` s with hand-written backward passes and in-place
 kernels, which functorch cannot see through. :class:`LSTMScan` is the plain or capped LSTM time loop of eq. (2.1)
 written without in-place updates (it keeps the one-matmul recurrent weight gradient); any other layer falls back to
-its per-step autograd reference (:func:`~paperlib.models.layers.stepwise_recurrence`). Under
-:func:`functorch_compatible` a model's LSTM/RLSTM layers compute the same function through these forms: per-stream
+its per-step autograd reference (:func:`~paperlib.models.layers.stepwise_recurrence`); a one-layer ``nn.GRU`` runs
+:func:`gru_forward`. Under :func:`functorch_compatible` a model's LSTM/RLSTM/GRU layers compute the same function
+through these forms: per-stream
 dynamic evaluation and stacked training of many small models (:mod:`paperlib.stacked`) vmap over them.
 """
 
@@ -100,19 +101,52 @@ def reference_recurrent_forward(layer: nn.Module, x: Tensor, state, state_mask: 
     return stepwise_recurrence(layer, x, (h, c), state_mask)
 
 
+def gru_forward(gru: nn.GRU, x: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Functorch-transformable form of a one-layer, one-direction ``nn.GRU`` (the same function, step by step).
+
+    ``torch.func.vmap`` has no batching rule for the fused ``aten::gru``. The cell is torch's GRU (Cho et al.):
+    ``r = σ(W_ir x + b_ir + W_hr h + b_hr)``, ``z = σ(W_iz x + b_iz + W_hz h + b_hz)``,
+    ``n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn))``, ``h' = (1 - z) ⊙ n + z ⊙ h``. Returns ``(output, h_n)`` as
+    ``nn.GRU`` does (``batch_first`` honoured, ``h_n`` [1, B, n]).
+    """
+    if gru.num_layers != 1 or gru.bidirectional or not gru.bias:
+        raise ValueError("the transformable GRU form covers one layer, one direction, with biases")
+    if x.dim() != 3:
+        raise ValueError(f"the transformable GRU form takes batched input [B, T, m] or [T, B, m], got {tuple(x.shape)}")
+    steps = x.transpose(0, 1) if gru.batch_first else x  # [T, B, m]
+    n = gru.hidden_size
+    h = steps.new_zeros(steps.shape[1], n) if hx is None else hx[0]
+    gates_x = F.linear(steps, gru.weight_ih_l0, gru.bias_ih_l0)  # [T, B, 3n]: r, z, n
+    outputs = []
+    for g_x in gates_x:
+        g_h = F.linear(h, gru.weight_hh_l0, gru.bias_hh_l0)
+        r = torch.sigmoid(g_x[..., :n] + g_h[..., :n])
+        z = torch.sigmoid(g_x[..., n : 2 * n] + g_h[..., n : 2 * n])
+        candidate = torch.tanh(g_x[..., 2 * n :] + r * g_h[..., 2 * n :])
+        h = (1.0 - z) * candidate + z * h
+        outputs.append(h)
+    out = torch.stack(outputs)  # [T, B, n]
+    return (out.transpose(0, 1) if gru.batch_first else out), h.unsqueeze(0)
+
+
 @contextlib.contextmanager
 def functorch_compatible(model: nn.Module) -> Iterator[nn.Module]:
-    """Temporarily run LSTM/RLSTM layers through functorch-transformable code computing the same function.
+    """Temporarily run recurrent layers through functorch-transformable code computing the same function.
 
     The fused recurrences are ``torch.autograd.Function`` s with hand-written backward passes and in-place
     kernels, which ``torch.func`` transforms cannot see through. Under this context a plain or capped LSTM
-    layer runs :class:`LSTMScan` and any other LSTM/RLSTM layer its per-step autograd reference.
+    layer runs :class:`LSTMScan`, any other LSTM/RLSTM layer its per-step autograd reference, and a one-layer,
+    one-direction ``nn.GRU`` with biases :func:`gru_forward` (other GRUs are left as they are).
     """
     patched = []
     try:
         for module in model.modules():
             if isinstance(module, (LSTMLayer, RLSTMLayer)) and "forward" not in vars(module):
                 module.forward = types.MethodType(reference_recurrent_forward, module)
+                patched.append(module)
+            elif (isinstance(module, nn.GRU) and module.num_layers == 1 and not module.bidirectional and module.bias
+                  and "forward" not in vars(module)):
+                module.forward = types.MethodType(gru_forward, module)
                 patched.append(module)
         yield model
     finally:

@@ -20,7 +20,8 @@ Assumptions and departures (also in the JSON):
   build (``getDeviceGuardImpl``), and the CPU keeps the numbers the same on every machine. Optimizers use their
   ``foreach`` kernels, as on CUDA. ``nn.LSTM`` runs as one fused oneDNN layer on a CPU as cuDNN's does on a GPU;
   ``nn.GRU`` and LSTMs on packed sequences (the word-generation GRUs, micmco_ptb's encoder) run per time step on a
-  CPU, so their kernel counts are upper bounds. The CUDA context (~0.5 GB), allocator rounding and library
+  CPU, so their kernel counts are upper bounds (not in a word-generation stack, whose GRUs run step by step on a GPU
+  too: vmap needs it). The CUDA context (~0.5 GB), allocator rounding and library
   workspaces are not in the peak.
 - Evaluation is counted for the stages that train language models, evaluate them dynamically or score PTB sentence
   VAEs (:mod:`.evaluation`, :mod:`.evaluation_plans`): validation during training, final and Monte Carlo dropout

@@ -274,17 +274,56 @@ def _word_workload(name: str, spec: dict[str, Any], settings: Any, steps: int, r
                     cap(settings.max_len + 1), runs, settings.clip_norm, f"{samples}x{settings.batch_size}")
 
 
+def _stacked_word_workload(name: str, spec: dict[str, Any], settings: Any, steps: int, runs: int, size: int,
+                           cap: Cap) -> Workload:
+    """``runs`` stacks of ``size`` word-generation models of one spec
+    (:func:`~paperlib.experiments.word_generation.training.train_stacked`): each model's words and noise drawn on
+    its own, one vmapped loss, an Adam and a clipping norm per model."""
+    from paperlib.models.dssm import CharVocab
+    from paperlib.experiments.word_generation.training import stacked_losses, stacked_noise
+    from paperlib.experiments.word_generation.word_generation import build_model
+    from paperlib.stacked import StackedModels
+
+    vocab = CharVocab(string.ascii_lowercase)
+    samples, batch = spec.get("samples", 1), settings.batch_size
+
+    def backward(models: nn.Module, length: int, device: torch.device) -> None:
+        tokens = torch.stack([_tokens(vocab.size, batch, length, device=device) for _ in models])  # [M, B, T]
+        lengths = torch.full((len(models), batch), length, device=device)  # [M, B]
+        noise = None
+        if spec["kind"] == "dssm":
+            noise = stacked_noise(list(models), [length] * len(models), samples, batch,
+                                  [torch.Generator(device) for _ in models], length)
+        stacked_losses(StackedModels(list(models)), tokens, lengths, samples, noise).sum().backward()
+
+    return Workload(f"{name} (stacks of {size})",
+                    lambda: nn.ModuleList(build_model(spec, vocab, settings.max_len) for _ in range(size)), backward,
+                    lambda models: torch.optim.Adam([{"params": list(m.parameters())} for m in models], lr=settings.lr),
+                    steps, cap(settings.max_len + 1), runs, settings.clip_norm, f"{size}x{samples}x{batch}",
+                    models=size)
+
+
 def _word_generation(stage: str, settings: Any, precision: str, cap: Cap,
                      profile: str = "paper") -> Iterator[Workload]:
     """word_generation (:mod:`paperlib.experiments.word_generation.word_generation`): every planned run (model spec x split x
-    seed)."""
-    from paperlib.experiments.word_generation.word_generation import complete_spec, plan_runs
+    seed); with ``stack_size``, the seeds of a spec in stacks of at most that many (Real NVP models alone), ceil(seeds /
+    size) stacks each counted as a full one (run_experiment trains a last stack of one alone: counted so here only when
+    the spec has one seed)."""
+    from paperlib.models.dssm import CharVocab
+    from paperlib.experiments.word_generation.word_generation import build_model, complete_spec, plan_runs, stackable
 
     planned = plan_runs(settings)
     runs = Counter(run.labels for run in planned)
     for labels, count in runs.items():
         spec = complete_spec(next(run.spec for run in planned if run.labels == labels))
-        yield _word_workload(", ".join(labels), spec, settings, settings.steps, count, cap)
+        with torch.random.fork_rng(devices=[]):  # a throwaway model, to ask whether it stacks
+            stacks = settings.stack_size is not None and stackable(build_model(spec, CharVocab("ab"), settings.max_len))
+        size = min(settings.stack_size, count) if stacks else 1
+        if size > 1:
+            yield _stacked_word_workload(", ".join(labels), spec, settings, settings.steps, -(-count // size), size,
+                                         cap)
+        else:  # (a spec's single seed trains alone, as run_experiment trains it)
+            yield _word_workload(", ".join(labels), spec, settings, settings.steps, count, cap)
 
 
 def _word_generation_ladder(stage: str, settings: Any, precision: str, cap: Cap,

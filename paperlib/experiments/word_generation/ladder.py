@@ -80,13 +80,14 @@ class WordGenerationLadderParams:
 
 
 def main_settings(ladder: WordGenerationLadderParams, main: WordGenerationParams) -> WordGenerationParams:
-    """The ``word_generation`` settings trained to the ladder's top rung; rejects rows that are not there."""
+    """The ``word_generation`` settings trained to the ladder's top rung, one run at a time; rejects rows that are not
+    there."""
     for name, kind in ((ladder.dssm, "dssm"), (ladder.baseline, "gru")):
         spec = main.table1.get(name)
         if spec is None or spec.get("kind") != kind:
             choices = [k for k, v in main.table1.items() if v.get("kind") == kind]
             raise ValueError(f"{NAME}: {name!r} is not a {kind} row of word_generation's table1; choices: {choices}")
-    return dataclasses.replace(main, steps=ladder.rungs[-1])
+    return dataclasses.replace(main, steps=ladder.rungs[-1], stack_size=None)
 
 
 def _slug(text: str) -> str:

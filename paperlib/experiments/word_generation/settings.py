@@ -75,6 +75,9 @@ class WordGenerationParams:
     `table3_base` says otherwise). Runs with the same spec and split are trained once.
     `figure_model` (a `table1` row) gives Figs 2-3; `baseline_reference` (a `table1` GRU row) the
     dashed line of Fig. 3. Models with K > 1 use `seeds_weighted` (the paper: 10 runs instead of 5).
+    `stack_size`: the seeds of one spec train as one stacked model, at most that many at a time
+    (:func:`~paperlib.experiments.word_generation.training.train_stacked`; equal to separate runs up to float
+    rounding; Real NVP models always train alone); null trains one run at a time.
     """
 
     table1: dict
@@ -109,6 +112,7 @@ class WordGenerationParams:
     checkpoint_every: int = 1000
     samples_shown: int = 30
     threads: int = 1  # the models are many tiny ops: one intra-op thread is fastest (measured)
+    stack_size: int | None = None  # the seeds of a spec trained together in stacks of at most this many (a GPU lever)
 
     def __post_init__(self) -> None:
         # complete_spec builds the flows to check them; validating params.yaml (which other stages do in the middle
@@ -135,6 +139,10 @@ class WordGenerationParams:
             raise ValueError("test_fraction must lie in (0, 1)")
         if self.clip_norm is not None and self.clip_norm <= 0:
             raise ValueError("clip_norm must be positive or null")
+        if self.stack_size is not None and (isinstance(self.stack_size, bool) or not isinstance(self.stack_size, int)
+                                            or self.stack_size < 1):
+            raise ValueError(f"stack_size must be null (one run at a time) or a positive integer, "
+                             f"got {self.stack_size!r}")
 
     def _check_specs(self) -> None:
         for name in ("table1", "table2"):

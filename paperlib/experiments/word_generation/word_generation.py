@@ -72,7 +72,7 @@ from paperlib.experiments.word_generation.data import (
 )
 from paperlib.experiments.word_generation.training import (
     GENERATOR_KEYS, TrainResult, build_model, evaluate_model, gru_symbol_entropy, model_loss,
-    noise_information_trajectories, train_model,
+    checkpoint_step, noise_information_trajectories, stackable, train_model, train_stacked,
 )
 from paperlib.experiments.word_generation.presentation import (
     format_value, table1_frame, table2_frame, table3_frames,
@@ -97,8 +97,10 @@ class RunSpec:
         return f"{self.key}-{slug}-seed{self.seed}"
 
 
+# (stack_size: how runs are batched, not what they compute; a stacked run is its separate run up to float rounding,
+# so each run's checkpoint continues either way)
 _NOT_IN_FINGERPRINT = ("table1", "table2", "table3_generative", "table3_inference", "table3_base", "figure_model",
-                       "baseline_reference", "seeds", "seeds_weighted", "threads", "checkpoint_every")
+                       "baseline_reference", "seeds", "seeds_weighted", "threads", "checkpoint_every", "stack_size")
 
 
 def settings_fingerprint(settings: WordGenerationParams, data: WordList) -> str:
@@ -125,6 +127,18 @@ def plan_runs(settings: WordGenerationParams) -> list[RunSpec]:
         add("types", f"table2:{row}", spec)
     return [RunSpec(split, spec, seed, tuple(labels))
             for (split, _), (spec, labels) in wanted.items() for seed in settings.seeds_for(spec)]
+
+
+def training_jobs(plan: Sequence[RunSpec], settings: WordGenerationParams) -> list[list[RunSpec]]:
+    """``plan`` as training jobs, in its order: one run each, or with ``stack_size`` the seeds of one split and spec
+    in stacks of at most that many (trained together where the model stacks, :func:`~.training.stackable`)."""
+    if settings.stack_size is None:
+        return [[run] for run in plan]
+    groups: dict[str, list[RunSpec]] = {}
+    for run in plan:
+        groups.setdefault(run.key, []).append(run)
+    size = settings.stack_size
+    return [runs[i:i + size] for runs in groups.values() for i in range(0, len(runs), size)]
 
 
 def aggregate(records: Sequence[dict[str, Any]], keys: Sequence[str]) -> dict[str, Any]:
@@ -192,6 +206,37 @@ def build_tables(settings: WordGenerationParams, records: Sequence[dict[str, Any
     return {"table1": table1, "table2": table2, "table3": table3}
 
 
+def _train_runs(group: Sequence[RunSpec], split: SplitData, settings: WordGenerationParams, runs_dir: Path,
+                device: torch.device, say: Any, plan: Sequence[RunSpec],
+                stop_at: int | None = None) -> tuple[list, list, list[float]]:
+    """Train the runs ``group`` (one spec; each at one step or finished), resumably in their folders: as one stack
+    where the model stacks, else one by one. Returns their models, :class:`TrainResult` s and training seconds
+    (a stack's shared equally)."""
+    spec = complete_spec(group[0].spec)
+    samples = spec.get("samples", 1)
+    models = []
+    for run in group:
+        torch.manual_seed(run.seed)  # parameter initialisation
+        models.append(build_model(spec, split.vocab, settings.max_len).to(device))
+    checkpoints = [runs_dir / run.folder() / "checkpoint.pt" for run in group]
+    if len(group) > 1 and stackable(models[0]):
+        if say:
+            say(f"[{', '.join(str(plan.index(r) + 1) for r in group)}/{len(plan)}] {group[0].split} split, "
+                f"{', '.join(group[0].labels)}, seeds {', '.join(str(r.seed) for r in group)} as one stack")
+        started = time.time()
+        results = train_stacked(models, split, settings, samples, [run.seed for run in group], checkpoints, say,
+                                stop_at)
+        return models, results, [(time.time() - started) / len(group)] * len(group)
+    results, seconds = [], []
+    for run, model, checkpoint in zip(group, models, checkpoints):
+        if say:
+            say(f"[{plan.index(run) + 1}/{len(plan)}] {run.split} split, {', '.join(run.labels)}, seed {run.seed}")
+        started = time.time()
+        results.append(train_model(model, split, settings, samples, run.seed, checkpoint, say, stop_at))
+        seconds.append(time.time() - started)
+    return models, results, seconds
+
+
 def _record_for(run: RunSpec, result: TrainResult, metrics: dict[str, Any] | None,
                 seconds: tuple[float, float]) -> dict[str, Any]:
     return {"key": run.key, "split": run.split, "labels": list(run.labels), "seed": run.seed,
@@ -221,32 +266,38 @@ def run_experiment(settings: WordGenerationParams, data: WordList, runs_dir: str
     oracles = {"standard": oracle_rows(splits["standard"], settings, seed0),
                "types": oracle_rows(splits["types"], settings, seed0, ngram)}
 
-    records = []
     plan = plan_runs(settings)
-    for i, run in enumerate(plan):
-        folder = runs_dir / run.folder()
-        done = folder / "done.json"
-        if done.is_file():
-            records.append(json.loads(done.read_text()))
+    done: dict[str, dict[str, Any]] = {}
+    for job in training_jobs(plan, settings):
+        pending = [run for run in job if not (runs_dir / run.folder() / "done.json").is_file()]
+        for run in job:
+            if run not in pending:
+                done[run.folder()] = json.loads((runs_dir / run.folder() / "done.json").read_text())
+        if not pending:
             continue
-        spec = complete_spec(run.spec)
-        samples = spec.get("samples", 1)
-        torch.manual_seed(run.seed)  # parameter initialisation
-        model = build_model(spec, splits[run.split].vocab, settings.max_len).to(device)
-        if say:
-            say(f"[{i + 1}/{len(plan)}] {run.split} split, {', '.join(run.labels)}, seed {run.seed}")
-        started = time.time()
-        result = train_model(model, splits[run.split], settings, samples, run.seed, folder / "checkpoint.pt", say)
-        trained = time.time()
-        metrics = None
-        if not result.diverged:
-            metrics = evaluate_model(model, splits[run.split], settings, run.seed,
-                                     ngram if run.split == "types" else None)
-        record = _record_for(run, result, metrics, (trained - started, time.time() - trained))
-        if metrics is not None and not _finite_metrics(metrics):
-            record["diverged"] = True  # e.g. NaN parameters that never produced a NaN loss
-        write_json_atomic(done, record)
-        records.append(record)
+        split = splits[pending[0].split]
+        # runs left at different steps (an interruption between two of a stack's checkpoint writes, or seeds added
+        # since) first catch up with the ones furthest on, then all go on as one stack
+        steps = {run.folder(): checkpoint_step(runs_dir / run.folder() / "checkpoint.pt", settings) for run in pending}
+        reached = sorted({step for step in steps.values() if step is not None})
+        caught_up = dict.fromkeys(steps, 0.0)
+        for step in reached[:-1]:
+            behind = [run for run in pending if steps[run.folder()] == step]
+            for run, seconds in zip(behind, _train_runs(behind, split, settings, runs_dir, device, say, plan,
+                                                        stop_at=reached[-1])[2]):
+                caught_up[run.folder()] = seconds
+        models, results, trained = _train_runs(pending, split, settings, runs_dir, device, say, plan)
+        for run, model, result, seconds in zip(pending, models, results, trained):
+            started = time.time()
+            metrics = None
+            if not result.diverged:
+                metrics = evaluate_model(model, split, settings, run.seed, ngram if run.split == "types" else None)
+            record = _record_for(run, result, metrics, (seconds + caught_up[run.folder()], time.time() - started))
+            if metrics is not None and not _finite_metrics(metrics):
+                record["diverged"] = True  # e.g. NaN parameters that never produced a NaN loss
+            write_json_atomic(runs_dir / run.folder() / "done.json", record)
+            done[run.folder()] = record
+    records = [done[run.folder()] for run in plan]
 
     tables = build_tables(settings, records, oracles)
     figure_runs = [r for r in records if r["split"] == "standard" and f"table1:{settings.figure_model}" in r["labels"]]
@@ -339,6 +390,6 @@ __all__ = [
     "distribution_log_probs", "entropy", "evaluate_model", "expected_unique_fraction", "figure2_data",
     "fit_ngram_models", "format_value", "gru_symbol_entropy", "make_splits", "model_loss", "ngram_row",
     "noise_information_trajectories", "oracle_rows", "plan_runs", "run_experiment",
-    "run_word_generation", "sample_words", "settings_fingerprint", "spec_key", "table1_frame", "table2_frame",
-    "table3_frames", "train_model", "word_list_sha256",
+    "run_word_generation", "sample_words", "settings_fingerprint", "spec_key", "stackable", "table1_frame",
+    "table2_frame", "table3_frames", "train_model", "train_stacked", "training_jobs", "word_list_sha256",
 ]
