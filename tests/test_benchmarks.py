@@ -46,6 +46,13 @@ def test_stacked_trials_benchmark_times_the_stack_and_the_separate_runs():
     assert "2 trials x 2 steps" in out and "stacked / separate" in out
 
 
+@pytest.mark.parametrize("flow", ["2xTRIL", "GRU"])
+def test_stacked_words_benchmark_times_the_stack_and_the_separate_runs(flow):
+    out = _run("stacked_words.py", "--flow", flow, "--samples", "2" if flow != "GRU" else "1", "--seeds", "2",
+               "--steps", "2", "--batch", "3", "--words", "50")
+    assert "2 seeds x 2 steps" in out and re.search(r"stacked / separate \d+\.\d\d$", out.strip())
+
+
 def test_wallclock_benchmark_prints_each_test_perplexity_and_its_ratio_to_the_tutorial(data_root):
     out = _run("lm_wallclock.py", "--seconds", "0.5", "--models", "baseline", "lstm", "--threads", "1",
                "--profile", "smoke", "--data", str(data_root))

@@ -241,6 +241,11 @@ def test_a_stacked_word_generation_workload_does_its_models_arithmetic_in_one_se
     # its own optimizer)
     assert pair["flops_per_step"] == pytest.approx(2 * single["flops_per_step"], rel=0.05)
     assert single["kernels_per_step"] < pair["kernels_per_step"] < 1.6 * single["kernels_per_step"]
+    # the device script runs the same step on real tensors: every model of the stack gets its own finite gradient
+    models = two.build()
+    two.backward(models, 6, torch.device("cpu"))
+    grads = [torch.cat([p.grad.flatten() for p in m.parameters() if p.grad is not None]) for m in models]
+    assert all(g.isfinite().all() and g.abs().sum() > 0 for g in grads) and not torch.equal(grads[0], grads[1])
 
 
 def test_a_dry_run_repeats_exactly():
