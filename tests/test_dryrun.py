@@ -83,6 +83,12 @@ def check_dry_run(result: dict, printed: str, stages) -> None:
         for name, w in words.items():
             assert name.endswith(f"(stacks of {w['models_per_step']})") == (settings.stack_size is not None
                                                                            and "REAL-NVP" not in name), name
+    if "word_generation_ladder" in stages:  # each row's seeds, alone or as one stack of the stage's stack_size
+        ladder = experiment_params("word_generation_ladder", "paper")
+        size = experiment_params("word_generation", "paper").stack_size
+        rows = result["stages"]["word_generation_ladder"]["workloads"]
+        assert len(rows) == 2 and all(w["models_per_step"] == min(size or 1, len(ladder.seeds)) for w in rows.values())
+        assert all(w["runs"] == -(-len(ladder.seeds) // w["models_per_step"]) for w in rows.values())
     if "reverse_copy" in stages:  # every run of the grid once: alone, or in stacks of the model's stack_size
         settings = experiment_params("reverse_copy", "paper")
         copies = result["stages"]["reverse_copy"]["workloads"]

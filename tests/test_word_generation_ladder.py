@@ -2,6 +2,7 @@
 numbers are the closed forms they claim to be, and the ladder is read by the one rule of paperlib.experiments.common.claims."""
 
 import dataclasses
+import json
 import math
 import statistics
 
@@ -75,7 +76,7 @@ def test_finished_runs_are_read_back_and_a_changed_model_is_trained_again(tmp_pa
     def no_training(*args, **kwargs):
         raise AssertionError("a finished run was trained again")
 
-    monkeypatch.setattr(word_generation_ladder, "train_model", no_training)
+    monkeypatch.setattr(word_generation_ladder, "train_runs", no_training)
     assert run_ladder(ladder, main, tmp_path) == first  # read back
     table1 = {**main.table1, "BASELINE-8D": {"kind": "gru", "state_size": 4}}  # the same row name, another model
     with pytest.raises(AssertionError, match="trained again"):
@@ -257,3 +258,59 @@ def test_table3_claim_judges_the_generative_flow_ordering_and_id_inference_not_j
     assert verdicts({"ID": {"DIAG": cell(15.5)}, "TRIL": {"DIAG": cell(14.0)}}) == {"a learned F_g beats ID": "reproduced"}
     with pytest.raises(Unjudged, match="S-T3"):
         table3_claim({"table3": {"cells": {"ID": {"DIAG": cell(15.5)}}}})
+
+
+def test_a_rows_seeds_trained_as_stacks_score_as_their_separate_runs(tmp_path, float64, capsys):
+    """With the stage's ``stack_size`` 2 the ladder trains each row's two seeds as one stack, stopped and scored at
+    every scoring step: every score and loss as the separate runs give, up to float64 rounding (the tolerance of
+    tests/test_word_generation_stacked.py), every run its own record."""
+    ladder = _ladder(seeds=[0, 1, 2], check_samples=3)
+    main = experiment_params("word_generation", "smoke")
+    separate = run_ladder(ladder, main, tmp_path / "separate")
+    capsys.readouterr()
+    stacked = run_ladder(ladder, dataclasses.replace(main, stack_size=2), tmp_path / "stacked", progress=True)
+    said = capsys.readouterr().out
+    assert "2xTRIL, K=2 seeds 0, 1:   seed 1: step" in said and "2xTRIL, K=2 seed 2:   step" in said
+    assert [(r["row"], r["seed"]) for r in stacked] == [(r["row"], r["seed"]) for r in separate]
+    for a, b in zip(stacked, separate):
+        assert not a["diverged"] and [s["step"] for s in a["scores"]] == [s["step"] for s in b["scores"]] == \
+            scoring_steps(ladder.rungs)
+        assert len(a["history"]) == len(b["history"]) and a.get("check", {}).keys() == b.get("check", {}).keys()
+        for got, want in zip(a["scores"] + a["history"] + [a.get("check", {})],
+                             b["scores"] + b["history"] + [b.get("check", {})]):
+            assert got.keys() == want.keys() and all(got[k] == pytest.approx(want[k], rel=1e-8, abs=1e-8) for k in got)
+
+
+@pytest.mark.parametrize("stack_size", [None, 2])
+def test_an_interrupted_ladder_resumes_where_its_runs_stopped(tmp_path, monkeypatch, stack_size):
+    """A ladder interrupted between two scoring steps (its first job's runs checkpointed at step 5, scored up to 4),
+    and a run whose training finished without its record written, continue to the uninterrupted records, bit for
+    bit (the same kernels on the same inputs; alone or stacked)."""
+    ladder = _ladder(seeds=[0, 1], baseline="BASELINE-8D", dssm="TRIL", rungs=[4, 8])
+    main = dataclasses.replace(experiment_params("word_generation", "smoke"), stack_size=stack_size)
+    straight = run_ladder(ladder, main, tmp_path / "straight")
+    real = word_generation_ladder.train_runs
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupted(*args, stop_at=None, **kwargs):
+        if stop_at == 6:  # the scoring step after 4: stop at 5 instead, checkpointed
+            real(*args, stop_at=5, **kwargs)
+            raise Interrupted
+        return real(*args, stop_at=stop_at, **kwargs)
+
+    monkeypatch.setattr(word_generation_ladder, "train_runs", interrupted)
+    with pytest.raises(Interrupted):
+        run_ladder(ladder, main, tmp_path / "resumed")
+    monkeypatch.undo()
+    folders = sorted(path.parent for path in (tmp_path / "resumed").glob("*/*/checkpoint.pt"))
+    assert len(folders) == (2 if stack_size else 1)  # the first job: the DSSM's seed 0, or its two seeds stacked
+    for folder in folders:
+        assert torch.load(folder / "checkpoint.pt", weights_only=False)["step"] == 5
+        assert [s["step"] for s in json.loads((folder / "scores.json").read_text())] == [3, 4]
+    resumed = run_ladder(ladder, main, tmp_path / "resumed")
+    strip = lambda records: [{k: v for k, v in r.items() if k != "seconds"} for r in records]  # noqa: E731
+    assert strip(resumed) == strip(straight)
+    (sorted((tmp_path / "resumed").glob("*/*/done.json"))[0]).unlink()  # trained to the end, no record
+    assert strip(run_ladder(ladder, main, tmp_path / "resumed")) == strip(straight)

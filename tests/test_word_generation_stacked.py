@@ -210,7 +210,7 @@ def test_the_stage_with_stacks_gives_the_separate_runs_numbers_and_reads_them_ba
     stacked = run_experiment(settings, _word_list(), tmp_path / "stacked", progress=True)
     said = capsys.readouterr().out
     assert said.count("as one stack") == 6  # every job of two seeds but Real NVP's
-    assert "table1:NVP, seed 0" in said and "table1:NVP, seed 1" in said
+    assert "table1:NVP, seeds 0, 1\n" in said
     separate = run_experiment(_settings(seeds=[0, 1], seeds_weighted=[0, 1, 2], table1=table1), _word_list(),
                               tmp_path / "separate")
     assert len(stacked["runs"]) == len(separate["runs"]) == 16
@@ -241,9 +241,10 @@ def test_the_stage_with_stacks_gives_the_separate_runs_numbers_and_reads_them_ba
     capsys.readouterr()
     assert same_numbers(run_experiment(settings, _word_list(), tmp_path / "uneven", progress=True))
     said = capsys.readouterr().out.splitlines()
-    tril = [line for line in said if "standard split, table1:TRIL, table3:TRIL/DIAG" in line]
-    assert [line.split("] ", 1)[1] for line in tril] == [  # seed 0 catches up alone, then the two go on stacked
-        "standard split, table1:TRIL, table3:TRIL/DIAG, seed 0",
-        "standard split, table1:TRIL, table3:TRIL/DIAG, seeds 0, 1 as one stack"]
+    start = next(i for i, line in enumerate(said) if "standard split, table1:TRIL, table3:TRIL/DIAG" in line)
+    # seed 0 catches up alone (history every 2 steps: its step 2), then the two go on stacked from step 3 to 4
+    assert said[start].endswith("seeds 0, 1 as one stack")
+    assert [line.split(",")[0].strip() for line in said[start + 1:start + 4]] == ["step 2", "seed 0: step 4",
+                                                                               "seed 1: step 4"]
     with pytest.raises(ValueError, match="stack_size"):
         _settings(stack_size=0)

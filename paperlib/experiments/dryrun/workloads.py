@@ -303,39 +303,46 @@ def _stacked_word_workload(name: str, spec: dict[str, Any], settings: Any, steps
                     models=size)
 
 
+def _word_runs(name: str, spec: dict[str, Any], settings: Any, steps: int, count: int, cap: Cap) -> Workload:
+    """``count`` runs of one word-generation spec as the stages train them
+    (:func:`~paperlib.experiments.word_generation.training.train_runs`): with ``stack_size``, ceil(count / size)
+    stacks of ``size`` = min(stack_size, count) models, each counted as a full one; alone where the model does not
+    stack (Real NVP), without ``stack_size``, or where a spec has one run."""
+    from paperlib.models.dssm import CharVocab
+    from paperlib.experiments.word_generation.word_generation import build_model, stackable
+
+    with torch.random.fork_rng(devices=[]):  # a throwaway model, to ask whether it stacks
+        stacks = settings.stack_size is not None and stackable(build_model(spec, CharVocab("ab"), settings.max_len))
+    size = min(settings.stack_size, count) if stacks else 1
+    if size > 1:
+        return _stacked_word_workload(name, spec, settings, steps, -(-count // size), size, cap)
+    return _word_workload(name, spec, settings, steps, count, cap)
+
+
 def _word_generation(stage: str, settings: Any, precision: str, cap: Cap,
                      profile: str = "paper") -> Iterator[Workload]:
-    """word_generation (:mod:`paperlib.experiments.word_generation.word_generation`): every planned run (model spec x split x
-    seed); with ``stack_size``, the seeds of a spec in stacks of at most that many (Real NVP models alone), ceil(seeds /
-    size) stacks each counted as a full one (run_experiment trains a last stack of one alone: counted so here only when
-    the spec has one seed)."""
-    from paperlib.models.dssm import CharVocab
-    from paperlib.experiments.word_generation.word_generation import build_model, complete_spec, plan_runs, stackable
+    """word_generation (:mod:`paperlib.experiments.word_generation.word_generation`): every planned run (model spec x
+    split x seed), alone or in stacks of a spec's seeds (:func:`_word_runs`)."""
+    from paperlib.experiments.word_generation.word_generation import complete_spec, plan_runs
 
     planned = plan_runs(settings)
     runs = Counter(run.labels for run in planned)
     for labels, count in runs.items():
         spec = complete_spec(next(run.spec for run in planned if run.labels == labels))
-        with torch.random.fork_rng(devices=[]):  # a throwaway model, to ask whether it stacks
-            stacks = settings.stack_size is not None and stackable(build_model(spec, CharVocab("ab"), settings.max_len))
-        size = min(settings.stack_size, count) if stacks else 1
-        if size > 1:
-            yield _stacked_word_workload(", ".join(labels), spec, settings, settings.steps, -(-count // size), size,
-                                         cap)
-        else:  # (a spec's single seed trains alone, as run_experiment trains it)
-            yield _word_workload(", ".join(labels), spec, settings, settings.steps, count, cap)
+        yield _word_runs(", ".join(labels), spec, settings, settings.steps, count, cap)
 
 
 def _word_generation_ladder(stage: str, settings: Any, precision: str, cap: Cap,
                             profile: str = "paper") -> Iterator[Workload]:
     """word_generation_ladder (:mod:`paperlib.experiments.word_generation.ladder`): its two rows, one run per seed
-    to the top rung, with the ``word_generation`` settings of the paper profile (read from ``params.yaml``)."""
+    to the top rung (alone or a row's seeds in stacks, :func:`_word_runs`), with the ``word_generation`` settings of
+    the paper profile (read from ``params.yaml``)."""
     from paperlib.experiments.word_generation.word_generation import NAME, complete_spec
     from paperlib.experiments.word_generation.ladder import main_settings
 
     main = main_settings(settings, experiment_params(NAME, profile))
     for row in (settings.dssm, settings.baseline):
-        yield _word_workload(row, complete_spec(main.table1[row]), main, settings.rungs[-1], len(settings.seeds), cap)
+        yield _word_runs(row, complete_spec(main.table1[row]), main, settings.rungs[-1], len(settings.seeds), cap)
 
 
 def _reverse_copy(stage: str, settings: Any, precision: str, cap: Cap,

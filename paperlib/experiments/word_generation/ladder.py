@@ -6,7 +6,8 @@ The ``word_generation`` stage scores every Table 1 row after one budget (``steps
 data, model, optimiser and learning rate (the ``word_generation`` settings of the same profile) for a ladder of
 step budgets growing geometrically, ``rungs``. The learning rate is constant (Adam, no schedule), so one run per
 model and seed, stopped and scored at each rung, is the same as a separate run per rung: the runs stop at each
-budget with a checkpoint and resume bit for bit (:func:`~paperlib.experiments.word_generation.word_generation.train_model`).
+budget with a checkpoint and resume bit for bit (:func:`~paperlib.experiments.word_generation.word_generation.train_model`;
+with the stage's ``stack_size``, a row's seeds train as stacks, :func:`~paperlib.experiments.word_generation.training.train_runs`).
 
 At each rung, per model: H[P_test, P̂] (nats per word token, eq. 12 for the DSSM with ``eval_samples`` prior
 trajectories, exact for the GRU) over the seeds, and whether training had **converged**: the same cross-entropy
@@ -47,8 +48,8 @@ from paperlib.experiments.common.provenance import provenance
 from paperlib.experiments.common.runs import map_jobs
 from paperlib.experiments.word_generation.word_generation import (NAME as MAIN, SplitData, PAPER_TABLE1, WordGenerationParams,
                                                   build_model, complete_spec, evaluate_model, make_splits,
-                                                  settings_fingerprint, train_model)
-from paperlib.experiments.word_generation.training import _log_prob_fn
+                                                  settings_fingerprint)
+from paperlib.experiments.word_generation.training import _log_prob_fn, train_runs
 from paperlib.word_metrics import train_test_cross_entropy
 
 NAME = "word_generation_ladder"
@@ -62,7 +63,7 @@ class WordGenerationLadderParams:
 
     ``dssm`` and ``baseline`` name rows of that section's ``table1`` (a DSSM and a GRU); ``rungs`` are the step
     budgets, increasing; ``seeds`` (at least two: the tie margin is their spread); ``workers`` processes train the
-    (model, seed) runs in parallel; ``check_samples``: at the top rung, also score the DSSM with this many prior
+    jobs in parallel (a job: one (model, seed) run, or a row's seeds as a stack with that section's ``stack_size``); ``check_samples``: at the top rung, also score the DSSM with this many prior
     trajectories, to show how much of its cross-entropy is the Monte Carlo estimate's upward bias (None: skip).
     """
 
@@ -80,68 +81,86 @@ class WordGenerationLadderParams:
 
 
 def main_settings(ladder: WordGenerationLadderParams, main: WordGenerationParams) -> WordGenerationParams:
-    """The ``word_generation`` settings trained to the ladder's top rung, one run at a time; rejects rows that are not
-    there."""
+    """The ``word_generation`` settings trained to the ladder's top rung; rejects rows that are not there."""
     for name, kind in ((ladder.dssm, "dssm"), (ladder.baseline, "gru")):
         spec = main.table1.get(name)
         if spec is None or spec.get("kind") != kind:
             choices = [k for k, v in main.table1.items() if v.get("kind") == kind]
             raise ValueError(f"{NAME}: {name!r} is not a {kind} row of word_generation's table1; choices: {choices}")
-    return dataclasses.replace(main, steps=ladder.rungs[-1], stack_size=None)
+    return dataclasses.replace(main, steps=ladder.rungs[-1])
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
 
 
-def _run(row: str, seed: int, ladder: WordGenerationLadderParams, settings: WordGenerationParams,
-         split: SplitData, folder: str, device: str, progress: bool, compute: Compute | None = None) -> dict[str, Any]:
-    """Train one (row, seed) run on ``split`` to the top rung, scored at every :func:`scoring_steps` point; resumable
-    (the checkpoint and the scores so far live in ``folder``) and read back once done. ``compute``: the parent's
-    precision settings, for a worker process (which starts with the defaults)."""
+def _run(row: str, seeds: Sequence[int], ladder: WordGenerationLadderParams, settings: WordGenerationParams,
+         split: SplitData, folders: Sequence[str], device: str, progress: bool,
+         compute: Compute | None = None) -> list[dict[str, Any]]:
+    """Train the (row, seed) runs of ``seeds`` on ``split`` to the top rung, together where they stack
+    (:func:`~paperlib.experiments.word_generation.training.train_runs`), each scored at every :func:`scoring_steps`
+    point; resumable (a run's checkpoint and scores so far live in its folder) and read back once done. Returns the
+    runs' records in ``seeds`` order. ``compute``: the parent's precision settings, for a worker process (which
+    starts with the defaults)."""
     if compute is not None:
         configure(compute.precision, compute.sync_every, compute.compile)
     torch.set_num_threads(settings.threads)
-    folder_path = Path(folder)
-    done = folder_path / "done.json"
-    if done.is_file():
-        return json.loads(done.read_text())
-    spec = complete_spec(settings.table1[row])
-    torch.manual_seed(seed)  # parameter initialisation, as in the word_generation stage
-    model = build_model(spec, split.vocab, settings.max_len).to(device)
-    partial = folder_path / "scores.json"
-    scores = json.loads(partial.read_text()) if partial.is_file() else []
-    say = (lambda msg: print(f"{row} seed {seed}: {msg}", flush=True)) if progress else None
-    started, result = time.time(), None
-    for step in scoring_steps(ladder.rungs):
-        result = train_model(model, split, settings, spec.get("samples", 1), seed, folder_path / "checkpoint.pt",
-                             say, stop_at=step)
-        if result.diverged:
-            break
-        assert result.steps == step, (result.steps, step)  # scored before training past it
-        if any(s["step"] == step for s in scores):
-            continue
-        metrics = evaluate_model(model, split, settings, seed)
-        scores.append({"step": step, **{k: metrics[k] for k in KEPT if k in metrics}})
-        write_json_atomic(partial, scores)
-        model.train()
-    record: dict[str, Any] = {"row": row, "seed": seed, "spec": spec, "diverged": bool(result and result.diverged),
-                              "scores": scores,
-                              "history": [{"step": h["step"], "loss": h["loss"]} for h in (result.history if result
-                                                                                           else []) if "loss" in h]}
-    if ladder.check_samples is not None and spec["kind"] == "dssm" and not record["diverged"]:
-        precise = dataclasses.replace(settings, eval_samples=ladder.check_samples)
-        _, h_test = train_test_cross_entropy(_log_prob_fn(model, precise, seed), split.train.words,
-                                             split.train.counts, split.test.words, split.test.counts)
-        record["check"] = {"step": ladder.rungs[-1], "eval_samples": ladder.check_samples, "H_test": h_test}
-    record["seconds"] = time.time() - started
-    write_json_atomic(done, record)
-    return record
+    paths = [Path(folder) for folder in folders]
+    records = {seed: json.loads((path / "done.json").read_text())
+               for seed, path in zip(seeds, paths) if (path / "done.json").is_file()}
+    pending = [(seed, path) for seed, path in zip(seeds, paths) if seed not in records]
+    if pending:
+        spec = complete_spec(settings.table1[row])
+        models = []
+        for seed, _ in pending:
+            torch.manual_seed(seed)  # parameter initialisation, as in the word_generation stage
+            models.append(build_model(spec, split.vocab, settings.max_len).to(device))
+        scores = [json.loads((path / "scores.json").read_text()) if (path / "scores.json").is_file() else []
+                  for _, path in pending]
+        named = ", ".join(str(seed) for seed, _ in pending)
+        say = (lambda msg: print(f"{row} seed{'s' if len(pending) > 1 else ''} {named}: {msg}", flush=True)
+               ) if progress else None
+        started, results = time.time(), [None] * len(pending)
+        for step in scoring_steps(ladder.rungs):
+            going_on = [j for j, result in enumerate(results) if result is None or not result.diverged]
+            if not going_on:
+                break
+            trained = train_runs([models[j] for j in going_on], split, settings, spec.get("samples", 1),
+                                 [pending[j][0] for j in going_on], [pending[j][1] / "checkpoint.pt" for j in going_on],
+                                 say, stop_at=step)
+            for j, result in zip(going_on, trained):
+                results[j] = result
+                if result.diverged or any(s["step"] == step for s in scores[j]):
+                    continue  # (a run resumed past this step scored it before going on)
+                assert result.steps == step, (result.steps, step)  # scored before training past it
+                metrics = evaluate_model(models[j], split, settings, pending[j][0])
+                scores[j].append({"step": step, **{k: metrics[k] for k in KEPT if k in metrics}})
+                write_json_atomic(pending[j][1] / "scores.json", scores[j])
+                models[j].train()
+        finished = []
+        for (seed, path), model, result, scored in zip(pending, models, results, scores):
+            record: dict[str, Any] = {
+                "row": row, "seed": seed, "spec": spec, "diverged": bool(result and result.diverged), "scores": scored,
+                "history": [{"step": h["step"], "loss": h["loss"]} for h in (result.history if result else [])
+                            if "loss" in h]}
+            if ladder.check_samples is not None and spec["kind"] == "dssm" and not record["diverged"]:
+                precise = dataclasses.replace(settings, eval_samples=ladder.check_samples)
+                _, h_test = train_test_cross_entropy(_log_prob_fn(model, precise, seed), split.train.words,
+                                                     split.train.counts, split.test.words, split.test.counts)
+                record["check"] = {"step": ladder.rungs[-1], "eval_samples": ladder.check_samples, "H_test": h_test}
+            finished.append((path, record))
+        seconds = (time.time() - started) / len(pending)  # each run its share of the job's time
+        for path, record in finished:
+            record["seconds"] = seconds
+            write_json_atomic(path / "done.json", record)
+            records[record["seed"]] = record
+    return [records[seed] for seed in seeds]
 
 
 def run_ladder(ladder: WordGenerationLadderParams, main: WordGenerationParams, runs_dir: str | os.PathLike,
                device: str = "cpu", progress: bool = False) -> list[dict[str, Any]]:
-    """Every (row, seed) run of the ladder, in (row, seed) order; the DSSM runs (the slow ones) start first."""
+    """Every (row, seed) run of the ladder, in (row, seed) order; the DSSM runs (the slow ones) start first. With the
+    ``word_generation`` settings' ``stack_size``, a row's seeds train in stacks of at most that many (one job each)."""
     settings = main_settings(ladder, main)
     data = english_word_list(settings.min_len, settings.max_len, settings.min_count, settings.total_tokens,
                              settings.top_n)
@@ -150,12 +169,13 @@ def run_ladder(ladder: WordGenerationLadderParams, main: WordGenerationParams, r
                       "main": settings_fingerprint(settings, data)}, sort_keys=True)  # the fingerprint skips table1
     base = Path(runs_dir) / _fingerprint(key)
     split = make_splits(data, settings.test_fraction, settings.split_seed)["standard"]  # once, for every run
-    jobs = [(row, seed) for row in (ladder.dssm, ladder.baseline) for seed in ladder.seeds]
-    folders = [str(base / f"{_slug(row)}-seed{seed}") for row, seed in jobs]
+    size = settings.stack_size or 1
+    jobs = [(row, ladder.seeds[i:i + size]) for row in (ladder.dssm, ladder.baseline)
+            for i in range(0, len(ladder.seeds), size)]
     compute = current()
-    args = [(row, seed, ladder, settings, split, folder, str(device), progress, compute)
-            for (row, seed), folder in zip(jobs, folders)]
-    return map_jobs(_run, args, ladder.workers)
+    args = [(row, seeds, ladder, settings, split, [str(base / f"{_slug(row)}-seed{seed}") for seed in seeds],
+             str(device), progress, compute) for row, seeds in jobs]
+    return [record for records in map_jobs(_run, args, ladder.workers) for record in records]
 
 
 def _fingerprint(text: str) -> str:

@@ -316,6 +316,26 @@ def train_stacked(models: Sequence[nn.Module], split: SplitData, settings: WordG
     return [run.result() for run in runs]
 
 
+def train_runs(models: Sequence[nn.Module], split: SplitData, settings: WordGenerationParams, samples: int,
+               seeds: Sequence[int], checkpoints: Sequence[Path], progress: Callable[[str], None] | None = None,
+               stop_at: int | None = None) -> list[TrainResult]:
+    """Train the runs of one spec (run m: ``models[m]``, ``seeds[m]``, its checkpoint ``checkpoints[m]``) to
+    ``stop_at`` (default: the end): as one stack (:func:`train_stacked`) where there are several and the model
+    stacks, else one by one (:func:`train_model`). Runs resumed at different steps (an interruption between two of a
+    stack's checkpoint writes, or runs added since) first catch up with the ones furthest on, then go on together."""
+    if len(models) > 1 and stackable(models[0]):
+        last = settings.steps if stop_at is None else min(stop_at, settings.steps)
+        steps = [checkpoint_step(path, settings) for path in checkpoints]  # None: over
+        going_on = sorted({step for step in steps if step is not None and step < last})
+        for step in going_on[:-1]:
+            behind = [m for m, s in enumerate(steps) if s == step]
+            train_runs([models[m] for m in behind], split, settings, samples, [seeds[m] for m in behind],
+                       [checkpoints[m] for m in behind], progress, going_on[-1])
+        return train_stacked(models, split, settings, samples, seeds, checkpoints, progress, stop_at)
+    return [train_model(model, split, settings, samples, seed, checkpoint, progress, stop_at)
+            for model, seed, checkpoint in zip(models, seeds, checkpoints)]
+
+
 # -- evaluation -----------------------------------------------------------------------------
 
 

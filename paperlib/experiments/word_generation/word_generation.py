@@ -72,7 +72,7 @@ from paperlib.experiments.word_generation.data import (
 )
 from paperlib.experiments.word_generation.training import (
     GENERATOR_KEYS, TrainResult, build_model, evaluate_model, gru_symbol_entropy, model_loss,
-    checkpoint_step, noise_information_trajectories, stackable, train_model, train_stacked,
+    noise_information_trajectories, stackable, train_model, train_runs, train_stacked,
 )
 from paperlib.experiments.word_generation.presentation import (
     format_value, table1_frame, table2_frame, table3_frames,
@@ -206,37 +206,6 @@ def build_tables(settings: WordGenerationParams, records: Sequence[dict[str, Any
     return {"table1": table1, "table2": table2, "table3": table3}
 
 
-def _train_runs(group: Sequence[RunSpec], split: SplitData, settings: WordGenerationParams, runs_dir: Path,
-                device: torch.device, say: Any, plan: Sequence[RunSpec],
-                stop_at: int | None = None) -> tuple[list, list, list[float]]:
-    """Train the runs ``group`` (one spec; each at one step or finished), resumably in their folders: as one stack
-    where the model stacks, else one by one. Returns their models, :class:`TrainResult` s and training seconds
-    (a stack's shared equally)."""
-    spec = complete_spec(group[0].spec)
-    samples = spec.get("samples", 1)
-    models = []
-    for run in group:
-        torch.manual_seed(run.seed)  # parameter initialisation
-        models.append(build_model(spec, split.vocab, settings.max_len).to(device))
-    checkpoints = [runs_dir / run.folder() / "checkpoint.pt" for run in group]
-    if len(group) > 1 and stackable(models[0]):
-        if say:
-            say(f"[{', '.join(str(plan.index(r) + 1) for r in group)}/{len(plan)}] {group[0].split} split, "
-                f"{', '.join(group[0].labels)}, seeds {', '.join(str(r.seed) for r in group)} as one stack")
-        started = time.time()
-        results = train_stacked(models, split, settings, samples, [run.seed for run in group], checkpoints, say,
-                                stop_at)
-        return models, results, [(time.time() - started) / len(group)] * len(group)
-    results, seconds = [], []
-    for run, model, checkpoint in zip(group, models, checkpoints):
-        if say:
-            say(f"[{plan.index(run) + 1}/{len(plan)}] {run.split} split, {', '.join(run.labels)}, seed {run.seed}")
-        started = time.time()
-        results.append(train_model(model, split, settings, samples, run.seed, checkpoint, say, stop_at))
-        seconds.append(time.time() - started)
-    return models, results, seconds
-
-
 def _record_for(run: RunSpec, result: TrainResult, metrics: dict[str, Any] | None,
                 seconds: tuple[float, float]) -> dict[str, Any]:
     return {"key": run.key, "split": run.split, "labels": list(run.labels), "seed": run.seed,
@@ -275,24 +244,26 @@ def run_experiment(settings: WordGenerationParams, data: WordList, runs_dir: str
                 done[run.folder()] = json.loads((runs_dir / run.folder() / "done.json").read_text())
         if not pending:
             continue
-        split = splits[pending[0].split]
-        # runs left at different steps (an interruption between two of a stack's checkpoint writes, or seeds added
-        # since) first catch up with the ones furthest on, then all go on as one stack
-        steps = {run.folder(): checkpoint_step(runs_dir / run.folder() / "checkpoint.pt", settings) for run in pending}
-        reached = sorted({step for step in steps.values() if step is not None})
-        caught_up = dict.fromkeys(steps, 0.0)
-        for step in reached[:-1]:
-            behind = [run for run in pending if steps[run.folder()] == step]
-            for run, seconds in zip(behind, _train_runs(behind, split, settings, runs_dir, device, say, plan,
-                                                        stop_at=reached[-1])[2]):
-                caught_up[run.folder()] = seconds
-        models, results, trained = _train_runs(pending, split, settings, runs_dir, device, say, plan)
+        split, spec = splits[pending[0].split], complete_spec(pending[0].spec)
+        models = []
+        for run in pending:
+            torch.manual_seed(run.seed)  # parameter initialisation
+            models.append(build_model(spec, split.vocab, settings.max_len).to(device))
+        if say:
+            together = " as one stack" if len(pending) > 1 and stackable(models[0]) else ""
+            say(f"[{', '.join(str(plan.index(r) + 1) for r in pending)}/{len(plan)}] {pending[0].split} split, "
+                f"{', '.join(pending[0].labels)}, seed{'s' if len(pending) > 1 else ''} "
+                f"{', '.join(str(r.seed) for r in pending)}{together}")
+        started = time.time()
+        results = train_runs(models, split, settings, spec.get("samples", 1), [run.seed for run in pending],
+                             [runs_dir / run.folder() / "checkpoint.pt" for run in pending], say)
+        trained = [(time.time() - started) / len(pending)] * len(pending)  # each run its share of a job's time
         for run, model, result, seconds in zip(pending, models, results, trained):
             started = time.time()
             metrics = None
             if not result.diverged:
                 metrics = evaluate_model(model, split, settings, run.seed, ngram if run.split == "types" else None)
-            record = _record_for(run, result, metrics, (seconds + caught_up[run.folder()], time.time() - started))
+            record = _record_for(run, result, metrics, (seconds, time.time() - started))
             if metrics is not None and not _finite_metrics(metrics):
                 record["diverged"] = True  # e.g. NaN parameters that never produced a NaN loss
             write_json_atomic(runs_dir / run.folder() / "done.json", record)
@@ -391,5 +362,6 @@ __all__ = [
     "fit_ngram_models", "format_value", "gru_symbol_entropy", "make_splits", "model_loss", "ngram_row",
     "noise_information_trajectories", "oracle_rows", "plan_runs", "run_experiment",
     "run_word_generation", "sample_words", "settings_fingerprint", "spec_key", "stackable", "table1_frame",
-    "table2_frame", "table3_frames", "train_model", "train_stacked", "training_jobs", "word_list_sha256",
+    "table2_frame", "table3_frames", "train_model", "train_runs", "train_stacked", "training_jobs",
+    "word_list_sha256",
 ]
