@@ -190,6 +190,15 @@ def test_lengths_extrapolate_linearly_for_reverse_copy():
     assert extrapolated["peak_memory_bytes"] == pytest.approx(direct["peak_memory_bytes"], rel=0.02)
 
 
+def _one_and_a_stack_of_two(one, two) -> tuple[dict, dict]:
+    """One step of a workload of 3 seeds trained alone and as stacks of 2 (a stack of 2 and one of 1, counted full),
+    measured at length 6; a stacked model's parameters are counted per model."""
+    assert (one.runs, one.models, two.runs, two.models) == (3, 1, 2, 2)
+    single, pair = dryrun.measure_step(one, 6), dryrun.measure_step(two, 6)
+    assert pair["parameters"] == 2 * single["parameters"]
+    return single, pair
+
+
 def test_a_stacked_reverse_copy_workload_does_its_models_arithmetic_in_one_sequence_of_kernels():
     from paperlib.experiments.dryrun.measure import clip_gradients
     from paperlib.experiments.reverse_copy.reverse_copy import ReverseCopyParams
@@ -207,9 +216,7 @@ def test_a_stacked_reverse_copy_workload_does_its_models_arithmetic_in_one_seque
     assert set(stacked) == {"lstm L=4 E=6", "lstm L=6 E=6", "mogrifier L=4 E=4 r=3 k=2 (stacks of 2)",
                             "mogrifier L=6 E=4 r=3 k=2 (stacks of 2)"}
     one, two = alone["mogrifier L=6 E=4 r=3 k=2 (stacks of 1)"], stacked["mogrifier L=6 E=4 r=3 k=2 (stacks of 2)"]
-    assert (one.runs, one.models, two.runs, two.models) == (3, 1, 2, 2)  # 3 seeds: a stack of 2, one of 1 (counted full)
-    single, pair = dryrun.measure_step(one, 6), dryrun.measure_step(two, 6)
-    assert pair["parameters"] == 2 * single["parameters"]
+    single, pair = _one_and_a_stack_of_two(one, two)
     # the same matmuls, batched: twice the FLOPs in the same forward and backward kernels; the second model adds
     # only its own optimizer group's and clipping's few dozen kernels (80 of 1,231 here), not a second pass
     assert pair["flops_per_step"] == pytest.approx(2 * single["flops_per_step"], rel=0.01)
@@ -239,9 +246,7 @@ def test_a_stacked_word_generation_workload_does_its_models_arithmetic_in_one_se
         return {w.name: w for w in ADAPTERS["word_generation"]("word_generation", settings, "fp32", lambda n: n)}
 
     one, two = workloads(None)[f"table1:{row}"], workloads(2)[f"table1:{row} (stacks of 2)"]
-    assert (one.runs, one.models, two.runs, two.models) == (3, 1, 2, 2)  # 3 seeds: a stack of 2, one of 1 (counted full)
-    single, pair = dryrun.measure_step(one, 6), dryrun.measure_step(two, 6)
-    assert pair["parameters"] == 2 * single["parameters"]
+    single, pair = _one_and_a_stack_of_two(one, two)
     # the same arithmetic, batched: about twice the FLOPs in one sequence of kernels, far fewer than two models'
     # (more than one model's: the GRUs run step by step, as vmap needs, and each model draws its own noise and has
     # its own optimizer)
