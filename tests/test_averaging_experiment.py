@@ -53,7 +53,7 @@ def test_unknown_experiment_for_run_is_a_clear_error(capsys):
     from paperlib.compendium.cli import main
 
     assert main(["run", "averaging_ptbb", "--profile", "smoke"]) == 2
-    assert "runnable experiments: averaging_ptb" in capsys.readouterr().err
+    assert "runnable experiments: averaging_basin, averaging_ptb" in capsys.readouterr().err
 
 
 def test_2ta_worse_than_a_tuned_baseline_beyond_tolerance_is_not_on_par():

@@ -156,7 +156,7 @@ def test_a_stage_begins_with_its_profiles_settings_threads_precision_and_device(
     finally:
         torch.set_num_threads(threads)
         configure("fp32")
-    with pytest.raises(Exception, match="params.yaml has no experiment 'averaging'; it defines: averaging_ptb"):
+    with pytest.raises(Exception, match="params.yaml has no experiment 'averaging'; it defines: averaging_basin, averaging_ptb"):
         begin_stage("averaging", "smoke", tmp_path)
 
 

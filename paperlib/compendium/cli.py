@@ -104,6 +104,7 @@ def cmd_run_notebook(args) -> int:
 # Experiments other than the LM comparisons: name -> "module:function(profile, progress) -> results path".
 RUNNERS = {
     "averaging_ptb": "paperlib.experiments.averaging.averaging_ptb:run_averaging_experiment",
+    "averaging_basin": "paperlib.experiments.averaging.averaging_basin:run_averaging_basin",
     "micmco_synthetic": "paperlib.experiments.micmco.synthetic.micmco_synthetic:run_micmco_synthetic",
     "micmco_synthetic_ladder": "paperlib.experiments.micmco.synthetic.ladder:run_micmco_synthetic_ladder",
     "micmco_ptb_ladder": "paperlib.experiments.micmco.ptb.ladder:run_micmco_ptb_ladder",

@@ -10,7 +10,7 @@ folder                      stages (``dvc.yaml``)
 ``common/``                 none: the machinery every stage stands on (``params.yaml`` and its shared schemas, the
                             start of a stage, runs, scale ladders, code hashes, provenance, the claim rules)
 ``language_models/``        ``lm_ptb``, ``lm_ptb_char``, ``lm_ptb_ablation``, ``lm_wt2_bytes``, ``tuning_ptb``
-``averaging/``              ``averaging_ptb``
+``averaging/``              ``averaging_ptb``, ``averaging_basin``
 ``dynamic_evaluation/``     ``dyneval``, ``dyneval_char``
 ``micmco/synthetic/``       ``micmco_synthetic``, ``micmco_synthetic_ladder``
 ``micmco/ptb/``             ``micmco_ptb``, ``micmco_ptb_ladder``

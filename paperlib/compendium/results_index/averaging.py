@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from paperlib.experiments.averaging.claims import CLAIMS, almost_rising, lengths_claim, switch_heights
+from paperlib.experiments.averaging.claims import (BASIN_CLAIMS, CLAIMS, ENTRY_MARGIN, almost_rising, judged_entries,
+                                                   lengths_claim, switch_heights)
 from paperlib.reference.averaging import AVERAGING_BEST_LOSS
 
 from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note, grouped_reason
@@ -94,3 +95,30 @@ def _avg_overfit_ours(results: Results) -> str:
     curves = results["averaging_ptb"]["overfit"]["curves"]
     return (f"{len(resets)} resets (first at step {resets[0] if resets else '—'}); best valid loss raw "
             f"{_f(min(curves['raw']['valid_nll']), 3)}, 2TA {_f(min(curves['2ta']['valid_nll']), 3)}")
+
+
+def _basin_scale(results: Results) -> str:
+    b = results["averaging_basin"]["settings"]
+    land = results["averaging_basin"]["landscape"]
+    return (f"synthetic: a tilted double well (barriers {land['barrier_a']:.2f} out of the start basin, "
+            f"{land['barrier_b']:.2f} back; the new basin {land['depth_gap']:.2f} deeper) beside {b['dims']:,} noisy "
+            f"quadratic directions; {len(b['seeds'])} seeds × {b['steps']:,} SGD steps at lr {b['lr']:g}; E = "
+            f"{b['eval_every']} steps; the exact loss as validation loss")
+
+
+def _basin_ours(results: Results) -> str:
+    r = results["averaging_basin"]
+    judged = judged_entries(r)
+    seeds = {seed for seed, _ in judged}
+    entered = [run for run in r["runs"] if run["entry"] is not None]
+    near = [str(run["seed"]) for run in entered if run["seed"] not in seeds]
+    where = ", ".join(str(events["entry"] + 1) for _, events in judged)
+    return (f"{len(entered)} of {len(r['runs'])} runs settled in the new basin; the {len(judged)} that entered at least "
+            f"{ENTRY_MARGIN} evaluations from their start and end are judged (entered at evaluations {where})"
+            + (f"; not judged, too near the start or end: seed{'s' if len(near) > 1 else ''} {', '.join(near)}"
+               if near else ""))
+
+
+def _basin_verdict(results: Results) -> tuple[str, str]:
+    """M-F3.6's claim (:data:`paperlib.experiments.averaging.claims.BASIN_CLAIMS`), on the synthetic runs."""
+    return _claim_verdict(BASIN_CLAIMS["M-F3.6"](results["averaging_basin"]))

@@ -106,8 +106,9 @@ QUOTES: dict[str, list[tuple[str, str, str]]] = {
                 "bottoms out due to overfitting. Thus when the averages are reset (twice), the validation loss does "
                 "not recover.")],
     "M-F3.6": [("000", "§3.6, Figure 3.6",
-                "Figure 3.6: Example of optimization entering a new basin." + ELLIPSIS + "With the averages now way "
-                "too short, the loss spikes but then recovers.")],
+                "Figure 3.6: Example of optimization entering a new basin. At $t = 40E$ the validation loss bottoms "
+                "out and starts to slightly worsen. This is detected at $t = 43E$, and both averages are reset. With "
+                "the averages now way too short, the loss spikes but then recovers.")],
     # -- Melis thesis, ch. 4 and Circling Back: the RLSTM ---------------------------------------------------------
     "M-F4.1": [("000", "§4.1, Figure 4.1",
                 "All gates are computed from \\mathbf{h}_{prev} and \\mathbf{x} .")],

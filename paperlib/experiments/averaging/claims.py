@@ -1,5 +1,5 @@
 """The thesis' claims about Two-Tailed Averaging (Melis ch. 3, §3.6; index rows M-F3.1, M-F3.3, M-F3.4, M-F3.5), judged on
-the ``averaging_ptb`` stage's results as :class:`~paperlib.experiments.common.claims.Claim` s, which the results index and
+the ``averaging_ptb`` stage's results, and M-F3.6 on the ``averaging_basin`` stage's (:data:`BASIN_CLAIMS`), as :class:`~paperlib.experiments.common.claims.Claim` s, which the results index and
 the notebook display. Pure Python (no torch).
 
 Tie rule. Every averager watches one training trajectory and is evaluated deterministically on the same validation
@@ -11,9 +11,9 @@ exceed the other's by at most that much; "rises" means by more than that much.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from paperlib.experiments.common.claims import Claim, Part, direction_word, strict_word
+from paperlib.experiments.common.claims import Claim, Part, direction_word, part_word, strict_word
 from paperlib.reference.averaging import AVERAGING_BEST_LOSS
 
 Results = Mapping[str, Any]
@@ -178,8 +178,143 @@ def schematic_claim(results: Results) -> Claim:
     ))
 
 
+# An entry into the new basin within this many evaluations of a run's start or end is not judged: before it the
+# averages are only a few periods long, after it they need several evaluations to grow back (the thesis' example
+# enters at evaluation 40 of a long run).
+ENTRY_MARGIN = 10
+CHANGES = ("switch", "reset_long", "reset_short")  # what 2TA's evaluate() can do to its averages (paperlib.averaging)
+
+
+def basin_events(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Fig. 3.6's sequence in one run of ``averaging_basin``, as 0-based evaluation indices and losses (the loss is
+    the one 2TA reports). None when the run did not settle in basin B.
+
+    ``entry``: the first evaluation in basin B for good. ``change``: the first evaluation from the entry on at which 2TA
+    changed its averages (a switch, a reset, or Alg. 2's reinitialisation to the raw weights), or None. ``reset``: that
+    evaluation when the change is a reset of the stagnating long average, else None. ``bottom``: the lowest loss before
+    the change (or the end); ``rising``: whether the loss rose at every evaluation from the bottom to the one before the
+    change (at least one). ``emptied``: the first evaluation from the reset on at which the long average holds only
+    iterates added since the last evaluation before the entry (the crossing happened in between), or None;
+    ``second_reset``: whether a reset made it so after the first one. ``spike``: the loss there; ``peak``: the highest
+    loss from the bottom up to it; ``short``: the long average's length there. ``back``: evaluations from
+    ``emptied`` until the loss is below ``bottom_loss`` again, or None."""
+    if run["entry"] is None:
+        return None
+    ev = run["evaluations"]
+    steps, loss, actions, lengths = ev["step"], ev["loss"], ev["action"], ev["long_len"]
+    entry = steps.index(run["entry"])
+    changed = [a in CHANGES or (raw and length == 0) for a, raw, length in zip(actions, ev["using_raw"], lengths)]
+    change = next((k for k in range(entry, len(steps)) if changed[k]), None)
+    end = change if change is not None else len(steps)
+    bottom = min(range(end), key=lambda k: loss[k]) if end else None
+    out: dict[str, Any] = {
+        "entry": entry, "change": change, "evaluations": len(steps), "bottom": bottom,
+        "bottom_loss": None if bottom is None else loss[bottom],
+        "reset": change if change is not None and actions[change] == "reset_long" else None,
+        "rising": bottom is not None and bottom < end - 1 and all(loss[k + 1] > loss[k] for k in range(bottom, end - 1)),
+        "before": loss[end - 1] if end else None, "emptied": None, "second_reset": False, "spike": None, "peak": None,
+        "short": None, "back": None}
+    if out["reset"] is None or bottom is None:
+        return out
+    since = steps[entry - 1] if entry else 0
+    emptied = next((k for k in range(out["reset"], len(steps)) if lengths[k] <= steps[k] - since), None)
+    if emptied is None:
+        return out
+    below = next((k for k in range(emptied, len(steps)) if loss[k] < loss[bottom]), None)
+    out.update(emptied=emptied, second_reset=emptied > out["reset"] and actions[emptied] == "reset_long",
+               spike=loss[emptied], peak=max(loss[bottom:emptied]), short=lengths[emptied],
+               back=None if below is None else below - emptied)
+    return out
+
+
+def judged_entries(results: Results) -> list[tuple[int, dict[str, Any]]]:
+    """(seed, :func:`basin_events`) of the runs that entered basin B at least :data:`ENTRY_MARGIN` evaluations after
+    their start and before their end."""
+    out = []
+    for run in results["runs"]:
+        events = basin_events(run)
+        if events is not None and ENTRY_MARGIN <= events["entry"] and events["entry"] + ENTRY_MARGIN < \
+                events["evaluations"]:
+            out.append((run["seed"], events))
+    return out
+
+
+BASIN_RULE = (f"every run that entered the new basin at least {ENTRY_MARGIN} evaluations from its start and its end "
+              "(some of them: partly); the loss is the exact generalisation loss, so comparisons are strict")
+
+
+def _span(values: Sequence[float], fmt: str) -> str:
+    low, high = min(values), max(values)
+    return format(low, fmt) if low == high else f"{format(low, fmt)} to {format(high, fmt)}"
+
+
+def basin_claim(results: Results) -> Claim:
+    """M-F3.6 (Fig. 3.6, on the synthetic landscape of ``averaging_basin``): "At t = 40E the validation loss bottoms
+    out and starts to slightly worsen. This is detected at t = 43E, and both averages are reset. With the averages
+    now way too short, the loss spikes but then recovers." Each sentence is a part, checked on every judged run
+    (:func:`judged_entries`, :func:`basin_events`): the loss 2TA reports bottoms out at or just before the entry and
+    rises at every evaluation until 2TA next changes its averages (more than a reset needs: Alg. 2 resets an average
+    whose loss has not beaten its best for ``patience`` evaluations); that change is a reset of the long average, not
+    an ordinary switch (its delay from the bottom is the patience by Alg. 2's rule); within one evaluation of it the
+    long average holds only iterates from after the entry (both averages emptied: Alg. 2 empties the short average at
+    a reset and hands the long one its contents, so a second reset can be needed); the loss there exceeds every loss
+    since the bottom (the spike); and it falls below the bottom again before the run ends (the recovery)."""
+    runs = judged_entries(results)
+    total = len(results["runs"])
+    if not runs:
+        part = Part(label="a run enters the new basin", claim="optimisation enters a new basin during the run",
+                    verdict="not reproduced", evidence=f"none of {total} runs settled in basin B away from its start "
+                    f"and end ({ENTRY_MARGIN} evaluations)", rule=BASIN_RULE, kind="count")
+        return Claim("M-F3.6", (part,))
+
+    def part(label: str, claim: str, holds: list[bool], detail: str) -> Part:
+        return Part(label=label, claim=claim, verdict=part_word(holds),
+                    evidence=f"{sum(holds)} of {len(holds)} runs; {detail}", rule=BASIN_RULE, kind="count")
+
+    events = [e for _, e in runs]
+    where = {-1: 0, 0: 0}
+    for e in events:
+        offset = e["bottom"] - e["entry"] if e["bottom"] is not None else None
+        where[offset] = where.get(offset, 0) + 1
+    placed = f"the bottom at the last evaluation before the entry in {where[-1]}, at the entry in {where[0]}"
+    others = len(events) - where[-1] - where[0]
+    rises = [(e["before"] - e["bottom_loss"]) / e["bottom_loss"] for e in events if e["rising"]]
+    reset = [e for e in events if e["reset"] is not None]
+    delays = sorted({e["reset"] - e["bottom"] for e in reset})
+    emptied = [e["emptied"] is not None and e["emptied"] - e["reset"] <= 1 for e in reset] + \
+        [False] * (len(events) - len(reset))
+    at_once = sum(1 for e in reset if e["emptied"] == e["reset"])
+    second = sum(1 for e in reset if e["second_reset"] and e["emptied"] == e["reset"] + 1)
+    spiked = [e for e in reset if e["spike"] is not None]
+    spikes = [e in spiked and e["spike"] > e["peak"] for e in events]
+    backs = [e["back"] for e in spiked if e["back"] is not None]
+    recovered = [e["back"] is not None for e in events]
+    return Claim("M-F3.6", (
+        part("loss bottoms out, then worsens", "the averaged loss bottoms out as optimisation enters the new basin and "
+             "then worsens at every evaluation until 2TA changes its averages", [e["rising"] for e in events],
+             placed + (f", elsewhere in {others}" if others else "") + "; rise to the change "
+             + (_span(rises, ".1%") if rises else "none") + " of the bottom"),
+        part("a reset detects it", "the reset heuristic detects it: 2TA's next change is a reset of the long average, "
+             "not an ordinary switch", [e["reset"] is not None for e in events],
+             f"reset {' or '.join(map(str, delays)) or 'never'} evaluations after the bottom (the thesis: 3; Alg. 2's "
+             "patience of 3 evaluations, read off this figure, sets the delay)"),
+        part("both averages reset", "both averages are reset: within one evaluation of the reset the long average "
+             "holds only iterates from after the entry", emptied,
+             f"at the reset in {at_once}, one evaluation later by a second reset in {second} (the thesis: at once)"),
+        part("the loss spikes", "with the averages now way too short, the loss spikes above every loss since the bottom",
+             spikes, "jump over the highest loss before it " + (_span([e["spike"] - e["peak"] for e in spiked], "+.2f")
+                                                               if spiked else "none")
+             + (f", with a long average of {_span([e['short'] for e in spiked], 'd')} steps" if spiked else "")),
+        part("then recovers", "the loss then recovers: it falls below its bottom before the reset again", recovered,
+             f"after {_span(backs, 'd')} evaluations" if backs else "never"),
+    ))
+
+
+BASIN_CLAIMS = {"M-F3.6": basin_claim}  # judged on results/averaging_basin.json
+
 CLAIMS = {"M-F3.1": schematic_claim, "M-F3.3": main_claim, "M-F3.4": lengths_claim, "M-F3.5": overfit_claim, "§3.6": period_claim}
 
 
-__all__ = ["CLAIMS", "ON_PAR_NATS", "almost_rising", "lengths_claim", "main_claim", "overfit_claim", "period_claim",
+__all__ = ["BASIN_CLAIMS", "CHANGES", "CLAIMS", "ENTRY_MARGIN", "ON_PAR_NATS", "almost_rising", "basin_claim", "basin_events",
+           "judged_entries", "lengths_claim", "main_claim", "overfit_claim", "period_claim",
            "switch_heights"]

@@ -281,6 +281,7 @@ EXPERIMENT_HOMES: dict[str, str] = {
     "lm_ptb_char": "paperlib.experiments.language_models.settings",
     "lm_ptb_ablation": "paperlib.experiments.language_models.settings",
     "averaging_ptb": "paperlib.experiments.averaging.averaging_ptb",
+    "averaging_basin": "paperlib.experiments.averaging.averaging_basin",
     "tuning_ptb": "paperlib.experiments.language_models.tuning_ptb",
     "dyneval": "paperlib.experiments.dynamic_evaluation.dyneval",
     "dyneval_char": "paperlib.experiments.dynamic_evaluation.dyneval_char",
