@@ -131,7 +131,7 @@ def test_a_stage_reads_its_settings_and_builds_its_workload_with_only_the_packag
     import sys
 
     stages = ["lm_ptb", "lm_ptb_char", "lm_ptb_ablation", "lm_wt2_bytes", "averaging_ptb", "dyneval",
-              "dyneval_char", "reverse_copy", "micmco_synthetic", "micmco_synthetic_ladder", "micmco_ptb",
+              "dyneval_char", "dyneval_transformer", "reverse_copy", "micmco_synthetic", "micmco_synthetic_ladder", "micmco_ptb",
               "micmco_ptb_ladder"]
     code = IMPORT_WITHOUT.format(blocked=BLOCKED, stages=stages)
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)

@@ -732,3 +732,12 @@ def test_embedding_init_uniform_bounds_the_tied_embedding_and_normal_is_torchs_d
     assert normal.embedding.weight.std() > 0.9  # N(0, 1)
     with pytest.raises(ValueError, match="embedding_init must be one of"):
         build_lm("gru", 500, 16, 1, embedding_init="xavier")
+
+
+def test_a_transformer_s_uniform_embedding_init_is_u_minus_to_plus_a_tenth_and_the_default_is_pytorch_s():
+    torch.manual_seed(0)
+    uniform = build_lm("transformer", 500, 32, 1, embedding_init="uniform").embedding.weight
+    assert uniform.abs().max() <= 0.1 and uniform.std().item() == pytest.approx(0.2 / 12 ** 0.5, rel=0.05)
+    assert build_lm("transformer", 500, 32, 1).embedding.weight.std().item() == pytest.approx(1.0, rel=0.05)
+    with pytest.raises(ValueError, match="embedding_init must be one of"):
+        build_lm("transformer", 50, 32, 1, embedding_init="xavier")

@@ -114,6 +114,7 @@ RUNNERS = {
     "reverse_copy": "paperlib.experiments.reverse_copy.reverse_copy:run_reverse_copy",
     "tuning_ptb": "paperlib.experiments.language_models.tuning_ptb:run_tuning",
     "dyneval_char": "paperlib.experiments.dynamic_evaluation.dyneval_char:run_dyneval_char",
+    "dyneval_transformer": "paperlib.experiments.dynamic_evaluation.dyneval_transformer:run_dyneval_transformer",
     "micmco_ptb": "paperlib.experiments.micmco.ptb.micmco_ptb:run_micmco_ptb",
     "lm_wt2_bytes": "paperlib.experiments.language_models.lm_wt2_bytes:run_byte_lm",
     "music": "paperlib.experiments.music.music:run_music",

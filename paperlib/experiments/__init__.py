@@ -11,7 +11,7 @@ folder                      stages (``dvc.yaml``)
                             start of a stage, runs, scale ladders, code hashes, provenance, the claim rules)
 ``language_models/``        ``lm_ptb``, ``lm_ptb_char``, ``lm_ptb_ablation``, ``lm_wt2_bytes``, ``tuning_ptb``
 ``averaging/``              ``averaging_ptb``, ``averaging_basin``
-``dynamic_evaluation/``     ``dyneval``, ``dyneval_char``
+``dynamic_evaluation/``     ``dyneval``, ``dyneval_char``, ``dyneval_transformer``
 ``micmco/synthetic/``       ``micmco_synthetic``, ``micmco_synthetic_ladder``
 ``micmco/ptb/``             ``micmco_ptb``, ``micmco_ptb_ladder``
 ``word_generation/``        ``word_generation``, ``word_generation_ladder``

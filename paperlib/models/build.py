@@ -48,6 +48,7 @@ CELL_OPTIONS: dict[str, dict[str, Any]] = {
         "max_len": 512,
         "memory_length": 0,
         "tie_embeddings": True,
+        "embedding_init": "normal",  # or "uniform": U(-0.1, 0.1) (paperlib.models.transformer)
     },
     # the pytorch/examples baseline (paperlib.models.torch_lstm): per-step dropout, untied by default
     "torch_lstm": {"embedding_size": None, "dropout": 0.0, "tie_embeddings": False},
@@ -93,6 +94,7 @@ def build_lm(cell: str, vocab_size: int, hidden_size: int, num_layers: int, **op
             max_len=opts["max_len"],
             memory_length=opts["memory_length"],
             tie_embeddings=opts["tie_embeddings"],
+            embedding_init=opts["embedding_init"],
         )
 
     if cell == "torch_lstm":

@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from paperlib.models.recurrent_lm import EMBEDDING_INITS
+
 POSITIONS = ("learned", "sinusoidal", "relative")
 
 
@@ -115,6 +117,7 @@ class TransformerLM(nn.Module):
         max_len: int = 512,
         memory_length: int = 0,
         tie_embeddings: bool = True,
+        embedding_init: str = "normal",
     ):
         super().__init__()
         if positions not in POSITIONS:
@@ -123,6 +126,8 @@ class TransformerLM(nn.Module):
             raise ValueError(f"hidden_size ({size}) must be divisible by num_heads ({num_heads})")
         if memory_length < 0:
             raise ValueError(f"memory_length must be >= 0, got {memory_length}")
+        if embedding_init not in EMBEDDING_INITS:
+            raise ValueError(f"embedding_init must be one of {EMBEDDING_INITS}, got {embedding_init!r}")
         for name, rate in (("dropout", dropout), ("input_dropout", input_dropout), ("output_dropout", output_dropout)):
             if not 0.0 <= rate < 1.0:
                 raise ValueError(f"{name} must lie in [0, 1), got {rate}")
@@ -132,6 +137,11 @@ class TransformerLM(nn.Module):
         self.max_len = max_len
         self.memory_length = memory_length
         self.embedding = nn.Embedding(vocab_size, size)
+        # as in paperlib.models.recurrent_lm: PyTorch's N(0, 1) ("normal"), whose tied output makes the first logits
+        # large (std about sqrt(size)), or U(-0.1, 0.1) ("uniform"), which a word-level model with a large
+        # vocabulary learns from markedly faster in short runs
+        if embedding_init == "uniform":
+            nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
         self.position_embedding = nn.Embedding(max_len, size) if positions == "learned" else None
         self.input_dropout = nn.Dropout(input_dropout)
         self.blocks = nn.ModuleList(

@@ -8,6 +8,7 @@ from typing import Any, Callable
 from paperlib.reference import dynamic_evaluation as reference_dyneval
 from paperlib.experiments.dynamic_evaluation.char_claims import CLAIMS as CHAR_CLAIMS
 from paperlib.experiments.dynamic_evaluation.claims import statistics_share
+from paperlib.experiments.dynamic_evaluation.transformer_claims import CLAIMS as TRANSFORMER_CLAIMS, improvement
 
 from paperlib.compendium.results_index.text import (
     Results, _claim_verdict, _f, _profile_note, model_name,
@@ -315,3 +316,39 @@ def _scaling_ours(results: Results) -> str:
         for cell, points in sc.items()) + _profile_note(results, "dyneval_char")
 
 
+
+
+# -- K-T6.3: the word-level Transformer on WikiText-2 (Table 6.3's analogue) -------------------------------------
+
+
+def _word_transformer_paper() -> str:
+    """K-T6.3: Table 6.3's Transformer-XL rows on WikiText-103 and the thesis' 9%."""
+    t = reference_dyneval.DYNEVAL_TRANSFORMER_TABLE_6_3
+    return (f"Transformer-XL (257M) WikiText-103 test ppl: static {_f(t['static']['test'], 1)} → SGD "
+            f"{_f(t['sgd']['test'], 1)} → global RMS {_f(t['global_rms']['test'], 1)} "
+            f"({improvement(t['static']['test'], t['global_rms']['test']):.0%} lower); no validation advantage from "
+            "a decay rate")
+
+
+def _word_transformer_ours(results: Results) -> str:
+    r = results["dyneval_transformer"]
+    ppl = {row["key"]: row["test_ppl"] for row in r["rows"]}
+    gain = improvement(ppl["static"], ppl["global_rms"])
+    return (f"WikiText-2 test ppl: static {_f(ppl['static'], 1)} → SGD {_f(ppl['sgd'], 1)} → global RMS "
+            f"{_f(ppl['global_rms'], 1)}" + ("" if gain is None else f" ({gain:.1%} lower)") + "; global RMS with a "
+            f"tuned RMS decay {_f(ppl['global_rms_decay'], 1)}")
+
+
+def _word_transformer_scale(results: Results) -> str:
+    r = results["dyneval_transformer"]
+    m = r["model"]
+    opts = m.get("options", {})
+    return (f"{m['num_layers']}-layer Transformer-XL-style word model, d = {m['hidden_size']}, memory "
+            f"{opts.get('memory_length', 0)}, {m['parameters'] / 1e6:.1f}M parameters, trained {m['train_steps']:,} "
+            f"steps ({m['train_tokens'] / 1e6:.1f}M tokens) on WikiText-2 (the seed item's analogue of WikiText-103); "
+            f"rules tuned on {r['valid_tokens']:,} validation tokens, scored on {r['test_tokens']:,} test tokens in "
+            f"segments of {r['segment_len']}")
+
+
+def _word_transformer_verdict(results: Results) -> tuple[str, str]:
+    return _claim_verdict(TRANSFORMER_CLAIMS["K-T6.3"](results["dyneval_transformer"]))

@@ -24,7 +24,8 @@ from paperlib.compendium.results_index.dynamic_evaluation import (
     _dyn_table_scale, _epsilon_paper, _momentum_paper,
     _ood_paper, _opt_ours, _recovery_ours, _recovery_paper, _related_ours, _related_paper, _scaling_ours,
     _seen_ours, _seen_paper, _sparse_table_paper, _stats_amount_ours, _stats_amount_paper,
-    _stats_local_ours, _stats_local_paper, _timescale_ours, _transformer_table_paper,
+    _stats_local_ours, _stats_local_paper, _timescale_ours, _transformer_table_paper, _word_transformer_ours,
+    _word_transformer_paper, _word_transformer_scale, _word_transformer_verdict,
 )
 from paperlib.compendium.results_index.music import (
     music_ours, music_ours_short, music_paper, music_paper_short, music_scale, music_verdict,
@@ -255,8 +256,9 @@ ROWS.update({
                   paper=_transformer_table_paper(), ours=_char_table_ours("transformer"), scale=_char_scale,
                   verdict=_char_claim("K-T6.1"), needs=("dyneval_char",)),
     "K-T6.2": _not_attempted(_ENWIK8),
-    "K-T6.3": _not_attempted("a word-level Transformer on WikiText-2 is not run; the character-level Transformer "
-                             "+ dynamic evaluation is K-T6.1"),
+    "K-T6.3": Row(file="`notebooks/dyneval.ipynb` (section 'Table 6.3')", paper=_word_transformer_paper(),
+                  ours=_word_transformer_ours, scale=_word_transformer_scale, verdict=_word_transformer_verdict,
+                  needs=("dyneval_transformer",)),
     "K-T6.4": Row(file="`notebooks/dyneval_char.ipynb`",
                   paper=_ood_paper(), ours=_char_ood_ours, scale=_char_scale,
                   verdict=_char_claim("K-T6.4"), needs=("dyneval_char",)),

@@ -285,6 +285,7 @@ EXPERIMENT_HOMES: dict[str, str] = {
     "tuning_ptb": "paperlib.experiments.language_models.tuning_ptb",
     "dyneval": "paperlib.experiments.dynamic_evaluation.dyneval",
     "dyneval_char": "paperlib.experiments.dynamic_evaluation.dyneval_char",
+    "dyneval_transformer": "paperlib.experiments.dynamic_evaluation.dyneval_transformer",
     "lm_wt2_bytes": "paperlib.experiments.language_models.lm_wt2_bytes",
     "reverse_copy": "paperlib.experiments.reverse_copy.reverse_copy",
     "micmco_synthetic": "paperlib.experiments.micmco.synthetic.studies",

@@ -410,10 +410,33 @@ def _micmco_ptb_ladder(stage: str, settings: Any, precision: str, cap: Cap, prof
         yield sentence_evaluation(f"{name}: runs", name, main, CURVES[name].split, main.eval_samples, runs, cap)
 
 
+def _dyneval_transformer(stage: str, settings: Any, precision: str, cap: Cap,
+                         profile: str = "paper") -> Iterator[Evaluation]:
+    """dyneval_transformer (Krause Table 6.3's analogue): see
+    :mod:`paperlib.experiments.dynamic_evaluation.dyneval_transformer`. Every row scores the validation prefix once
+    more with its chosen settings (its per-block losses) and the test prefix once."""
+    from paperlib.experiments.dynamic_evaluation.dyneval_transformer import ROWS
+
+    corpus, spec, gs = settings.corpus, settings.model, settings.gradient_stats
+    vocab, n, segment = CORPORA[corpus].vocab_size, cap(settings.segment_len), settings.segment_len
+    yield validation("transformer", spec, settings.train, vocab, SPLIT_TOKENS[corpus]["valid"], 1, cap)
+    valid, test = _prefix(corpus, "valid", settings.valid_tokens), _prefix(corpus, "test", settings.test_tokens)
+    yield _forward("static", spec, vocab, 1, n, windows(valid, 1, segment) + windows(test, 1, segment), shown=segment)
+    yield _gradients("gradient statistics", spec, vocab, gs, _gradient_count(SPLIT_TOKENS[corpus]["train"], gs), cap)
+    for row, (_, fixed, grid_name) in ROWS.items():
+        if grid_name is None:
+            continue
+        rule = {**_fixed(settings.grids[grid_name]), **fixed}
+        trials = search_trials(settings.grids[grid_name], settings.search)
+        yield _dynamic(f"{row}, validation", spec, vocab, n, _segments(valid, segment), trials + 1, **rule)
+        yield _dynamic(f"{row}, test", spec, vocab, n, _segments(test, segment), 1, **rule)
+
+
 EVALUATIONS: dict[str, Callable[[str, Any, str, Cap, str], Iterator[Evaluation]]] = {
     "lm_ptb": _lm_comparison, "lm_ptb_char": _lm_comparison, "lm_ptb_ablation": _lm_comparison,
     "lm_wt2_bytes": _lm_comparison, "averaging_ptb": _averaging, "tuning_ptb": _tuning, "dyneval": _dyneval,
-    "dyneval_char": _dyneval_char, "micmco_ptb": _micmco_ptb, "micmco_ptb_ladder": _micmco_ptb_ladder,
+    "dyneval_char": _dyneval_char, "dyneval_transformer": _dyneval_transformer, "micmco_ptb": _micmco_ptb,
+    "micmco_ptb_ladder": _micmco_ptb_ladder,
 }
 
 __all__ = ["EVALUATIONS", "VALIDATIONS", "coordinate_trials", "final_evaluation", "search_trials",

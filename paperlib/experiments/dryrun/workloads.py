@@ -131,6 +131,14 @@ def _dyneval_char(stage: str, settings: Any, precision: str, cap: Cap,
                                       {**settings.train, **base.get("train", {})}, vocab, 1, precision, cap)
 
 
+def _dyneval_transformer(stage: str, settings: Any, precision: str, cap: Cap,
+                         profile: str = "paper") -> Iterator[Workload]:
+    """dyneval_transformer (:mod:`paperlib.experiments.dynamic_evaluation.dyneval_transformer`): the word-level
+    Transformer, trained once."""
+    yield _language_model("transformer", settings.model, settings.train, CORPORA[settings.corpus].vocab_size, 1,
+                          precision, cap)
+
+
 def _adam(lr: float, weight_decay: float = 0.0) -> Callable[[nn.Module], torch.optim.Optimizer]:
     """Adam with beta1 = 0, beta2 = 0.999, eps = 1e-8, the MICMCO experiments' optimizer (Melis §5.C)."""
     return lambda model: torch.optim.Adam(model.parameters(), lr=lr, betas=(0.0, 0.999), eps=1e-8,
@@ -439,9 +447,9 @@ def _music(stage: str, settings: Any, precision: str, cap: Cap,
 ADAPTERS: dict[str, Callable[[str, Any, str, Cap, str], Iterator[Workload]]] = {
     "lm_ptb": _lm_comparison, "lm_ptb_char": _lm_comparison, "lm_ptb_ablation": _lm_comparison,
     "lm_wt2_bytes": _lm_comparison, "averaging_ptb": _averaging, "tuning_ptb": _tuning, "dyneval": _dyneval,
-    "dyneval_char": _dyneval_char, "micmco_synthetic": _micmco_synthetic,
-    "micmco_synthetic_ladder": _micmco_synthetic_ladder, "micmco_ptb": _micmco_ptb,
-    "micmco_ptb_ladder": _micmco_ptb_ladder,
+    "dyneval_char": _dyneval_char, "dyneval_transformer": _dyneval_transformer,
+    "micmco_synthetic": _micmco_synthetic, "micmco_synthetic_ladder": _micmco_synthetic_ladder,
+    "micmco_ptb": _micmco_ptb, "micmco_ptb_ladder": _micmco_ptb_ladder,
     "word_generation": _word_generation, "word_generation_ladder": _word_generation_ladder,
     "reverse_copy": _reverse_copy, "music": _music,
 }
