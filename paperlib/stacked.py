@@ -92,4 +92,18 @@ class StackedModels:
             return vmap(one, in_dims=(0, *dims), randomness="error")(state, *args)
 
 
-__all__ = ["StackedModels"]
+def pad_to(t: Tensor, width: int, dim: int, value: float | bool | int = 0) -> Tensor:
+    """``t`` extended with ``value`` to length ``width`` along ``dim`` (``t`` itself when already that long), so that
+    the models of a stack can take inputs of different lengths (sentences, words) in one tensor: what a model would
+    not have seen is padding, masked out by the caller."""
+    extra = width - t.shape[dim]
+    if extra < 0:
+        raise ValueError(f"cannot pad a length of {t.shape[dim]} along dim {dim} down to {width}")
+    if extra == 0:
+        return t
+    pad_shape = list(t.shape)
+    pad_shape[dim] = extra
+    return torch.cat([t, t.new_full(pad_shape, value)], dim)
+
+
+__all__ = ["StackedModels", "pad_to"]

@@ -17,6 +17,7 @@ from paperlib.dyneval.cache import (
 )
 from paperlib.dyneval import (
     DecoderInputAdaptation,
+    DynamicEvalResult,
     RecurrentSparseAdaptation,
     dynamic_evaluate,
     functorch_compatible,
@@ -611,8 +612,12 @@ def test_grid_tuning_returns_the_best_trial_and_coordinate_search_is_cheaper(lm)
     full = tune_dynamic_evaluation(lm, tokens, grid=grid, rule="sgd", segment_len=5)
     assert len(full.trials) == 6
     assert full.nll == min(t["nll"] for t in full.trials)
-    again = dynamic_evaluate(lm, tokens, rule="sgd", segment_len=5, **full.best).mean_nll()
-    assert_bitwise(again, full.nll, why="the best trial's call, repeated: the same kernels on the same inputs")
+    again = dynamic_evaluate(lm, tokens, rule="sgd", segment_len=5, **full.best)
+    assert_bitwise(again.mean_nll(), full.nll,
+                   why="the best trial's call, repeated: the same kernels on the same inputs")
+    # the best trial's own per-token losses are kept (not its adapted weights: one model's worth of memory)
+    assert full.result is not None and full.result.mean_nll() == full.nll and full.result.params == {}
+    assert_bitwise(full.result.losses, again.losses, why="the kept evaluation and its repeat: the same kernels")
     coordinate = tune_dynamic_evaluation(lm, tokens, grid=grid, search="coordinate", rule="sgd", segment_len=5)
     assert len(coordinate.trials) == 4
     with pytest.raises(ValueError, match="tunable"):
@@ -626,6 +631,31 @@ def test_optuna_search_samples_inside_the_log_ranges(lm):
     assert len(tuned.trials) == 4
     assert all(1e-3 <= t["lr"] <= 1.0 and 1 <= t["segment_len"] <= 5 for t in tuned.trials)
     assert tuned.nll == min(t["nll"] for t in tuned.trials)
+    assert tuned.result is not None and tuned.result.mean_nll() == tuned.nll
+
+
+@pytest.mark.parametrize("nll", [2.5, math.nan])
+def test_tuning_keeps_the_losses_of_the_first_of_equally_good_trials(lm, monkeypatch, nll):
+    """Ties go to the first trial, as ``min`` picks the best setting, so ``result`` holds that trial's losses: with
+    every trial at one finite NLL, and with every trial diverged (NaN losses count as inf)."""
+    import paperlib.dyneval.tune as tune
+
+    made = []
+
+    def constant(model, tokens, **call):  # each call's losses are their own tensor, all with one mean
+        made.append(torch.full((len(tokens) - 1,), nll))
+        return DynamicEvalResult(made[-1], params={"w": torch.zeros(1)})
+
+    monkeypatch.setattr(tune, "dynamic_evaluate", constant)
+    tokens = random_tokens((16,))
+    for search in ("grid", "coordinate"):
+        made.clear()
+        tuned = tune_dynamic_evaluation(lm, tokens, grid={"lr": [0.1, 1.0, 10.0]}, search=search, rule="sgd",
+                                        segment_len=5)
+        expected = nll if math.isfinite(nll) else math.inf
+        assert [t["nll"] for t in tuned.trials] == [expected] * 3 and len(made) == 3
+        assert tuned.best == {"lr": 0.1} and tuned.nll == expected
+        assert tuned.result.losses is made[0] and tuned.result.params == {}
 
 
 def test_learning_rate_sweep_stops_past_the_optimum():

@@ -21,7 +21,7 @@ from paperlib.experiments.micmco.ptb.stacked_trials import StackedTrials, TrialS
 from paperlib.experiments.micmco.ptb.trials import build_model, run_trial, train, trial_record
 from paperlib.models.masks import DropoutRates
 from paperlib.models.sentence_vae import SentenceVAE
-from paperlib.stacked import StackedModels
+from paperlib.stacked import StackedModels, pad_to
 
 V, EOS = 30, 0
 SETTINGS = MicmcoPtbParams(figures=["5.12"], trials=2, startup_trials=2, steps=6, batch_size=5, hidden_size=8,
@@ -196,6 +196,17 @@ def test_stacked_models_call_equals_calling_each_model():
     assert torch.allclose(shared[0], models[2](x[0]), atol=1e-6) and torch.allclose(shared[1], models[0](x[0]), atol=1e-6)
     out.sum().backward()  # gradients reach each model's own parameters
     assert all(p.grad is not None for m in models for p in m.parameters())
+
+
+def test_pad_to_extends_one_dimension_with_the_value_and_keeps_dtype():
+    words = torch.tensor([[1, 2], [3, 4]])
+    assert torch.equal(pad_to(words, 4, 1, 9), torch.tensor([[1, 2, 9, 9], [3, 4, 9, 9]]))
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    padded = pad_to(mask, 5, 0, False)
+    assert padded.dtype == torch.bool and padded.shape == (5, 3) and not padded[2:].any() and padded[:2].all()
+    assert pad_to(words, 2, 1) is words  # already that long
+    with pytest.raises(ValueError, match="down to"):
+        pad_to(words, 1, 1)
 
 
 @pytest.mark.parametrize("latent", ["gaussian", "categorical"])

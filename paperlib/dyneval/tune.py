@@ -17,11 +17,14 @@ TUNABLE = ("lr", "decay", "eps", "segment_len", "momentum", "alpha")
 
 @dataclass
 class TuningResult:
-    """Best setting, its mean validation NLL (nats/token) and every trial."""
+    """Best setting, its mean validation NLL (nats/token), every trial, and the best trial's per-token losses
+    (``result``: a :class:`DynamicEvalResult` without its adapted weights and state, which are not kept), so a caller
+    that wants more of the tuned evaluation than its mean (per-block losses, say) need not run it again."""
 
     best: dict[str, Any]
     nll: float
     trials: list[dict[str, Any]] = field(default_factory=list)
+    result: DynamicEvalResult | None = None
 
 
 def finite_nll(result: DynamicEvalResult) -> float:
@@ -62,9 +65,13 @@ def tune_dynamic_evaluation(
     if unknown:
         raise ValueError(f"cannot tune {unknown}; tunable: {', '.join(TUNABLE)}")
     trials: list[dict[str, Any]] = []
+    kept: list[DynamicEvalResult] = []  # the losses of the first evaluation with the lowest NLL so far (as min())
 
     def evaluate(point: dict[str, Any]) -> float:
-        nll = finite_nll(dynamic_evaluate(model, tokens, **{**fixed, **point}))
+        result = dynamic_evaluate(model, tokens, **{**fixed, **point})
+        nll = finite_nll(result)
+        if not trials or nll < min(t["nll"] for t in trials):
+            kept[:] = [DynamicEvalResult(result.losses)]
         trials.append({**point, "nll": nll})
         return nll
 
@@ -99,7 +106,7 @@ def tune_dynamic_evaluation(
         study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed))
         study.optimize(objective, n_trials=n_trials)
     best = min(trials, key=lambda t: t["nll"])
-    return TuningResult({k: v for k, v in best.items() if k != "nll"}, best["nll"], trials)
+    return TuningResult({k: v for k, v in best.items() if k != "nll"}, best["nll"], trials, kept[0])
 
 
 def learning_rate_sweep(

@@ -413,8 +413,8 @@ def _micmco_ptb_ladder(stage: str, settings: Any, precision: str, cap: Cap, prof
 def _dyneval_transformer(stage: str, settings: Any, precision: str, cap: Cap,
                          profile: str = "paper") -> Iterator[Evaluation]:
     """dyneval_transformer (Krause Table 6.3's analogue): see
-    :mod:`paperlib.experiments.dynamic_evaluation.dyneval_transformer`. Every row scores the validation prefix once
-    more with its chosen settings (its per-block losses) and the test prefix once."""
+    :mod:`paperlib.experiments.dynamic_evaluation.dyneval_transformer`. Every dynamic row scores the validation
+    prefix once per trial (its per-block losses come from the best trial's evaluation) and the test prefix once."""
     from paperlib.experiments.dynamic_evaluation.dyneval_transformer import ROWS
 
     corpus, spec, gs = settings.corpus, settings.model, settings.gradient_stats
@@ -428,7 +428,7 @@ def _dyneval_transformer(stage: str, settings: Any, precision: str, cap: Cap,
             continue
         rule = {**_fixed(settings.grids[grid_name]), **fixed}
         trials = search_trials(settings.grids[grid_name], settings.search)
-        yield _dynamic(f"{row}, validation", spec, vocab, n, _segments(valid, segment), trials + 1, **rule)
+        yield _dynamic(f"{row}, validation", spec, vocab, n, _segments(valid, segment), trials, **rule)
         yield _dynamic(f"{row}, test", spec, vocab, n, _segments(test, segment), 1, **rule)
 
 

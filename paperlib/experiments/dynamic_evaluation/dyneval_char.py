@@ -27,7 +27,6 @@ the recurrence and the output (:class:`paperlib.dyneval.RecurrentSparseAdaptatio
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from paperlib.experiments.common.code_hash import code_hash
+from paperlib.experiments.common.lm_runs import count_parameters, train_or_load as train_lm
 from paperlib.experiments.common.runs import json_safe
 from paperlib.experiments.common.config import register_experiment, require_keys
 from paperlib.dyneval import (
@@ -47,7 +47,6 @@ from paperlib.dyneval import (
     static_evaluate,
     tune_dynamic_evaluation,
 )
-from paperlib.device import load_checkpoint
 from paperlib.experiments.dynamic_evaluation.out_of_domain_text import CharMapping, chars_to_lines, map_words_to_chars
 from paperlib.experiments.common.stage import begin_stage, results_path
 from paperlib.recovery import recovery_profile
@@ -190,11 +189,6 @@ class DynEvalCharParams:
 # ---------------------------------------------------------------------------------------------
 
 
-def count_parameters(model: nn.Module) -> int:
-    """Trainable parameters, tied weights once."""
-    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
-
-
 def bits(result: DynamicEvalResult) -> float:
     """Mean loss in bits per character (inf for a diverged run)."""
     value = result.mean_nll()
@@ -209,33 +203,17 @@ def _build(spec: dict, vocab_size: int) -> nn.Module:
 
 def _train_or_load(name: str, spec: dict, settings: DynEvalCharParams, corpus, run_root: Path, device,
                    progress: bool, log) -> tuple[nn.Module, dict[str, Any]]:
-    """Train model ``name`` (resumably) or load it when its run folder already holds a finished run."""
-    from paperlib.atomic_files import write_json_atomic
-    from paperlib.train import Trainer, TrainConfig, forget_stale_run
+    """Train model ``name`` (resumably) or load it when its run folder already holds a finished run made with these
+    settings by the current training and model code (:func:`paperlib.experiments.common.lm_runs.train_or_load`)."""
+    from paperlib.train import TrainConfig
 
     config = TrainConfig(**{**settings.train, **spec.get("train", {}), "seed": settings.seed})
     torch.manual_seed(settings.seed)
     model = _build(spec, len(corpus.vocab))
-    run_dir = run_root / name
-    # a folder trained with other settings or by other training code is retrained rather than reused
-    forget_stale_run(run_dir, json_safe({"model": spec, "train": vars(config), "vocab_size": len(corpus.vocab),
-                                         "corpus": settings.corpus,
-                                         "code": code_hash("paperlib.train", "paperlib.models")}))
-    done = run_dir / "done.json"
-    if done.is_file():
-        model.load_state_dict(load_checkpoint(run_dir / "best.pt", device)["model"])
-        info = json.loads(done.read_text())
-        log(f"dyneval_char: {name} loaded from {run_dir} ({info['parameters']:,} parameters)")
-        return model.to(device).eval(), info
-    log(f"dyneval_char: training {name} ({count_parameters(model):,} parameters)")
-    trainer = Trainer(model, corpus.train, corpus.valid, config, run_dir, device=device, progress=progress)
-    result = trainer.fit(resume=True)
-    trainer.load(trainer.best_path, restore_position=False)
-    info = {"parameters": count_parameters(model), "train_steps": result.steps, "train_chars": result.tokens,
-            "train_valid_bpc": result.best_valid_nll / LN2, "rollbacks": result.rollbacks,
-            "train_seconds": round(trainer.train_seconds, 1)}
-    write_json_atomic(done, info)
-    return trainer.model.eval(), info
+    return train_lm(model, corpus, settings.corpus, spec, config, run_root / name, device, progress, log,
+                    stage=EXPERIMENT, name=name,
+                    summarize=lambda result: {"train_chars": result.tokens,
+                                              "train_valid_bpc": result.best_valid_nll / LN2})
 
 
 def _tuned_row(key: str, model: nn.Module, valid: Tensor, test: Tensor, settings: DynEvalCharParams,
@@ -485,5 +463,5 @@ def _scaling(settings: DynEvalCharParams, models: dict[str, nn.Module], infos: d
 
 __all__ = [
     "EXPERIMENT", "RECURRENT_SPARSE_CELLS", "ROWS", "CharMapping", "DynEvalCharParams", "bits", "chars_to_lines",
-    "count_parameters", "map_words_to_chars", "run_dyneval_char",
+    "map_words_to_chars", "run_dyneval_char",
 ]

@@ -17,8 +17,8 @@ dynamic rule tuned on a prefix of the validation split:
   rate put to the test (its validation loss against ``global_rms``'s).
 
 Every row keeps its per-token loss averaged over blocks of ``test_block`` tokens of the test and validation texts
-(re-evaluated with its chosen settings), the units of the claims' paired bootstrap; the validation prefix must hold at
-least ten blocks, or the margin of the remark on the decay rate is too wide to say anything.
+(on validation, the best trial's own evaluation), the units of the claims' paired bootstrap; the validation prefix
+must hold at least ten blocks, or the margin of the remark on the decay rate is too wide to say anything.
 
 Departures: WikiText-2 for WikiText-103; a model of a few million parameters trained on a CPU for the pretrained 257M
 Transformer-XL, a full softmax for its adaptive one; segments of ``segment_len`` tokens aligned with the memory
@@ -27,7 +27,6 @@ recurrence, backpropagation truncated to one segment (as in ``dyneval_char``).
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -37,10 +36,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from paperlib.device import load_checkpoint
 from paperlib.dyneval import dynamic_evaluate, mean_squared_gradients, static_evaluate, tune_dynamic_evaluation
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.config import register_experiment, require_keys
+from paperlib.experiments.common.lm_runs import train_or_load as train_lm
 from paperlib.experiments.common.runs import json_safe
 from paperlib.experiments.common.stage import begin_stage, results_path
 from paperlib.reference.dynamic_evaluation import DYNEVAL_TRANSFORMER_TABLE_6_3
@@ -117,11 +116,6 @@ class DynEvalTransformerParams:
             raise ValueError(f"search must be 'grid' or 'coordinate', got {self.search!r}")
 
 
-def count_parameters(model: nn.Module) -> int:
-    """Trainable parameters, tied weights once."""
-    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
-
-
 def perplexity(nll: float) -> float:
     """exp(nll); inf for a diverged evaluation (beyond what a float holds)."""
     return math.exp(nll) if math.isfinite(nll) and nll < 700 else math.inf
@@ -130,32 +124,18 @@ def perplexity(nll: float) -> float:
 def train_or_load(settings: DynEvalTransformerParams, corpus, run_dir: Path, device, progress: bool,
                   log) -> tuple[nn.Module, dict[str, Any]]:
     """Train the model (resumably) or load it when ``run_dir`` holds a finished run made with these settings by the
-    current training and model code."""
-    from paperlib.atomic_files import write_json_atomic
+    current training and model code (:func:`paperlib.experiments.common.lm_runs.train_or_load`)."""
     from paperlib.models import build_lm
-    from paperlib.train import Trainer, TrainConfig, forget_stale_run
+    from paperlib.train import TrainConfig
 
     config = TrainConfig(**{**settings.train, "seed": settings.seed})
     torch.manual_seed(settings.seed)
     spec = settings.model
     model = build_lm(spec["cell"], len(corpus.vocab), spec["hidden_size"], spec["num_layers"], **spec.get("options", {}))
-    forget_stale_run(run_dir, json_safe({"model": spec, "train": vars(config), "corpus": settings.corpus,
-                                         "vocab_size": len(corpus.vocab),
-                                         "code": code_hash("paperlib.train", "paperlib.models")}))
-    done = run_dir / "done.json"
-    if done.is_file():
-        model.load_state_dict(load_checkpoint(run_dir / "best.pt", device)["model"])
-        log(f"{EXPERIMENT}: model loaded from {run_dir}")
-        return model.to(device).eval(), json.loads(done.read_text())
-    log(f"{EXPERIMENT}: training the Transformer ({count_parameters(model):,} parameters)")
-    trainer = Trainer(model, corpus.train, corpus.valid, config, run_dir, device=device, progress=progress)
-    result = trainer.fit(resume=True)
-    trainer.load(trainer.best_path, restore_position=False)
-    info = {"parameters": count_parameters(model), "train_steps": result.steps, "train_tokens": result.tokens,
-            "train_valid_ppl": perplexity(result.best_valid_nll), "rollbacks": result.rollbacks,
-            "train_seconds": round(trainer.train_seconds, 1)}
-    write_json_atomic(done, info)
-    return trainer.model.eval(), info
+    return train_lm(model, corpus, settings.corpus, spec, config, run_dir, device, progress, log,
+                    stage=EXPERIMENT, name="the Transformer",
+                    summarize=lambda result: {"train_tokens": result.tokens,
+                                              "train_valid_ppl": perplexity(result.best_valid_nll)})
 
 
 def evaluate_row(key: str, model: nn.Module, valid: Tensor, test: Tensor, settings: DynEvalTransformerParams,
@@ -171,7 +151,7 @@ def evaluate_row(key: str, model: nn.Module, valid: Tensor, test: Tensor, settin
         grid = settings.grids[grid_name]
         tuned = tune_dynamic_evaluation(model, valid, grid={"lr": grid["lr"], **grid}, search=settings.search, **call)
         call.update(tuned.best)
-        valid_res, test_res = dynamic_evaluate(model, valid, **call), dynamic_evaluate(model, test, **call)
+        valid_res, test_res = tuned.result, dynamic_evaluate(model, test, **call)
         trials = [{**{k: v for k, v in t.items() if k != "nll"},
                    "ppl": perplexity(t["nll"])} for t in tuned.trials]
     valid_blocks, valid_sizes = valid_res.block_means(settings.test_block)

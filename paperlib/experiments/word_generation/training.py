@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from paperlib.atomic_files import save_torch_atomic
@@ -17,7 +16,7 @@ from paperlib.device import load_checkpoint
 from paperlib.flows import CouplingFlow
 from paperlib.models.dssm import (CharVocab, DeepStateSpaceModel, DSSMConfig, GRUWordModel, TrajectoryNoise,
                                   check_tokens, force_end_of_word)
-from paperlib.stacked import StackedModels
+from paperlib.stacked import StackedModels, pad_to
 from paperlib.word_metrics import noise_mutual_information, train_test_cross_entropy, vocabulary_coverage
 from paperlib.experiments.word_generation.settings import (
     WordGenerationParams, _DSSM_FIELDS, _TUPLE_FIELDS, complete_spec,
@@ -208,12 +207,6 @@ def stacked_losses(stack: StackedModels, tokens: Tensor, lengths: Tensor, sample
                       in_dims=(0, 0, 0, None if noise.proposal is None else 0, 0), members=members)
 
 
-def _padded(parts: Sequence[Tensor], width: int, dim: int, value: float = 0.0) -> Tensor:
-    """``parts`` padded with ``value`` to ``width`` along ``dim`` and stacked on a new leading axis."""
-    return torch.stack([F.pad(p, (0, 0) * (p.dim() - 1 - dim) + (0, width - p.shape[dim]), value=value)
-                        for p in parts])
-
-
 def stacked_noise(models: Sequence[DeepStateSpaceModel], steps: Sequence[int], samples: int, batch: int,
                   generators: Sequence[torch.Generator], width: int) -> TrajectoryNoise:
     """Model m's noise for its words of ``steps[m]`` positions, drawn from ``generators[m]`` as :func:`train_model`
@@ -221,9 +214,9 @@ def stacked_noise(models: Sequence[DeepStateSpaceModel], steps: Sequence[int], s
     positions and stacked: ``xi`` [M, T, K, B, d], ``proposal`` likewise or None, ``uniform`` [M, T, B]."""
     drawn = [model.draw_noise(length, samples, batch, generator)
              for model, length, generator in zip(models, steps, generators)]
-    proposal = None if drawn[0].proposal is None else _padded([d.proposal for d in drawn], width, 0)
-    return TrajectoryNoise(_padded([d.xi for d in drawn], width, 0), proposal,
-                           _padded([d.uniform for d in drawn], width, 0))
+    proposal = None if drawn[0].proposal is None else torch.stack([pad_to(d.proposal, width, 0) for d in drawn])
+    return TrajectoryNoise(torch.stack([pad_to(d.xi, width, 0) for d in drawn]), proposal,
+                           torch.stack([pad_to(d.uniform, width, 0) for d in drawn]))
 
 
 def _signature(model: nn.Module) -> tuple:
@@ -292,7 +285,7 @@ def train_stacked(models: Sequence[nn.Module], split: SplitData, settings: WordG
         for tokens, lengths in words:
             check_tokens(tokens, lengths, max_len)  # on the host: vmap cannot read values back
         width = max(tokens.shape[1] for tokens, _ in words)
-        tokens = _padded([t for t, _ in words], width, 1, eow).to(device)  # [M, B, T]
+        tokens = torch.stack([pad_to(t, width, 1, eow) for t, _ in words]).to(device)  # [M, B, T]
         lengths = torch.stack([n for _, n in words]).to(device)  # [M, B]
         noise = None
         if dssm:

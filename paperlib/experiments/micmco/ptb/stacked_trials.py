@@ -44,7 +44,7 @@ from paperlib.experiments.micmco.ptb.design import Curve, MicmcoPtbParams
 from paperlib.experiments.micmco.ptb.trials import build_model, per_token
 from paperlib.experiments.micmco.synthetic.trials import TrainResult, latent_samples, objective_surrogates
 from paperlib.models.sentence_vae import DecoderMasks, SentenceVAE
-from paperlib.stacked import StackedModels
+from paperlib.stacked import StackedModels, pad_to
 from paperlib.atomic_files import save_torch_atomic
 
 
@@ -65,15 +65,6 @@ def _continuing_generator(device: torch.device) -> torch.Generator:
     generator = torch.Generator(device)
     generator.set_state(torch.cuda.get_rng_state(device))
     return generator
-
-
-def _pad(t: Tensor, width: int, dim: int, value: float | bool | int = 0) -> Tensor:
-    extra = width - t.shape[dim]
-    if extra == 0:
-        return t
-    pad_shape = list(t.shape)
-    pad_shape[dim] = extra
-    return torch.cat([t, t.new_full(pad_shape, value)], dim)
 
 
 def _decode(vae: SentenceVAE, z: Tensor, inputs: Tensor, targets: Tensor, mask: Tensor, lengths: Tensor,
@@ -99,7 +90,7 @@ def _stacked_masks(masks: Sequence[DecoderMasks], width: int, lengths: Sequence[
                 if time_dim is not None:
                     size[time_dim] = length
                 d = like.new_ones(size)
-            rows.append(d if time_dim is None else _pad(d, width, time_dim, 1.0))
+            rows.append(d if time_dim is None else pad_to(d, width, time_dim, 1.0))
         stacked.append(torch.stack(rows))
     return stacked
 
@@ -130,7 +121,7 @@ def stacked_surrogates(stack: StackedModels, members: Sequence[int], curve: Curv
         log_px_z = [model.log_likelihood(samples[j], batches[j], masks[j]) for j, model in enumerate(models)]
     else:
         width = max(b.inputs.shape[1] for b in batches)
-        inputs, targets, mask = (torch.stack([_pad(getattr(b, f), width, 1, False if f == "mask" else 0)
+        inputs, targets, mask = (torch.stack([pad_to(getattr(b, f), width, 1, False if f == "mask" else 0)
                                               for b in batches]) for f in ("inputs", "targets", "mask"))  # [M, B, T]
         lengths = torch.stack([b.lengths for b in batches])  # [M, B]
         input_mask, state_mask, output_mask = _stacked_masks(masks, width, [b.inputs.shape[1] for b in batches])
