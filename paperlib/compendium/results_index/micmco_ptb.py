@@ -189,12 +189,13 @@ def _tie(*judged: Reading) -> str:
 
 def _ptb_reason(judged: Sequence[Reading]) -> str:
     """Per claim its subject and how its comparisons came out (or its own reading, :data:`_PTB_REASONS`, when it
-    does not hold); counted over all claims when that is too long for a line."""
+    does not hold, and always for orders kept); counted over all claims when that is too long for a line."""
     texts = []
     for claim in judged:
         own = _PTB_REASONS.get(claim.name, lambda c: None)(claim)
         subject = _PTB_SUBJECTS.get(claim.name, claim.name)
-        texts.append(own if own and claim.verdict != "reproduced" else f"{subject}: {_counts_short(claim.compared, _tie(claim))}")
+        texts.append(own if own and (claim.verdict != "reproduced" or claim.name == KEEPS_ORDER)
+                     else f"{subject}: {_counts_short(claim.compared, _tie(claim))}")
     text = "; ".join(texts)
     if len(text) > REASON_CHARS and len(judged) > 1:
         compared = [c for claim in judged for c in claim.compared]
@@ -206,12 +207,17 @@ def _ptb_reason(judged: Sequence[Reading]) -> str:
 
 
 def _order_reason(claim: Reading) -> str:
-    """Orders kept under batch size and length, for a reason: pairs reversed and separated at one setting only."""
-    numbers = [c.numbers for c in claim.comparisons]
-    if any("no order" in n for n in numbers):
-        return "the three estimators tie at both settings: no order to keep"
-    return (f"{sum(n['reversed'] for n in numbers)} estimator pairs reversed; "
-            f"{sum(n['one sided'] for n in numbers)} separated at one setting only")
+    """Orders kept under batch size and length, for a reason: estimator pairs separated the same way at both
+    settings, keeping their sign inside the tie, and changing sign (a figure whose pairs all tie counts once)."""
+    gaps = [c.numbers["kept gap"] for c in claim.comparisons]
+    both = sum(c.held for c in claim.comparisons)
+    inside = sum(g > 0 for g in gaps) - both
+    text = f"{both} of {len(gaps)} estimator orders separated the same way at both settings"
+    text += (f", {inside} keep{'s its' if inside == 1 else ' their'} sign inside the tie") if inside else ""
+    changed = len(gaps) - both - inside
+    if changed:
+        text += f", {changed} {'does not keep its' if changed == 1 else 'do not keep their'} sign"
+    return text
 
 
 def _spread_reason(claim: Reading) -> str:

@@ -236,7 +236,7 @@ def render_definitions() -> list[str]:
         "- *not reproduced* when B leads A, by any amount, or when the result is absent: a gap inside the margin",
         "  that points against the paper is not counted in its favour.",
         "",
-        "A comparison without a direction (a threshold, an order kept, a spread) is reproduced or not. One rule",
+        "A comparison without a direction (a threshold, a spread) is reproduced or not. One rule",
         "(`verdict_word` in `paperlib/experiments/common/claims.py`) turns the comparisons of a part into the part's verdict",
         "and the parts of an item into the item's word:",
         "",

@@ -18,9 +18,10 @@ hypervolume comparison (the claims in :data:`DIRECTIONAL`) is read by
 :func:`~paperlib.experiments.micmco.synthetic.claims.comparison_word`: held (beyond the 0.02 tie) -> reproduced;
 the thesis' way inside the tie -> within noise; no lead or the other way -> not reproduced. Where the budget ladder
 measured the seed spread of the very same gap at the stage's own budget (:func:`seed_margins`), twice its standard
-error replaces the fixed tie for that comparison. The others (perplexity
-and KL thresholds, best NLLs, orders kept, spreads) hold or not. A claim's part verdict over its comparisons is
-:func:`~paperlib.experiments.common.claims.part_word`.
+error replaces the fixed tie for that comparison. Claim 11 (orders kept under batch size and length) is
+re-judged here by :data:`KEEPS_ORDER_RULE`, stricter than the stage's record: a pair keeps its order when it is
+separated the same way at both settings. The others (perplexity and KL thresholds, best NLLs, spreads) hold or
+not. A claim's part verdict over its comparisons is :func:`~paperlib.experiments.common.claims.part_word`.
 
 Pure Python at import: the stage's helpers and :mod:`paperlib.experiments.micmco.synthetic.claims` (both load torch)
 are imported inside the functions that need them.
@@ -68,7 +69,7 @@ LADDER_ITEMS: dict[str, tuple[str, ...]] = {"M-F5.8": ("5.8",), "M-F5.9": ("5.9"
 DIRECTIONAL = frozenset({MASKS, SAMPLES, DISCRETE, POWER, BOTH_TERMS, GENERALISE, COMPUTE})
 # How each claim's comparisons are judged (paperlib.experiments.common.claims.RULE_KINDS).
 READING_KINDS = {**{name: "hypervolume tie" for name in DIRECTIONAL}, COMPUTE: "strict + hypervolume tie",
-                 PERPLEXITY: "threshold", LOW_LATENTS: "threshold", DROPOUT: "strict", KEEPS_ORDER: "count",
+                 PERPLEXITY: "threshold", LOW_LATENTS: "threshold", DROPOUT: "strict", KEEPS_ORDER: "hypervolume tie",
                  SPREAD: "threshold"}
 
 
@@ -118,7 +119,7 @@ class Reading:
         from paperlib.experiments.micmco.synthetic.claims import counts  # imports torch: imported late
 
         held = sum(c.held for c in self.comparisons)
-        tally = counts(self.compared) if self.name in DIRECTIONAL else \
+        tally = counts(self.compared) if self.name in DIRECTIONAL | {KEEPS_ORDER} else \
             f"{held} of {len(self.comparisons)} comparisons hold"
         seeded = [c.numbers["seed margin"] for c in self.comparisons if "seed margin" in c.numbers]
         if seeded:
@@ -351,19 +352,77 @@ def _trio_text(settings: list[tuple[str, list[float] | None]]) -> str:
     return ", ".join(f"{' / '.join(f'{x:.3f}' for x in hv)} ({tag})" for tag, hv in settings)
 
 
+def _kept_gap(differences: list[float]) -> float:
+    """A pair's HV differences at the two settings of a factor as one signed gap: the smaller of the two in the
+    direction of the larger, so it is positive when the pair keeps its order at both settings (by its smaller lead)
+    and negative when the order changes sign, reversed or inside the tie."""
+    lead = max(differences, key=abs)
+    sign = 1.0 if lead >= 0 else -1.0
+    return min(sign * d for d in differences)
+
+
+# Claim 11 as read here: the stage's record keeps a pair that is separated at one setting and tied at the other
+# (the order "not reversed"); that shows the order at one setting only, so here a pair holds only when it is
+# separated the same way at both settings, and a pair that keeps its sign inside the tie goes the thesis' way
+# within noise.
+KEEPS_ORDER_RULE = (
+    "per figure and pair of its three estimators (1, 16 KL, 16 Rényi), each setting's HVs on the reference of its own "
+    "curves: a pair keeps its order when it is separated (HV difference > {tie}) the same way at both settings of the "
+    "factor, it goes the thesis' way inside the tie when its sign holds at both settings without being separated at "
+    "both, and it does not keep its order when its sign changes between the settings (separated or not); a figure "
+    "whose pairs all tie at both settings is read by their signs. Read here from the curves, more strictly than the "
+    "record the stage wrote with its results, which counts a pair separated at one setting and tied at the other "
+    "as kept and leaves out pairs tied at both. The factors double our steps or batch (see the scale), where the "
+    "thesis ran 40 against 80 thousand steps, and the budget ladder (M-F5.8 to M-F5.12) finds our curves still "
+    "learning")
+
+
+def _lead_text(gap: float, ahead: str) -> str:
+    """How far ``ahead`` leads at its weaker setting (``gap`` > 0) or falls behind (< 0), with four decimals where
+    three would show 0.000 or the tie."""
+    size = abs(gap)
+    digits = 4 if round(size, 3) in (0.0, hv_tie()) else 3
+    if gap > 0:
+        return f"{ahead} ahead at both by at least {size:.{digits}f}"
+    return "no lead at one setting" if gap == 0 else \
+        f"{ahead} ahead at one setting, behind by {size:.{digits}f} at the other"
+
+
+def _order_keys(wins: Mapping[str, Any]) -> list[str]:
+    """The comparisons of claim 11 read here: the stage's "<figure> order" (its three pairs tied at both settings)
+    as it is, else all three pairs of each figure the stage compared, tied ones included (the stage leaves out
+    pairs tied at both settings; here they count, within noise or against the claim by their signs)."""
+    figures = sorted({key.split(" ", 1)[0] for key in wins}, key=lambda f: tuple(map(int, f.split("."))))
+    keys = []
+    for fig in figures:
+        keys += [f"{fig} order"] if f"{fig} order" in wins else \
+            [f"{fig} {_TRIO_TAGS[i]} vs {_TRIO_TAGS[j]}" for i, j in ((0, 1), (0, 2), (1, 2))]
+    return keys
+
+
 def _order(results: Results, key: str) -> Measured:  # key: "<figure> <tag> vs <tag>" or "<figure> order"
     fig, pair = key.split(" ", 1)
     settings = _settings(results, fig)
     if pair == "order":
+        gaps = [_kept_gap([hv[i] - hv[j] for _, hv in settings]) for i, j in ((0, 1), (0, 2), (1, 2))]
+        gap = min(gaps)
+        digits = 4 if round(abs(gap), 3) == 0.0 else 3
+        how = (f"every pair keeps its sign at both (the smallest lead {gap:.{digits}f})" if gap > 0
+               else "a pair shows no lead at one setting" if gap == 0
+               else f"a pair's sign changes inside the tie (by {-gap:.{digits}f})")
         return (f"Fig. {fig}: HV 1 / 16 K / 16 R = {_trio_text(settings)}: the three estimators tie at both "
-                "settings, no order to keep", None, {"no order": 1})
+                f"settings, {how}", gap, {"kept gap": gap})
     i, j = (_TRIO_TAGS.index(t) for t in pair.split(" vs "))
     sides = [_side(hv[i], hv[j]) for _, hv in settings]
     reversed_, one_sided = sides[0] * sides[1] < 0, (sides[0] == 0) != (sides[1] == 0)
-    how = "reversed" if reversed_ else "separated at one setting only" if one_sided else "the same order at both"
+    differences = [hv[i] - hv[j] for _, hv in settings]
+    gap = _kept_gap(differences)
+    how = ("reversed" if reversed_ else "separated at one setting only" if one_sided
+           else "separated the same way at both" if sides[0] != 0 else "tied at both")
+    ahead = _TRIO_TAGS[i] if max(differences, key=abs) >= 0 else _TRIO_TAGS[j]
     values = ", ".join(f"{hv[i]:.3f} / {hv[j]:.3f} ({tag})" for tag, hv in settings)
-    return (f"Fig. {fig} {pair}: HV {_TRIO_TAGS[i]} / {_TRIO_TAGS[j]} = {values}: {how}", None,
-            {"reversed": int(reversed_), "one sided": int(one_sided)})
+    return (f"Fig. {fig} {pair}: HV {_TRIO_TAGS[i]} / {_TRIO_TAGS[j]} = {values}: {how}, {_lead_text(gap, ahead)}",
+            gap, {"reversed": int(reversed_), "one sided": int(one_sided), "kept gap": gap})
 
 
 def _spread(results: Results, key: str) -> Measured:  # key: "5.18 <tag>"
@@ -414,7 +473,7 @@ MEASURES: dict[str, Callable[[Results, str], Measured]] = {
 
 def _notes(results: Results, name: str, figures: list[str]) -> list[str]:
     """Numbers of the claim's figures that no single comparison shows: the single-sample run at the base budget
-    (equal compute) and the pairs tied at both settings, not counted (orders kept)."""
+    (equal compute)."""
     if name in (GENERALISE, COMPUTE):
         out = []
         for fig in figures:
@@ -422,13 +481,6 @@ def _notes(results: Results, name: str, figures: list[str]) -> list[str]:
             hv = _hv(results, names)
             labels = " / ".join(results["curves"][n]["label"] for n in names)
             out.append(f"Fig. {fig}: HV {labels} = {' / '.join(f'{hv[n]:.3f}' for n in names)}")
-        return out
-    if name == KEEPS_ORDER:
-        out = []
-        for fig in figures:
-            settings = _settings(results, fig)
-            tied = sum(all(_side(hv[i], hv[j]) == 0 for _, hv in settings) for i, j in ((0, 1), (0, 2), (1, 2)))
-            out.append(f"Fig. {fig}: pairs tied at both settings (not counted): {tied}")
         return out
     return []
 
@@ -446,6 +498,8 @@ def reading(results: Results, record: Mapping[str, Any], where: str,
     several figures' curves, e.g. shared against naive masks); None when it compared nothing there. A comparison
     with a seed margin (``margins``, :func:`seed_margins`) holds beyond it, not beyond the stage's fixed tie."""
     wins = record.get("wins", {})
+    if record["claim"] == KEEPS_ORDER:  # every pair of every figure, re-judged by KEEPS_ORDER_RULE
+        wins = {key: _order(results, key)[1] > hv_tie() for key in _order_keys(wins)}
     figures = sorted({k.split(" ", 1)[0] for k in wins if re.fullmatch(r"\d+\.\d+", k.split(" ", 1)[0])})
     own = {k: held for k, held in wins.items() if k.split(" ", 1)[0] == where} if figures else wins
     if not own:  # nothing compared, or nothing on this figure of a claim keyed by figure
@@ -459,7 +513,8 @@ def reading(results: Results, record: Mapping[str, Any], where: str,
             held = gap is not None and gap > numbers["seed margin"]
         comparisons.append(Comparison(key, shown, bool(held), gap, numbers))
     pooled = (sum(wins.values()), len(wins)) if len(own) < len(wins) else None
-    return Reading(record["claim"], record.get("rule", ""), tuple(comparisons),
+    rule = KEEPS_ORDER_RULE.format(tie=hv_tie()) if record["claim"] == KEEPS_ORDER else record.get("rule", "")
+    return Reading(record["claim"], rule, tuple(comparisons),
                    tuple(_notes(results, record["claim"], [where] if figures else [])), pooled)
 
 
