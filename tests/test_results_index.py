@@ -601,5 +601,13 @@ def test_reasons_count_parts_and_clip_to_one_line():
         "holds: a; within noise: b; fails: c")
     long = [(f"claim number {i} with a long label", "reproduced") for i in range(6)] + [("d", "not reproduced")]
     assert ri.grouped_reason(long) == "fails: d; the other 6 hold"
+    # a ladder's part is named as the budget ladder, not counted among the others
+    claim = "VIMCO 16 reaches near-optimal NLL at high MI"
+    ladder = [(claim, "not reproduced"), ("VIMCO 64 much worse than VIMCO 16", "not reproduced"),
+              (f"ladder: {claim}", "reproduced")]
+    assert ri.grouped_reason(ladder).endswith("; fails: VIMCO 16 reaches near-optimal NLL at high MI, VIMCO 64 much "
+                                              "worse than VIMCO 16") and ri.grouped_reason(ladder).startswith(
+        "holds: the budget ladder")
+    assert ri.grouped_reason(long + [("ladder: x", "reproduced")]) == "fails: d; the budget ladder and 6 other parts hold"
     assert len(ri.default_reason("partly: " + "word " * 100)) <= ri.REASON_CHARS
     assert ri.default_reason("partly: x: reproduced (e); y: not reproduced (f)") == "holds: x; fails: y"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from paperlib.compendium.results_index.text import MissingResult, Results, _claim_verdict, _f
-from paperlib.experiments.micmco.synthetic.claims import Compared, hv_tie, tally
+from paperlib.compendium.results_index.text import MissingResult, Results, _f, grouped_reason
+from paperlib.experiments.micmco.synthetic.claims import Compared, blown_text, blown_up, hv_tie, tally
 from paperlib.reference.micmco import SYNTHETIC_VOCAB_SIZE
 
 
@@ -55,12 +55,9 @@ def _micmco_figure(fig: str, item: str) -> tuple[Callable[[Results], str], Calla
         hv = ", ".join(f"{r['configurations'][n]['label']} {_f(r['configurations'][n]['normalised_hypervolume'], 3)}"
                        for n in have)
         missing = len(names) - len(have)
-        blown = []  # curves most of whose tuned trials ended far above the optimum (Halton corners included)
-        for n in have:
-            trials = r["configurations"][n]["trials"]
-            bad = sum(t.get("nll") is None or not t["nll"] < 2 * r["optimum_nll"] for t in trials)
-            if 2 * bad > len(trials):
-                blown.append(f"{r['configurations'][n]['label']} {bad}/{len(trials)}")
+        # curves most of whose tuned trials ended far above the optimum (Halton corners included)
+        blown = [f"{r['configurations'][n]['label']} {bad}/{total}" for n, (bad, total) in blown_up(r).items()
+                 if n in have]
         return (f"normalised hypervolume: {hv}" + (f"; {missing} curve(s) not run at this profile" if missing else "")
                 + (f"; trials that blew up (NLL > 2 ln V): {', '.join(blown)}" if blown else ""))
 
@@ -71,7 +68,8 @@ def _micmco_figure(fig: str, item: str) -> tuple[Callable[[Results], str], Calla
 
     def verdict(results: Results) -> tuple[str, str]:
         """The figure's claim as :func:`paperlib.experiments.micmco.synthetic.claims.figure_claim` judges it (the
-        notebook shows the same claims), with how many of its curves were drawn."""
+        notebook shows the same claims), with how many of its curves were drawn; the reason names the curves most of
+        whose trials blew up."""
         from paperlib.experiments.common.claims import Unjudged
         from paperlib.experiments.micmco.synthetic.claims import figure_claim
 
@@ -83,8 +81,10 @@ def _micmco_figure(fig: str, item: str) -> tuple[Callable[[Results], str], Calla
             return (f"partly: {coverage}; no numeric rule for this figure's claim "
                     f"('{r['figures'][fig]['thesis_says']}'), compare the frontiers in the figure",
                     "no numeric rule for this figure's claim; compare the frontiers in the figure")
-        text, reason = _claim_verdict(claim)
-        return f"{text}; {len(have)}/{len(names)} curves drawn", reason
+        labels = {n: conf["label"] for n, conf in r["configurations"].items()}
+        note = "; ".join([claim.note] * bool(claim.note) + blown_text(have, blown_up(r), labels))
+        reason = grouped_reason([(p.label, p.verdict) for p in claim.parts], note)
+        return f"{claim.text()}; {len(have)}/{len(names)} curves drawn", reason
     return ours, verdict, ours_short
 
 
@@ -93,9 +93,41 @@ _MICMCO_LADDERS = ("5.2", "5.3", "5.6")
 
 
 def _micmco_scale(results: Results) -> str:
-    st = results["micmco_synthetic"]["settings"]
-    n_conf = len(results["micmco_synthetic"]["configurations"])
-    return (f"vocabulary {math.exp(results['micmco_synthetic']['optimum_nll']):,.0f} (thesis {SYNTHETIC_VOCAB_SIZE:,}), {st['steps']} steps, "
-            f"{len(next(iter(results['micmco_synthetic']['configurations'].values()))['trials'])} tuned trials per "
-            f"curve, {n_conf} curves; hypervolume box: NLL from ln V to ln V + {st['hypervolume_margin']} nats, MI "
-            "from 0 to ln V")
+    """The stage's scale, and how far from converged its one-seed curves are: the budget ladder's mean hypervolumes
+    over its seeds (same settings) from the stage's budget to the ladder's top rung, and the laddered gaps whose
+    sign changes on the way (:func:`_micmco_budget`)."""
+    r = results["micmco_synthetic"]
+    st, configs = r["settings"], r["configurations"]
+    return (f"vocabulary {math.exp(r['optimum_nll']):,.0f} (thesis {SYNTHETIC_VOCAB_SIZE:,}), {st['steps']} steps, "
+            f"{len(next(iter(configs.values()))['trials'])} tuned trials per curve, one seed (seed {st['seed']}), "
+            f"{len(configs)} curves; hypervolume box: NLL from ln V to ln V + {st['hypervolume_margin']} nats, MI "
+            "from 0 to ln V" + _micmco_budget(results))
+
+
+def _micmco_budget(results: Results) -> str:
+    """"; far from converged: ..." from the budget ladder of the same profile (its rung at the stage's budget and
+    its top rung); empty without one."""
+    r, ladder = results["micmco_synthetic"], results.get("micmco_synthetic_ladder")
+    steps = r["settings"]["steps"]
+    if not ladder or ladder.get("profile") != r.get("profile"):
+        return ""
+    top = max(ladder["settings"]["rungs"])
+    grown, flips = {}, []
+    for entry in ladder["ladders"].values():
+        at = {rung["steps"]: rung for rung in entry["rungs"]}
+        if steps not in at or top <= steps:
+            continue
+        for name, label in zip(entry["curves"], entry["labels"]):
+            grown[label] = (at[steps]["curves"][name]["hv"], at[top]["curves"][name]["hv"])
+        low, high = at[steps].get("gap"), at[top].get("gap")
+        if entry["kind"] == "better" and low is not None and high is not None and (low > 0) != (high > 0):
+            flips.append(f"HV({entry['labels'][0]}) − HV({entry['labels'][1]}) changes sign, {low:+.3f} → "
+                         f"{high:+.3f}")
+    if not grown:
+        return ""
+    seeds = len(ladder["settings"]["seeds"])
+    return (f"; far from converged: in the budget ladder ({seeds} seeds, these settings) the mean normalised "
+            f"hypervolume from {steps:,} to {top:,} steps goes "
+            + ", ".join(f"{label} {a:.3f} → {b:.3f}" for label, (a, b) in grown.items())
+            + (f", and {' and '.join(flips)}" if flips else "")
+            + f"; the ladder trains the curves of Figs. {', '.join(ladder['ladders'])} only")

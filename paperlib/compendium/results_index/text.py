@@ -96,18 +96,46 @@ _GROUP = {"reproduced": "holds", "partly reproduced": "holds in part", "within n
           "not reproduced": "fails"}
 
 
+LADDER_LABEL = "ladder: "  # how a budget ladder's part label starts (paperlib.experiments.common.ladder.claim_part)
+
+
 def grouped_reason(parts: Sequence[tuple[str, str]], note: str = "") -> str:
-    """A reason from (short label, part verdict) pairs: "holds: a, b; within noise: c; fails: d" (+ ``note``);
-    when that is too long for a line, the parts that hold are counted instead of named."""
+    """A reason from (short label, part verdict) pairs: "holds: a, b; within noise: c; fails: d" (+ ``note``).
+    When that is too long for a line, a budget ladder's part (its label starts with "ladder: ") is named "the
+    budget ladder" instead of by its claim, and if it is still too long the parts that hold are counted instead of
+    named (a ladder among them still named), so that a part holding only on the ladder is not hidden in a
+    count."""
     groups: dict[str, list[str]] = {}
     for label, word in parts:
         groups.setdefault(_GROUP[word], []).append(label)
     tail = f"; {note}" if note else ""
+
+    def ladders(labels: list[str]) -> int:
+        return sum(label.startswith(LADDER_LABEL) for label in labels)
+
+    def ladder_name(n: int) -> str:
+        return "the budget ladder" if n == 1 else f"{n} budget ladders"
+
+    def named(group: str) -> str:
+        labels = groups[group]
+        n = ladders(labels)
+        plain = [label for label in labels if not label.startswith(LADDER_LABEL)] + [ladder_name(n)] * bool(n)
+        return f"{group}: {', '.join(plain)}"
+
     text = "; ".join(f"{g}: {', '.join(groups[g])}" for g in _GROUP.values() if g in groups) + tail
+    if len(text) > REASON_CHARS and any(ladders(labels) for labels in groups.values()):
+        text = "; ".join(named(g) for g in _GROUP.values() if g in groups) + tail
     if len(text) > REASON_CHARS and "holds" in groups and len(groups) > 1:
-        named = [f"{g}: {', '.join(groups[g])}" for g in list(_GROUP.values())[1:] if g in groups]
-        held = len(groups["holds"])
-        text = "; ".join(named) + ("; the other one holds" if held == 1 else f"; the other {held} hold") + tail
+        rest = [named(g) for g in list(_GROUP.values())[1:] if g in groups]
+        n_ladders = ladders(groups["holds"])
+        held = len(groups["holds"]) - n_ladders
+        if not n_ladders:
+            counted = "the other one holds" if held == 1 else f"the other {held} hold"
+        elif not held:
+            counted = f"holds: {ladder_name(n_ladders)}" if n_ladders == 1 else f"hold: {ladder_name(n_ladders)}"
+        else:
+            counted = f"{ladder_name(n_ladders)} and {held} other part{'s' if held > 1 else ''} hold"
+        text = "; ".join(rest) + f"; {counted}" + tail
     return _clip(text)
 
 
