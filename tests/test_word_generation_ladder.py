@@ -157,7 +157,7 @@ def test_table1_claim_judges_with_seed_margins_and_the_ladder():
     main["table1"][3]["unstable"] = 2  # one stable GRU seed left: no margin
     assert "no margin" in table1_claim(main, ladder).parts[0].evidence
     without = table1_claim(main, {"reading": None})  # no ladder yet: named as not run
-    assert without.not_run == ("the budget ladder",) and without.verdict == "partly"
+    assert "the budget ladder" in without.not_run and without.verdict == "partly"
 
 
 def test_dssm_against_gru_parts_disclose_the_estimators_upward_bias_the_ladder_measured():
@@ -208,9 +208,12 @@ def test_figure_claims_read_per_seed_trends_against_their_spread():
     def fig2(first_last):  # per seed: two trajectories over 6 positions, I(t) flat at `first` then at `last`
         return {"figure2": {"runs": [{"I_t": [[f] * 3 + [l] * 3] * 2} for f, l in first_last]}}
 
-    assert figure2_claim(fig2([(0.5, 0.3), (0.52, 0.31), (0.49, 0.3)])).verdict == "reproduced"
-    assert figure2_claim(fig2([(0.5, 0.3), (0.3, 0.45), (0.5, 0.3)])).verdict == "within noise"  # one seed against
-    assert figure2_claim(fig2([(0.3, 0.5), (0.31, 0.5)])).verdict == "not reproduced"
+    def decays(first_last):  # the first part, I(t) decays (both trajectories alike: no spread to grow)
+        return figure2_claim(fig2(first_last)).parts[0].verdict
+
+    assert decays([(0.5, 0.3), (0.52, 0.31), (0.49, 0.3)]) == "reproduced"
+    assert decays([(0.5, 0.3), (0.3, 0.45), (0.5, 0.3)]) == "within noise"  # one seed against
+    assert decays([(0.3, 0.5), (0.31, 0.5)]) == "not reproduced"
     assert "no margin" in figure2_claim(fig2([(0.5, 0.3)])).parts[0].evidence
 
     def fig3(starts_ends):

@@ -32,8 +32,9 @@ from paperlib.compendium.results_index.music import (
 )
 from paperlib.compendium.results_index.micmco_synthetic import _MICMCO_LADDERS, _micmco_figure, _micmco_scale
 from paperlib.compendium.results_index.word_generation import (
-    _wg_entropy_ours, _wg_t2_verdict, _wg_t3_verdict, _wg_fig2_ours, _wg_fig2_verdict, _wg_fig3_verdict, _wg_mi_ours, _wg_mi_paper, _wg_mi_verdict,
-    _wg_scale, _wg_t1_ours, _wg_t1_paper, _wg_t1_verdict, _wg_t2_ours, _wg_t2_paper, _wg_t3_ours, _wg_t3_paper,
+    _wg_entropy_ours, _wg_t2_verdict, _wg_t3_verdict, _wg_fig2_ours, _wg_fig2_verdict, _wg_fig3_verdict, _wg_mi_ours,
+    _wg_mi_paper, _wg_mi_paper_short, _wg_mi_verdict, _wg_scale, _wg_t1_ours, _wg_t1_paper, _wg_t1_verdict,
+    _wg_t2_ours, _wg_t2_paper, _wg_t2_scale, _wg_t3_ours, _wg_t3_paper,
 )
 from paperlib.compendium.results_index.micmco_ptb import (
     _MICMCO_PTB_LADDER_ITEMS, _MICMCO_PTB_SAYS, _THESIS_TABLE_5_1, _micmco_ptb_figure_ours,
@@ -67,7 +68,8 @@ _LM_NB = "`notebooks/language_models.ipynb`, `figures/language_models.png`"
 _DYN_NB = "`notebooks/dyneval.ipynb`, `figures/dyneval.png`"
 _AVG_NB = "`notebooks/averaging.ipynb`, `figures/averaging.png`"
 _MIC_NB = "`notebooks/micmco_synthetic.ipynb`, `figures/micmco_synthetic.png`"
-_WG_NB = "`notebooks/word_generation.ipynb`, `figures/word_generation.png`"
+_WG_NB = ("`notebooks/word_generation.ipynb`, `figures/word_generation.png`, `results/word_generation.json`, "
+          "`results/word_generation_ladder.json` (budget ladder)")
 _ENWIK8 = "enwik8 / text8 need the 100 MB corpora and GPU-days; no stage at any profile yet"
 
 ROWS: dict[str, Row] = {
@@ -97,7 +99,7 @@ ROWS: dict[str, Row] = {
     "M-F3.1": Row(file=_AVG_NB + " (panel 'length of the averages')", paper="schematic of S and L over time",
                   ours=_avg_lengths_ours, scale=_avg_scale,
                   verdict=_avg_claim("M-F3.1"), needs=("averaging_ptb",)),
-    "M-F3.2": _diagram("`paperlib/averaging.py` (`TwoTailedAveraging`)"),
+    "M-F3.2": _diagram("`paperlib/averaging.py` (`TwoTailedAverage`, `TwoTailedAveragedModel`)"),
     "M-F3.3": Row(file=_AVG_NB, paper=_avg_main_paper(), ours=_avg_main_ours, scale=_avg_scale,
                   verdict=_avg_claim("M-F3.3"),
                   needs=("averaging_ptb",)),
@@ -201,13 +203,23 @@ ROWS.update({
                 **_lm("M-T4.2")),
 })
 
-for _item, _impl in (("K-F2.1", "`paperlib/models/recurrent_lm.py`"), ("K-F2.2", "`paperlib/models/lstm.py`"),
+for _item, _impl in (("K-F2.1", "`paperlib/models/recurrent_lm.py`"),
                      ("K-F2.3", "`paperlib/models/mlstm.py`"), ("K-F2.4", "`paperlib/models/recurrent_lm.py` (stacking)"),
-                     ("K-F2.5", "`paperlib/models/recurrent_lm.py` (residual / skip connections)"),
                      ("K-F2.6", "`paperlib/models/build.py` (`tie_embeddings`)"),
                      ("K-F3.1", "`paperlib/models/mlstm.py` (input-dependent transitions)"),
                      ("K-F4.1", "`paperlib/dyneval/evaluate.py` (`dynamic_evaluate`)")):
     ROWS[_item] = _diagram(_impl)
+# Two diagrams of what paperlib does not implement (illustrative only): their rows name what exists instead.
+ROWS["K-F2.2"] = Row(file="—", paper="diagram", ours="—", scale="—",
+                     verdict="diagram: nothing to measure; not implemented (illustrative): paperlib has no vanilla tanh "
+                             "RNN; its recurrent cells are gated (LSTM `paperlib/models/lstm.py`, GRU "
+                             "`paperlib/models/gru.py`, mLSTM `paperlib/models/mlstm.py`)",
+                     reason="nothing to measure; not implemented (illustrative): paperlib has no vanilla tanh RNN")
+ROWS["K-F2.5"] = Row(file="—", paper="diagram", ours="—", scale="—",
+                     verdict="diagram: nothing to measure; recurrent depth (layers between recurrent steps) is not "
+                             "implemented; paperlib's depth is non-recurrent: stacked layers with residual or skip "
+                             "connections (`paperlib/models/recurrent_lm.py`)",
+                     reason="nothing to measure; recurrent depth (layers between recurrent steps) is not implemented")
 ROWS["K-F2.7"] = Row(file="`paperlib/models/nade.py`", paper="diagram (NADE)", ours="—", scale="—",
                      verdict="diagram: nothing to measure; implemented in `paperlib/models/nade.py` (`NADE`), "
                              "used by K-T4.6")
@@ -271,19 +283,21 @@ ROWS.update({
     "K-T6.4": Row(file="`notebooks/dyneval_char.ipynb`",
                   paper=_ood_paper(), ours=_char_ood_ours, scale=_char_scale,
                   verdict=_char_claim("K-T6.4"), needs=("dyneval_char",)),
-    "S-T1": Row(file=_WG_NB + ", `figures/word_generation_ladder.png` (budget ladder)",
+    "S-T1": Row(file=_WG_NB + ", `figures/word_generation_ladder.png`",
                 paper=_wg_t1_paper(), ours=_wg_t1_ours, scale=_wg_scale, verdict=_wg_t1_verdict,
                 needs=("word_generation", "word_generation_ladder")),
-    "S-T2": Row(file=_WG_NB, paper=_wg_t2_paper(), ours=_wg_t2_ours, scale=_wg_scale,
+    "S-T2": Row(file=_WG_NB, paper=_wg_t2_paper(), ours=_wg_t2_ours, scale=_wg_t2_scale,
                 verdict=_wg_t2_verdict,
                 needs=("word_generation",)),
     "S-T3": Row(file=_WG_NB, paper=_wg_t3_paper(), ours=_wg_t3_ours, scale=_wg_scale,
                 verdict=_wg_t3_verdict,
                 needs=("word_generation",)),
-    "S-F1": Row(file=_WG_NB, paper=_wg_mi_paper(), ours=_wg_mi_ours, scale=_wg_scale, verdict=_wg_mi_verdict,
-                needs=("word_generation",)),
-    "S-F2": Row(file=_WG_NB, paper="I(t) is highest at the first positions and decays (figure)",
+    "S-F1": Row(file=_WG_NB, paper=_wg_mi_paper(), paper_short=_wg_mi_paper_short(), ours=_wg_mi_ours,
+                scale=_wg_scale, verdict=_wg_mi_verdict, needs=("word_generation",)),
+    "S-F2": Row(file=_WG_NB, paper="I(t) is highest at the first positions and decays, its spread over trajectories "
+                "growing (figure)",
                 ours=_wg_fig2_ours, scale=_wg_scale, verdict=_wg_fig2_verdict, needs=("word_generation",)),
-    "S-F3": Row(file=_WG_NB, paper="emission entropy falls over training (figure)", ours=_wg_entropy_ours,
+    "S-F3": Row(file=_WG_NB, paper="emission entropy falls and Ī grows over training (figure)",
+                ours=_wg_entropy_ours,
                 scale=_wg_scale, verdict=_wg_fig3_verdict, needs=("word_generation",)),
 })

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from paperlib.experiments.common.claims import mean_margin
 from paperlib.experiments.word_generation.claims import NOISE_USED as WG_NOISE_USED, figure1_claim, paper_i_bar_range
-from paperlib.reference.word_generation import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3, PAPER_TABLE3_FLOWS
+from paperlib.reference.word_generation import (PAPER_NGRAM_ORDERS, PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3,
+                                                PAPER_TABLE3_FLOWS)
 
 from paperlib.compendium.results_index.text import MissingResult, Results, _claim_verdict, _f
 
@@ -20,8 +22,8 @@ def _wg(results: Results) -> dict[str, Any]:
 # -- the paper's numbers as the rows' paper texts (read from paperlib.reference.word_generation) ------------------
 
 # What the rows call the paper's models.
-_WG_NAMES = {"2xTRIL, K=10": "2xTRIL K=10", "BASELINE-8D": "GRU 8D", "BASELINE-16D": "GRU 16D",
-             "ORACLE-TRAIN": "oracle"}
+_WG_NAMES = {"2xTRIL, K=10": "2xTRIL K=10", "d=16, 2xTRIL, K=10": "d=16 2xTRIL K=10", "BASELINE-8D": "GRU 8D",
+             "BASELINE-16D": "GRU 16D", "ORACLE-TRAIN": "oracle"}
 
 
 def _wg_name(model: str) -> str:
@@ -30,40 +32,108 @@ def _wg_name(model: str) -> str:
 
 def _wg_t1_paper() -> str:
     """S-T1: Table 1's test cross-entropy of the rows we run, then the training-set oracle."""
-    models = ("TRIL", "2xTRIL", "2xTRIL, K=10", "BASELINE-8D", "BASELINE-16D")
+    models = ("TRIL", "2xTRIL", "2xTRIL, K=10", "d=16, 2xTRIL, K=10", "BASELINE-8D", "BASELINE-16D")
     return ("H[P_test, P̂]: " + ", ".join(f"{_wg_name(m)} {_f(PAPER_TABLE1[m]['H_test'][0])}" for m in models)
             + f"; {_wg_name('ORACLE-TRAIN')} {_f(PAPER_TABLE1['ORACLE-TRAIN']['H_test'][0])}")
 
 
+# Table 2's rows as the S-T2 row names them (two oracles: the training and the test distribution).
+_WG_T2_NAMES = {**_WG_NAMES, "ORACLE-TRAIN": "training oracle", "ORACLE-TEST": "test oracle"}
+_NGRAM_MODELS = (("full", "train+test"), ("test", "test-only"))
+
+
 def _wg_t2_paper() -> str:
-    """S-T2: Table 2's test cross-entropy of the DSSM and the GRU."""
-    dssm, gru = "2xTRIL, K=10", "BASELINE-8D"
-    return (f"{_wg_name(dssm)}: H_test {_f(PAPER_TABLE2[dssm]['H_test'])}; {_wg_name(gru)} "
-            f"{_f(PAPER_TABLE2[gru]['H_test'])}; n-gram perplexities per order")
+    """S-T2: Table 2 in full: per row its cross-entropies and its perplexities P2-P5 under the train+test and the
+    test-only n-gram models."""
+    orders = "–".join(f"P{n}" for n in (PAPER_NGRAM_ORDERS[0], PAPER_NGRAM_ORDERS[-1]))
+    out = []
+    for model, row in PAPER_TABLE2.items():
+        cross = [f"{name} {_f(row[key])}" for key, name in (("H_train", "H_train"), ("H_test", "H_test"))
+                 if row[key] is not None]
+        ngram = [f"{text} {orders} " + " / ".join(_f(v, 1) for v in row[source]) for source, text in _NGRAM_MODELS]
+        out.append(f"{_WG_T2_NAMES.get(model, model)}: " + ", ".join(cross + ngram))
+    return "; ".join(out)
 
 
 def _wg_t3_paper() -> str:
-    """S-T3: Table 3a's legible, stable cells with a learned generative flow (the paper calls ID unsuited for F_g)
-    and §5.3's reading of the table."""
-    table = PAPER_TABLE3["H_test"]
-    cells = [f"{g}×{q} {_f(table[g][q][0])}" for g in PAPER_TABLE3_FLOWS[1:] for q in PAPER_TABLE3_FLOWS
-             if isinstance(table[g][q], list)]
-    return (f"H_test: {', '.join(cells)}; combinations with TRIL inference unstable; §5.3: a powerful F_g is essential, "
-            "simplistic F_q such as ID degrade performance")
+    """S-T3: Table 3 as legible in our copy of the paper: (a) the cells' H_test, (b) their Ī, the combinations the
+    paper's bar marks as unstable (read from the table, not from one flow), and §5.3's reading of the table."""
+    def legible(table: str) -> str:
+        return ", ".join(f"{g}×{q} {_f(PAPER_TABLE3[table][g][q][0])}" for g in PAPER_TABLE3_FLOWS
+                         for q in PAPER_TABLE3_FLOWS if isinstance(PAPER_TABLE3[table][g][q], list))
+
+    unstable = [f"{g}×{q}" for g in PAPER_TABLE3_FLOWS for q in PAPER_TABLE3_FLOWS
+                if PAPER_TABLE3["H_test"][g][q] == "unstable"]
+    return (f"H_test (F_g×F_q): {legible('H_test')}; Ī: {legible('I_bar')}; unstable (the paper's bar): "
+            f"{', '.join(unstable)}; §5.3: a powerful F_g is essential, simplistic F_q such as ID degrade performance")
 
 
 WG_I_BAR_RANGE = paper_i_bar_range()
 
 
 def _wg_mi_paper() -> str:
-    """S-F1: the paper's range of Ī (:data:`WG_I_BAR_RANGE`)."""
-    return "Ī between {} and {} for the trained DSSMs".format(*map(_f, WG_I_BAR_RANGE))
+    """S-F1: the paper's range of Ī (:data:`WG_I_BAR_RANGE`), over the DSSMs without an ID flow, and the Ī of the
+    Table 3b cells with one, which the range leaves out."""
+    with_id = [f"{g}×{q} {_f(cell[0])}" for g, row in PAPER_TABLE3["I_bar"].items() for q, cell in row.items()
+               if "ID" in (g, q) and isinstance(cell, list)]
+    return ("Ī between {} and {} for the trained DSSMs of Tables 1 and 3b without an ID flow".format(
+        *map(_f, WG_I_BAR_RANGE)) + f" (with one, Table 3b: {', '.join(with_id)})")
+
+
+def _wg_mi_paper_short() -> str:
+    """S-F1's table cell: the range and what it leaves out."""
+    return "Ī between {} and {} for the trained DSSMs without an ID flow".format(*map(_f, WG_I_BAR_RANGE))
 
 
 def _wg_scale(results: Results) -> str:
     s = _wg(results)["scale"]
     return (f"wordfreq list ({s['top_n']:,} words; stand-in for BooksCorpus), {s['steps']:,} steps per model, "
-            f"{len(s['seeds'])} seed(s)")
+            f"{len(s['seeds'])} seed(s)" + _wg_training_note(results))
+
+
+def _wg_training_note(results: Results) -> str:
+    """How far from convergence the stage's budget is, as the budget ladder measured it at the rung of the same
+    number of steps (same settings and profile): each model's H_test over the rung's last quarter
+    (:func:`~paperlib.experiments.word_generation.claims.last_quarter_trend`) and the DSSM's Ī from that rung to the
+    top one (per seed; rising beyond twice the standard error over seeds)."""
+    from paperlib.experiments.word_generation.claims import last_quarter_trend
+
+    main, ladder = _wg(results), results.get("word_generation_ladder")
+    steps = main["scale"]["steps"]
+    rung = next((r for r in ladder["rungs"] if r["steps"] == steps), None) if ladder else None
+    if rung is None or ladder.get("profile") != main.get("profile"):
+        return ""
+    trends = {m["row"]: (last_quarter_trend(m), m) for m in rung["models"].values()}
+    falling = [f"{row} (by {m['fall']:.2f} nats, 2 SE {m['margin']:.2f})" for row, (trend, m) in trends.items()
+               if trend == "falling"]
+    top = ladder["rungs"][-1]["steps"]
+    dssm = ladder["settings"]["dssm"]
+    ends = [[next((s.get("I_bar") for s in run["scores"] if s["step"] == at), None) for at in (steps, top)]
+            for run in ladder.get("runs", []) if run["row"] == dssm]
+    ends = [e for e in ends if None not in e]
+    rising = ""
+    if top > steps and len(ends) > 1:
+        growth, margin = mean_margin([b - a for a, b in ends])
+        if growth > margin:
+            rising = (f"; {dssm}'s Ī still rising, {sum(a for a, _ in ends) / len(ends):.2f} at {steps:,} steps to "
+                      f"{sum(b for _, b in ends) / len(ends):.2f} at {top:,}")
+    if not falling and not rising:
+        return f"; the budget ladder finds H_test flat over the last quarter of its {steps:,}-step rung"
+    return ("; not trained to convergence: on the budget ladder's " + f"{steps:,}-step rung H_test was "
+            + (f"still falling over the last quarter for {' and '.join(falling)}" if falling else
+               "flat over the last quarter") + rising)
+
+
+def _wg_t2_scale(results: Results) -> str:
+    """S-T2's scale: :func:`_wg_scale` and the n-gram models' setup, which puts absolute perplexities far from the
+    paper's."""
+    main = _wg(results)
+    s, split = main["scale"], main["data"]["splits"]["types"]
+    return (_wg_scale(results) + f"; n-gram perplexities of {s['ngram_words']:,} generated words per run (the DSSM "
+            f"emitting its argmax) under Witten–Bell character models fitted on the alternative split's train+test "
+            f"({split['train_types'] + split['test_types']:,} types) or on its {split['test_types']:,} test-only "
+            f"types (the paper's: a tenth of {main['data']['paper']['types']:,}), so absolute perplexities are far "
+            "from the paper's")
 
 
 def _pm(row: Mapping[str, Any], key: str, digits: int = 2) -> str:
@@ -99,20 +169,36 @@ def _wg_t3_verdict(results: Results) -> tuple[str, str]:
     return _claim_verdict(table3_claim(_wg(results)))
 
 
+def _wg_cell(row: Mapping[str, Any], key: str, digits: int = 2) -> str:
+    """A Table 2 cell of ours: ``value ± std``, "∞" where a word or letter had probability zero."""
+    return "∞" if key in row.get("infinite", ()) else _pm(row, key, digits)
+
+
 def _wg_t2_ours(results: Results) -> str:
-    rows = _wg(results)["table2"]
-    return "; ".join(f"{r['model']}: H_test {_f(r.get('H_test'))}, 2-gram ppl {_f(r.get('ppl_full_2'), 1)}"
-                     for r in rows)
+    """S-T2: our Table 2 in full, as :func:`_wg_t2_paper` prints the paper's."""
+    main = _wg(results)
+    orders = main["scale"].get("ngram_orders") or list(PAPER_NGRAM_ORDERS)
+    span = "–".join(f"P{n}" for n in (orders[0], orders[-1]))
+    out = []
+    for row in main["table2"]:
+        cross = [f"{key} {_wg_cell(row, key)}" for key in ("H_train", "H_test")
+                 if row.get(key) is not None or key in row.get("infinite", ())]
+        ngram = [f"{text} {span} " + " / ".join(_wg_cell(row, f"ppl_{source}_{n}", 1) for n in orders)
+                 for source, text in _NGRAM_MODELS]
+        out.append(f"{row['model']}: " + ", ".join(cross + ngram))
+    return "; ".join(out)
 
 
 def _wg_t3_ours(results: Results) -> str:
+    """S-T3: our Table 3, (a) H_test and (b) Ī per cell F_g×F_q, in the paper's order of flows."""
     cells = _wg(results)["table3"]["cells"]
-    out = []
-    for g, row in cells.items():
-        for q, cell in row.items():
-            if isinstance(cell, Mapping) and "H_test" in cell:
-                out.append(f"{g}×{q} {_f(cell['H_test'])}")
-    return "H_test (F_g×F_q): " + ", ".join(out)
+    order = list(PAPER_TABLE3_FLOWS) + [f for f in cells if f not in PAPER_TABLE3_FLOWS]
+
+    def table(key: str) -> str:
+        return ", ".join(f"{g}×{q} {_f(cells[g][q][key])}" for g in order for q in order
+                         if isinstance(cells.get(g, {}).get(q), Mapping) and cells[g][q].get(key) is not None)
+
+    return f"H_test (F_g×F_q): {table('H_test')}; Ī: {table('I_bar')}"
 
 
 def _wg_mi_ours(results: Results) -> str:
@@ -126,13 +212,18 @@ def _wg_mi_verdict(results: Results) -> tuple[str, str]:
 
 
 def _wg_fig2_ours(results: Results) -> str:
-    from paperlib.experiments.word_generation.claims import end_means, position_ends
+    from paperlib.experiments.word_generation.claims import end_means, position_ends, position_spreads
 
     f2 = _wg(results)["figure2"]
     run = f2["runs"][0]["I_t"]
     first, last = end_means(position_ends(_wg(results)))
+    spreads = position_spreads(_wg(results))
+    spread = ""
+    if spreads:
+        low, high = end_means(spreads)
+        spread = f"; its standard deviation over the trajectories {_f(low, 3)} vs {_f(high, 3)}"
     return (f"I(t) over {len(run[0])} positions ({len(run)} noise trajectories, {len(f2['runs'])} seed(s)) for "
-            f"{f2['model']}: I(1..3) {_f(first)} vs I(T-2..T) {_f(last)}")
+            f"{f2['model']}: I(1..3) {_f(first)} vs I(T-2..T) {_f(last)}{spread} (means over seeds)")
 
 
 def _wg_fig2_verdict(results: Results) -> tuple[str, str]:
@@ -150,8 +241,11 @@ def _wg_fig3_verdict(results: Results) -> tuple[str, str]:
 
 
 def _wg_entropy_ours(results: Results) -> str:
+    from paperlib.experiments.word_generation.claims import history_ends
+
     f3 = _wg(results)["figure3"]
-    hist = f3["histories"][0]
-    return (f"emission entropy of {f3['model']} from {_f(hist[0]['emission_entropy'])} to "
-            f"{_f(hist[-1]['emission_entropy'])} nats over training; baseline symbol entropy "
+    start, end, seeds = history_ends(_wg(results), "emission_entropy")
+    i_start, i_end, _ = history_ends(_wg(results), "I_bar")
+    return (f"emission entropy of {f3['model']} from {_f(start)} to {_f(end)} nats over training and Ī from "
+            f"{_f(i_start)} to {_f(i_end)} (means over {seeds} seed(s)); baseline symbol entropy "
             f"{_f(f3['baseline_symbol_entropy'])}")
