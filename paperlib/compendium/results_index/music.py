@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from paperlib.experiments.music.claims import CORPUS_NAMES, table_claim
+from paperlib.experiments.music.claims import CORPUS_NAMES, RULE_NAMES, table_claim
 from paperlib.reference.music import TABLE_4_6, TABLE_4_6_CORPORA, THESIS_LSTM_NADE
 
 from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note
@@ -45,11 +45,52 @@ def music_ours_short(results: Results) -> str:
                      for corpus, c in _music(results)["corpora"].items()) + _profile_note(results, "music")
 
 
+def _seeds_note(corpus: str, c: dict[str, Any], params: dict[str, Any]) -> str:
+    """Training seeds that stopped at the epoch cap while still improving (their best epoch the last one)."""
+    cap = params.get("train", {}).get(corpus, {}).get("max_epochs")
+    capped = [s["seed"] for s in c["seeds"] if cap is not None and s.get("best_epoch") == cap]
+    if not capped:
+        return ""
+    which = "all seeds" if len(capped) == len(c["seeds"]) else "seed" + ("s " if len(capped) > 1 else " ") + ", ".join(
+        map(str, capped))
+    return f", {which} stopped at the {cap}-epoch cap still improving (best epoch {cap})"
+
+
+def _grid_note(c: dict[str, Any]) -> str:
+    """Dynamic-evaluation rules whose learning rate is an end of its validation grid (optimum not bracketed)."""
+    notes = []
+    for rule, name in RULE_NAMES.items():
+        row = c["rows"].get(rule, {})
+        rates = [t["lr"] for t in row.get("trials", [])]
+        if len(rates) > 1 and row.get("lr") in (min(rates), max(rates)):
+            end = "largest" if row["lr"] == max(rates) else "smallest"
+            notes.append(f"{name} picked the grid's {end} rate ({row['lr']:g} of {min(rates):g}–{max(rates):g}: optimum "
+                         "not bracketed)")
+    return "".join(f", {n}" for n in notes)
+
+
+def _dyneval_seed_note(c: dict[str, Any]) -> str:
+    """Which seed's model dynamic evaluation adapted (the static row's), and where it stands among the seeds."""
+    seeds = c["seeds"]
+    static = c["rows"]["static"]["test_ll"]
+    seed = next((s["seed"] for s in seeds if s["test_ll"] == static), seeds[0]["seed"])
+    if len(seeds) < 2:
+        return f", dynamic evaluation of seed {seed}'s model"
+    rank = (" (the worst of the seeds)" if static == min(s["test_ll"] for s in seeds) else
+            " (the best of the seeds)" if static == max(s["test_ll"] for s in seeds) else "")
+    return (f", dynamic evaluation of seed {seed}'s model only: static {_f(static, 3)}{rank}, seeds' mean "
+            f"{_f(c['static_test_mean'], 3)}")
+
+
 def music_scale(results: Results) -> str:
+    """K-T4.6: per corpus the model size, seeds and test songs; training seeds stopped at the epoch cap while still
+    improving, learning rates at an end of their grid, and the one seed whose model dynamic evaluation adapts."""
+    params = results.get("music.params", {})
     parts = []
     for corpus, c in _music(results)["corpora"].items():
-        parts.append(f"{CORPUS_NAMES[corpus]}: {c['parameters'] / 1e6:.2f}M params, {len(c['seeds'])} seeds, "
-                     f"{c['test_songs']} test songs ({c['test_frames']:,} frames)")
+        parts.append(f"{CORPUS_NAMES[corpus]}: {c['parameters'] / 1e6:.2f}M params, {len(c['seeds'])} seeds"
+                     f"{_seeds_note(corpus, c, params)}, {c['test_songs']} test songs ({c['test_frames']:,} frames)"
+                     f"{_dyneval_seed_note(c)}{_grid_note(c)}")
     corpora = _music(results)["corpora"]
     return "; ".join(parts) + ("; Nottingham: our split and eighth-note frames" if "nottingham" in corpora else "")
 
