@@ -71,3 +71,41 @@ def test_the_index_rows_show_the_claims_of_the_committed_results():
             assert table[item]["status"] == "not attempted"
         else:
             assert table[item]["verdict"].startswith(claim.text()) and table[item]["status"] == claim.verdict
+
+
+def test_a_neighbour_beyond_the_allowance_names_its_learning_rate_beside_the_best_and_the_others():
+    """The committed studies' neighbour beyond the allowance is, in both, the one whose learning rate moved off the
+    best's (0.004, the top of Table 2.4's range, to 0.0037); the evidence says so, and the scale states what a trial
+    is: each model's size (the Mogrifier at H = 184), its share of an epoch and the validation tokens it is scored on;
+    the Mogrifier's best is r = 1 at full rank."""
+    from paperlib.compendium import results_index as ri
+    from tests.conftest import REPO
+
+    results = ri.load_results(REPO)
+    if "tuning_ptb" not in results:
+        pytest.skip("results/tuning_ptb.json not present")
+    for item in ("M-F2.5", "M-F2.6"):
+        part = neighbourhood_claim(results["tuning_ptb"], item).parts[0]
+        assert "beyond the allowance: learning rate 0.0037 (5.7% of its range off the best's), the best's 0.004 (the " \
+               "top of its range)" in part.evidence, part.evidence
+    scale = ri.ROWS["M-F2.6"].render(results)["scale"]
+    assert "Mogrifier H=184" in scale and "LSTM H=192" in scale and "0.67 epochs" in scale
+    assert "scored on 14,000 validation tokens (20 rows × 20 windows of 35 from the first 20,000, 19% of the 73,760)" \
+        in scale
+    assert "the best: r = 1 round, full rank (k = -20)" in ri.ROWS["M-F2.6"].render(results)["ours"]
+
+
+def test_learning_rate_moves_only_for_neighbours_beyond_the_allowance():
+    from paperlib.experiments.language_models.claims import learning_rate_moves
+
+    record = _results([151.0, 160.0], [150.0])["models"]["lstm"]
+    record["hyperparameters"] = [{"name": "learning_rate", "low": 0.001, "high": 0.004, "log": True}]
+    for trial, lr in zip(record["trials"], (0.004, 0.001, 0.004, 0.002, 0.004)):
+        trial["params"] = {"learning_rate": lr}
+    record["best"] = record["trials"][0]
+    assert learning_rate_moves(record, allowed=20.0) == ""  # no neighbour beyond it
+    moves = learning_rate_moves(record, allowed=5.0)
+    assert "learning rate 0.002 (50.0% of its range off the best's), the best's 0.004 (the top of its range)" in moves
+    del record["hyperparameters"]
+    assert learning_rate_moves(record, allowed=5.0) == ""  # no range recorded
+    assert "the other neighbours' at it" in moves  # the 151.0 neighbour kept the best's rate

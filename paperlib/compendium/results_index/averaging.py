@@ -28,6 +28,22 @@ def _avg_scale(results: Results) -> str:
             f"trajectory; E = {t['eval_every']} steps, {st['valid_tokens']:,} validation tokens per evaluation")
 
 
+def _avg_overfit_scale(results: Results) -> str:
+    """M-F3.5's scale: the overfitting run's own settings (the stage trains it without dropout on a slice of the
+    training data)."""
+    st = results["averaging_ptb"]["settings"]
+    m, t, slice_ = st["model"], st["overfit_train"], st["overfit_train_tokens"]
+    tokens = t["max_steps"] * t["batch_size"] * t["bptt"]
+    evaluations = len(results["averaging_ptb"]["overfit"]["curves"]["raw"]["valid_nll"])
+    schedule = t.get("schedule", "constant")
+    return (f"{m['num_layers']}-layer {m['cell'].upper()} H={m['hidden_size']} without dropout, {t['max_steps']:,} "
+            f"{t['optimizer']} steps × {t['batch_size']}×{t['bptt']} tokens ({tokens / 1e6:.2f}M: "
+            f"{tokens / slice_:.1f} passes over a {slice_:,}-token slice of the training data) at "
+            + (f"a constant lr {t['lr']:g}" if schedule == "constant" else f"lr {t['lr']:g} ({schedule})")
+            + f", one trajectory; E = {t['eval_every']} steps ({evaluations} evaluations), {st['valid_tokens']:,} "
+            "validation tokens per evaluation")
+
+
 def _avg_main_paper() -> str:
     """M-F3.3: Fig. 3.3's best validation losses and what the thesis says of the others."""
     two, raw = AVERAGING_BEST_LOSS["2ta"], AVERAGING_BEST_LOSS["raw"]

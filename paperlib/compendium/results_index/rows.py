@@ -10,13 +10,14 @@ from paperlib.compendium.figure_style import micmco_ptb_figure_file
 
 from paperlib.compendium.results_index.text import Row
 from paperlib.compendium.results_index.language_models import (
-    _ablation_ours, _ablation_verdict, _byte_lm_ours, _byte_lm_paper, _byte_lm_scale, _byte_lm_verdict, _lm_ours,
-    _lm_paper, _lm_scale, _ordering_verdict, _reverse_copy_ours, _reverse_copy_paper, _reverse_copy_seeds,
-    _reverse_copy_verdict, _tuning_ours, _tuning_paper, _tuning_scale, _tuning_verdict,
+    _ablation_ours, _ablation_verdict, _byte_lm_ours, _byte_lm_paper, _byte_lm_scale, _byte_lm_verdict,
+    _dyneval_grids_ours, _lm_ours, _lm_paper, _lm_paper_mc, _lm_scale, _ordering_verdict, _reverse_copy_ours,
+    _reverse_copy_paper, _reverse_copy_scale, _reverse_copy_verdict, _tuning_ours, _tuning_paper, _tuning_scale,
+    _tuning_verdict,
 )
 from paperlib.compendium.results_index.averaging import (
     _avg_claim, _avg_lengths_fig34_ours, _avg_lengths_fig34_verdict, _avg_lengths_ours, _avg_main_ours,
-    _avg_main_paper, _avg_overfit_ours, _avg_scale, _basin_ours, _basin_scale, _basin_verdict,
+    _avg_main_paper, _avg_overfit_ours, _avg_overfit_scale, _avg_scale, _basin_ours, _basin_scale, _basin_verdict,
 )
 from paperlib.compendium.results_index.dynamic_evaluation import (
     _adaptive_paper, _char_claim, _char_ood_ours, _char_ood_scale, _char_scale, _char_table_ours,
@@ -81,16 +82,11 @@ ROWS: dict[str, Row] = {
     "M-F2.2": _diagram("`paperlib/models/mogrifier.py` (option `mogrifier_zigzag=False`)"),
     "M-F2.3": Row(file="`figures/mogrifier_rounds.png`, `results/lm_ptb_ablation.json`",
                   paper="(figure) perplexity falls with the number of rounds r", ours=_ablation_ours,
-                  scale=_lm_scale("lm_ptb_ablation"), needs=("lm_ptb_ablation",),
+                  scale=_lm_scale("lm_ptb_ablation", "M-F2.3", shared_recipe=True), needs=("lm_ptb_ablation",),
                   verdict=_ablation_verdict("M-F2.3")),
     "M-F2.4": Row(file="`notebooks/reverse_copy.ipynb`, `figures/reverse_copy.png`",
-                  paper=_reverse_copy_paper(),
-                  ours=_reverse_copy_ours,
-                  scale=lambda r: (f"vocabulary {r['reverse_copy']['settings'].get('vocab_size', 100)}, lengths "
-                                   f"{r['reverse_copy']['lengths'][0]}–{r['reverse_copy']['lengths'][-1]}, "
-                                   f"{r['reverse_copy']['settings']['parameter_budget']:,} params, "
-                                   f"{r['reverse_copy']['settings']['steps']:,} steps; "
-                                   + _reverse_copy_seeds(r['reverse_copy']['settings'])),
+                  paper=_reverse_copy_paper() + "; Fig. 2.4b (a larger model and vocabulary): the Mogrifier's "
+                  "advantage larger still", ours=_reverse_copy_ours, scale=_reverse_copy_scale,
                   verdict=_reverse_copy_verdict, needs=("reverse_copy",)),
     "M-F2.5": Row(file="`notebooks/tuning.ipynb`, `figures/tuning_parallel.png`, `figures/tuning_sensitivity.png`",
                   paper=_tuning_paper("lstm"),
@@ -111,8 +107,10 @@ ROWS: dict[str, Row] = {
                   paper="L vs evaluations of Fig. 3.3's 2TA run: 'the heights of both peaks and valleys increase "
                   "almost monotonically' (figure)", ours=_avg_lengths_fig34_ours,
                   scale=_avg_scale, verdict=_avg_lengths_fig34_verdict, needs=("averaging_ptb",)),
-    "M-F3.5": Row(file=_AVG_NB + " (panel 'overfitting')", paper="raw loss rises when overfitting; 2TA resets follow it",
-                  ours=_avg_overfit_ours, scale=_avg_scale,
+    "M-F3.5": Row(file=_AVG_NB + " (panel 'overfitting')",
+                  paper="the raw loss rises when overfitting; 2TA's loss bottoms out and, after two resets of its "
+                  "averages, never gets back below that bottom (figure)",
+                  ours=_avg_overfit_ours, scale=_avg_overfit_scale,
                   verdict=_avg_claim("M-F3.5"),
                   needs=("averaging_ptb",)),
     "M-F3.6": Row(file=_AVG_NB + " (panels 'Fig. 3.6 (synthetic)')",
@@ -158,24 +156,33 @@ _LM_PTB_SHORT = _lm_paper(LM_PTB, "ppl", short=True) + _LM_PTB_PARAMS
 _LM_CHAR_SHORT = _lm_paper(LM_PTB_CHAR, "bpc", short=True)
 
 
+_LM_PTB_4 = [r for r in LM_PTB if r["model"] != "lstm"]  # Tables 4.1 / 4.2 have no plain LSTM row
+_LM_CHAR_4 = [r for r in LM_PTB_CHAR if r["model"] != "lstm"]
+_LM_PTB_4_PAPER = _lm_paper(_LM_PTB_4, "ppl", baseline="Table 4.1") + _LM_PTB_PARAMS
+_LM_CHAR_4_PAPER = _lm_paper(_LM_CHAR_4, "bpc", baseline="Table 4.2")
+
+
 def _lm(item: str) -> dict:
     """A language-model table row's texts from its stage's results, judged by ``item``'s claim."""
     stage = TABLE_STAGES[item]
-    return dict(ours=_lm_ours(stage), ours_short=_lm_ours(stage, short=True), scale=_lm_scale(stage),
+    return dict(ours=_lm_ours(stage), ours_short=_lm_ours(stage, short=True), scale=_lm_scale(stage, item),
                 verdict=_ordering_verdict(item), needs=(stage,))
 
 
 ROWS.update({
-    "M-T2.1": Row(file=_LM_NB + ", `results/lm_ptb.json`", paper=_LM_PTB_PAPER + _LM_PTB_PARAMS + "; WT2 rows, MoS "
-                  "and dyneval columns not attempted", paper_short=_LM_PTB_SHORT, **_lm("M-T2.1")),
-    "M-T2.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER + "; MWC and enwik8 rows not "
-                  "attempted (GPU-scale corpora)", paper_short=_LM_CHAR_SHORT, **_lm("M-T2.2")),
+    "M-T2.1": Row(file=_LM_NB + ", `results/lm_ptb.json`", paper=_LM_PTB_PAPER + _LM_PTB_PARAMS + "; "
+                  + _lm_paper_mc(LM_PTB, 1) + "; WT2 rows (with MoS) and dyneval columns not attempted",
+                  paper_short=_LM_PTB_SHORT, **_lm("M-T2.1")),
+    "M-T2.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER + "; " + _lm_paper_mc(LM_PTB_CHAR, 3)
+                  + "; MWC and enwik8 rows not attempted (GPU-scale corpora), nor the dyneval columns",
+                  paper_short=_LM_CHAR_SHORT, **_lm("M-T2.2")),
     "M-T2.3": Row(file=_LM_NB + ", `results/lm_ptb_ablation.json`",
                   paper=_TABLE_2_3 + f"{_LM_PTB_PARAMS}; §2.3.1: perplexity falls with the rounds r (Fig. 2.3), low rank "
                   "helps a bit with full rank close behind, no zigzag underperforms (on par with r = 2), the mLSTM does "
                   "not improve on the LSTM",
                   paper_short=_TABLE_2_3 + _LM_PTB_PARAMS,
-                  ours=_ablation_ours, scale=_lm_scale("lm_ptb_ablation"), verdict=_ablation_verdict("M-T2.3"),
+                  ours=_ablation_ours, scale=_lm_scale("lm_ptb_ablation", "M-T2.3", shared_recipe=True),
+                  verdict=_ablation_verdict("M-T2.3"),
                   needs=("lm_ptb_ablation",)),
     "M-T2.4": Row(file="`paperlib/search_spaces.py` (`lstm`, `mogrifier`)", paper="tuning ranges, all tasks but enwik8",
                   ours="the same ranges drive `paperlib tune` and the `tuning_ptb` studies", scale="—",
@@ -183,12 +190,14 @@ ROWS.update({
     "M-T2.5": Row(file="`paperlib/search_spaces.py` (`enwik8_lstm`, `enwik8_mogrifier`)", paper="tuning ranges, enwik8",
                   ours="available to `paperlib tune`", scale="—", verdict="encoded: a test checks every range"),
     "M-T2.6": Row(file="`paperlib/search_spaces.py` (`dyneval_word`, `dyneval_char`)",
-                  paper="dynamic-evaluation tuning ranges", ours="available to `paperlib tune`; the dyneval stages "
-                  "use small grids inside them", scale="—", verdict="encoded: a test checks every range"),
-    "M-T4.1": Row(file=_LM_NB + ", `results/lm_ptb.json`", paper=_LM_PTB_PAPER, paper_short=_LM_PTB_SHORT,
-                  **_lm("M-T4.1")),
-    "M-T4.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER + "; enwik8 and text8 rows not "
-                  "attempted (GPU-scale corpora)", paper_short=_LM_CHAR_SHORT, **_lm("M-T4.2")),
+                  paper="dynamic-evaluation tuning ranges", ours=_dyneval_grids_ours, scale="—",
+                  verdict="encoded: a test checks every range"),
+    "M-T4.1": Row(file=_LM_NB + ", `results/lm_ptb.json`", paper=_LM_PTB_4_PAPER + "; WT2 rows and dyneval columns not "
+                  "attempted", paper_short=_lm_paper(_LM_PTB_4, "ppl", short=True) + _LM_PTB_PARAMS, **_lm("M-T4.1")),
+    "M-T4.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_4_PAPER + "; enwik8 and text8 rows not "
+                  "attempted (GPU-scale corpora), nor the dyneval columns", paper_short=_lm_paper(_LM_CHAR_4, "bpc",
+                                                                                                   short=True),
+                  **_lm("M-T4.2")),
     "M-T5.2": Row(file="`paperlib/experiments/micmco/synthetic/design.py` (`TABLE_5_2`, `search_space`), "
                   "`paperlib/experiments/micmco/ptb/design.py` (`PTB_RANGES`)",
                   paper="ranges of the tuned hyperparameters; α marked 'power objective only', while §5.7.2 lists "
@@ -201,9 +210,10 @@ ROWS.update({
                   ours_short="the same ranges drive the synthetic and PTB studies' Optuna trials; α tuned for Rényi "
                   "too (§5.7.2)", scale="—",
                   verdict="encoded: used by every synthetic and PTB MICMCO frontier"),
-    "C-T1": Row(file="same as M-T4.1", paper="= Melis T4.1: " + _LM_PTB_PAPER, paper_short="= Melis T4.1",
-                **_lm("M-T4.1")),
-    "C-T2": Row(file="same as M-T4.2", paper="= Melis T4.2: " + _LM_CHAR_PAPER, paper_short="= Melis T4.2",
+    "C-T1": Row(file="same as M-T4.1", paper="= Melis T4.1: " + _LM_PTB_4_PAPER + "; WT2 rows and dyneval columns not "
+                "attempted", paper_short="= Melis T4.1", **_lm("M-T4.1")),
+    "C-T2": Row(file="same as M-T4.2", paper="= Melis T4.2: " + _LM_CHAR_4_PAPER + "; enwik8 and text8 rows not "
+                "attempted (GPU-scale corpora), nor the dyneval columns", paper_short="= Melis T4.2",
                 **_lm("M-T4.2")),
 })
 
