@@ -257,7 +257,8 @@ def test_the_ladder_is_one_part_of_its_rows_claim_in_the_index():
     from paperlib.compendium import results_index
     from paperlib.experiments.micmco.ptb.ladder import ITEMS, LADDERS, ladder_claim_part
 
-    assert results_index.micmco_ptb._MICMCO_PTB_LADDER_ITEMS == tuple(ITEMS)
+    # every ladder is a part of a row; the shared-against-naive-masks ladder judges Fig. 5.12's claim, not Fig. 5.10's
+    assert results_index.micmco_ptb._MICMCO_PTB_LADDER_ITEMS == tuple(i for i in ITEMS if i != "M-F5.10")
     assert sorted({k for keys in ITEMS.values() for k in keys}) == sorted(LADDERS)
     rungs = [{"steps": 150, "gap": -0.02, "se": 0.01, "margin": 0.02, "converged": False},
              {"steps": 300, "gap": 0.01, "se": 0.01, "margin": 0.02, "converged": True}]
@@ -286,7 +287,7 @@ def test_the_ladder_is_one_part_of_its_rows_claim_in_the_index():
     # a row whose ladder went unjudged names it as not run (its claim is "partly" at best)
     from paperlib.experiments.micmco.ptb.claims import LADDER_ITEMS, ladder_parts
 
-    assert LADDER_ITEMS == ITEMS
+    assert LADDER_ITEMS == {item: keys for item, keys in ITEMS.items() if item != "M-F5.10"}
     parts, unjudged = ladder_parts({"profile": "cpu"}, {**ladder, "profile": "cpu"}, "M-T5.1")
     assert [p.verdict for p in parts] == ["reproduced"] and unjudged == [
         "the budget ladder T5.1-perplexity (no gap at the top rung, or a lone judged rung inside its margin)"]

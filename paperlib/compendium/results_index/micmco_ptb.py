@@ -3,7 +3,9 @@
 The rows only display: each verdict is the :class:`~paperlib.experiments.common.claims.Claim` of
 :func:`paperlib.experiments.micmco.ptb.claims.figure_claim` or :func:`~paperlib.experiments.micmco.ptb.claims.
 table_claim` (the notebook shows the same claims); this module adds what the figures' numbers say to a reader
-(why a curve has no hypervolume) and a one-line reason from the claims' comparisons.
+(why a curve has no hypervolume, which of its trials diverged), a one-line reason from the claims' comparisons, the
+scale every PTB row shares (ours beside the thesis', what each kind of curve is scored on, what the budget ladder
+finds about the budget) and the thesis' Table 5.1 with its NLLs and KLs.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import Any, Callable, Mapping, Sequence
 from paperlib.reference.micmco import MICMCO_PTB_TABLE_5_1
 from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.micmco.ptb.claims import (
-    BOTH_TERMS, COMPUTE, DISCRETE, DROPOUT, GENERALISE, KEEPS_ORDER, LADDER_ITEMS, LOW_LATENTS, MASKS,
-    PERPLEXITY, POWER, SAMPLES, SPREAD, TABLE, Reading, figure_claim, lowest_nll, readings, table_cells, table_claim,
+    ALIKE, BEST_FIT, BOTH_TERMS, DEGRADES, DISCRETE, DISCRETE_GAIN, DISCRETE_TRAILS, DROPOUT, GENERALISE, KEEPS_ORDER,
+    LADDER_ITEMS, LOW_LATENTS, MASKS, NO_GAIN, ON_PAR, PERPLEXITY, POWER, SAMPLES, SMALLER_GAIN, SPREAD, TABLE,
+    TRADEOFF, Reading, diverged_trials, figure_claim, lowest_nll, readings, table_cells, table_claim,
 )
 from paperlib.experiments.micmco.ptb.claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
 from paperlib.experiments.micmco.synthetic.claims import hv_tie
@@ -50,9 +53,36 @@ _MICMCO_PTB_SAYS = {
 }
 # The rows a PTB budget ladder is a part of (rows.py names the ladder's files for them).
 _MICMCO_PTB_LADDER_ITEMS = tuple(LADDER_ITEMS)
-# Melis Table 5.1, test perplexity per hidden size and column
-_THESIS_TABLE_5_1 = {hs: {column: v["perplexity"] for column, v in row.items()}
+
+
+class _ThesisCell(float):
+    """A cell of the thesis' Table 5.1: its test perplexity as a number (the table's short cell compares them),
+    written with the cell's NLL and KL per token beside it."""
+
+    nll: float
+    kl: float
+
+    def __new__(cls, cell: Mapping[str, float]) -> "_ThesisCell":
+        self = super().__new__(cls, cell["perplexity"])
+        self.nll, self.kl = cell["nll"], cell["kl"]
+        return self
+
+    def __str__(self) -> str:
+        return f"{float(self)} (NLL {self.nll:.3f}, KL {self.kl:.3f})"
+
+    __repr__ = float.__repr__
+
+
+# Melis Table 5.1 per hidden size and column: test perplexity, shown with its NLL and KL per token
+_THESIS_TABLE_5_1 = {hs: {column: _ThesisCell(v) for column, v in row.items()}
                      for hs, row in MICMCO_PTB_TABLE_5_1.items()}
+# The thesis' optimisation length (Figs. 5.17-5.21: "40 or 80 thousand optimization steps") and vocabulary (the PTB
+# of Mikolov et al.'s preprocessing), beside ours in the scale.
+_THESIS_STEPS = 40_000
+_THESIS_VOCABULARY = 10_000
+# Sentences in the PTB's validation and test files: the results record how many of them a profile scores on, and the
+# training set's full size, but not these.
+_PTB_SENTENCES = {"valid": 3_370, "test": 3_761}
 
 
 def _micmco_ptb_missing(results: Results, fig: str) -> None:
@@ -98,7 +128,8 @@ def _zero_hypervolumes(r: Mapping[str, Any], fig: str) -> dict[str, Any] | None:
     """Why curves of PTB figure ``fig`` have no hypervolume (0 or none), from their trials and the figure's reference
     point (NLL = the lowest NLL of the figure's curves + ``hv_margin``, KL = 0; ``paperlib.experiments.micmco.ptb.micmco_ptb.
     compare_hypervolumes``): a curve scores 0 when none of its trials lies inside that box. None when every curve
-    has an area. ``labels``: the curves without one; ``why``: the sentence the row shows."""
+    has an area. ``labels``: the curves without one; ``diverged``: per such curve with trials that diverged, what
+    of them; ``why``: the sentence the row shows."""
     figure = r["figures"][fig]
     names = [n for n in figure["normalised_hypervolume"] if n in r["curves"]]
     zero = [n for n in names if not figure["normalised_hypervolume"][n]]
@@ -108,29 +139,53 @@ def _zero_hypervolumes(r: Mapping[str, Any], fig: str) -> dict[str, Any] | None:
     label = {n: r["curves"][n]["label"] for n in names}
     reference = figure.get("reference_nll")
     reasons, above = [], all(lowest[n] is not None and reference is not None and lowest[n] >= reference for n in zero)
+    diverged = {label[n]: _diverged_text(r["curves"][n]) for n in zero if diverged_trials(r["curves"][n])}
     for n in zero:
+        some = "every finite trial" if label[n] in diverged else "every trial"
+        lost = f"; {diverged[label[n]]}" if label[n] in diverged and lowest[n] is not None else ""
         if lowest[n] is None:
             reasons.append(f"{label[n]} has no trial with a finite NLL (all diverged or failed)")
         elif reference is not None and lowest[n] >= reference:
-            reasons.append(f"every trial of {label[n]} is worse than the reference (its lowest NLL {lowest[n]:.3f})")
+            reasons.append(f"{some} of {label[n]} is worse than the reference (its lowest NLL {lowest[n]:.3f}){lost}")
         else:
-            reasons.append(f"{label[n]} has no trial inside the box with KL above 0 (lowest NLL {lowest[n]:.3f})")
+            reasons.append(f"{label[n]} has no trial inside the box with KL above 0 (lowest NLL {lowest[n]:.3f}){lost}")
     box = "no finite trial in any curve, so no reference point"
     best = min((n for n in names if lowest[n] is not None), key=lambda n: lowest[n], default=None)
     if reference is not None and best is not None:
         box = (f"reference NLL {reference:.3f} = the figure's lowest NLL {lowest[best]:.3f} ({label[best]}) + the "
                f"{reference - lowest[best]:.2g}-nat margin")
-    return {"labels": [label[n] for n in zero], "reference": reference, "above": above,
+    return {"labels": [label[n] for n in zero], "reference": reference, "above": above, "diverged": diverged,
             "why": f"0.000 means no trial inside the reference box ({box}): " + "; ".join(reasons)}
+
+
+def _zero_names(r: Mapping[str, Any], fig: str) -> list[str]:
+    hv = r["figures"][fig]["normalised_hypervolume"]
+    return [n for n in hv if n in r["curves"] and not hv[n]]
+
+
+def _lost(curve: Mapping[str, Any]) -> str:
+    """ "4 of DReG 16/1 K/R's 6 trials diverged (trials 1, 3, 4, 5): its comparisons rest on the other 2"."""
+    lost, n = diverged_trials(curve), len(curve["trials"])
+    return (f"{len(lost)} of {curve['label']}'s {n} trials diverged (trial{'s' if len(lost) > 1 else ''} "
+            f"{', '.join(map(str, lost))}): its comparisons rest on the other {n - len(lost)}")
+
+
+def _diverged_text(curve: Mapping[str, Any]) -> str:
+    """ "4 of its 6 trials diverged (trials 1, 3, 4, 5)": the trials of ``curve`` without a finite NLL."""
+    lost, n = diverged_trials(curve), len(curve["trials"])
+    return f"{len(lost)} of its {n} trials diverged (trial{'s' if len(lost) > 1 else ''} {', '.join(map(str, lost))})"
 
 
 # How each PTB claim reads in a reason: its subject in a few words.
 _PTB_SUBJECTS = {
     MASKS: "shared vs naive masks", SAMPLES: "16 vs 1 sample", DISCRETE: "VIMCO 16 vs DReG 16",
     POWER: "power between KL and Rényi", BOTH_TERMS: "16/16 vs 16/1 and 1/16",
-    GENERALISE: "16 samples vs 1 with 16x compute", COMPUTE: "1 sample with 16x compute", KEEPS_ORDER: "order kept",
-    SPREAD: "DReG estimators close at 2x hidden", DROPOUT: "dropout vs L2 best NLL",
+    GENERALISE: "16 samples vs 1 with 16x compute", KEEPS_ORDER: "order kept",
+    SPREAD: "DReG estimators close at 2x hidden", DROPOUT: "naive dropout vs L2 best NLL",
     PERPLEXITY: "best perplexity with or without 16 samples", LOW_LATENTS: "optima at low KL",
+    NO_GAIN: "no DReG gain", DISCRETE_GAIN: "VIMCO gain", SMALLER_GAIN: "VIMCO gain below training's",
+    DISCRETE_TRAILS: "VIMCO behind DReG", DEGRADES: "VIMCO degrades faster", ON_PAR: "VIMCO on par with DReG",
+    BEST_FIT: "16x compute's best fit", TRADEOFF: "16x compute's tradeoff", ALIKE: "single-sample runs alike",
 }
 _PTB_LADDER_SUBJECTS = {"5.8": "16 vs 1", "5.9": "16 vs 1", "5.10": "shared vs naive masks", "5.11": "16 vs 1",
                         "5.11-dropout": "dropout vs L2", "5.12": "16 vs 1",
@@ -165,9 +220,11 @@ def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]
         text = claim.text()
         zero = _zero_hypervolumes(r, fig)
         if zero and "0.000" in text:
-            text += (f"; HV 0.000 is no area, not a failed computation: every trial of {', '.join(zero['labels'])} "
-                     f"lies above the reference NLL {zero['reference']:.3f} (see 'ours')" if zero["above"] else
+            text += (f"; HV 0.000 is no area: every finite trial of {', '.join(zero['labels'])} lies above the "
+                     f"reference NLL {zero['reference']:.3f} (see 'ours')" if zero["above"] else
                      f"; HV 0.000 is no area: see 'ours' for why {', '.join(zero['labels'])} have none")
+            text += "".join(f"; {_lost(r['curves'][n])}" for n in _zero_names(r, fig)  # some finite, some not
+                            if diverged_trials(r["curves"][n]) and lowest_nll(r["curves"][n]["trials"]) < math.inf)
         reason = _ptb_reason(readings(r, fig, ladder))
         if zero and len(reason) + 45 <= REASON_CHARS:
             reason += "; HV 0.000: no trial inside the reference box"
@@ -189,13 +246,15 @@ def _tie(*judged: Reading) -> str:
 
 def _ptb_reason(judged: Sequence[Reading]) -> str:
     """Per claim its subject and how its comparisons came out (or its own reading, :data:`_PTB_REASONS`, when it
-    does not hold, and always for orders kept); counted over all claims when that is too long for a line."""
+    does not hold, and always for orders kept), saying so where every hypervolume compared lies below the tie;
+    counted over all claims when that is too long for a line."""
     texts = []
     for claim in judged:
         own = _PTB_REASONS.get(claim.name, lambda c: None)(claim)
         subject = _PTB_SUBJECTS.get(claim.name, claim.name)
+        below = " (every HV below the tie)" if len(claim.below_tie) == len(claim.comparisons) else ""
         texts.append(own if own and (claim.verdict != "reproduced" or claim.name == KEEPS_ORDER)
-                     else f"{subject}: {_counts_short(claim.compared, _tie(claim))}")
+                     else f"{subject}: {_counts_short(claim.compared, _tie(claim))}{below}")
     text = "; ".join(texts)
     if len(text) > REASON_CHARS and len(judged) > 1:
         compared = [c for claim in judged for c in claim.compared]
@@ -245,19 +304,76 @@ _PTB_REASONS: dict[str, Callable[[Reading], str | None]] = {
 
 
 def _micmco_ptb_scale(results: Results) -> str:
+    """The scale every PTB row shares: model, vocabulary and budget beside the thesis', the trials and seeds behind
+    each curve, what training-fit and validation curves and Table 5.1's cells are scored on, what the budget ladder
+    finds about the budget, and the hypervolume box; every number of ours read from the results."""
     r = results["micmco_ptb"]
     st, data = r["settings"], r.get("data", {})
     trials = len(next(iter(r["curves"].values()))["trials"]) if r["curves"] else 0
-    vocab = f"vocabulary {st['vocab_size']:,}" if st.get("vocab_size") else "full vocabulary"
+    vocab = (f"vocabulary {st['vocab_size']:,} (thesis {_THESIS_VOCABULARY:,})" if st.get("vocab_size") else
+             "full vocabulary")
     from paperlib.experiments.micmco.ptb.micmco_ptb import hidden_sizes
 
     hidden = " / ".join(str(h) for h in hidden_sizes(r))
     thesis = " / ".join(map(str, MICMCO_PTB_TABLE_5_1))  # Table 5.1's hidden sizes
-    return (f"hidden {hidden} (thesis {thesis}), {vocab}, {st['steps']} steps × {st['batch_size']} "
-            f"sentences, {trials} tuned trials per curve, {len(r['curves'])} curves"
-            + (f", {data['valid_sentences']:,} validation sentences" if data.get("valid_sentences") else "")
-            + (f"; hypervolume box per figure: NLL up to the lowest NLL of its curves + {st['hv_margin']} nats, KL "
-               f"from 0 to {st['kl_cap']} nats per token" if "hv_margin" in st and "kl_cap" in st else ""))
+    budget = f"{st['steps']} steps × {st['batch_size']} sentences (thesis {_THESIS_STEPS:,} steps"
+    if data.get("train_sentences"):
+        share = st["steps"] * st["batch_size"] / data["train_sentences"]
+        budget += f"; ours {share:.0%} of one pass over the {data['train_sentences']:,} training sentences"
+    return "; ".join(x for x in (
+        f"hidden {hidden} (thesis {thesis}), {vocab}, {budget}), {trials} tuned trials per curve from one seed, "
+        f"{len(r['curves'])} curves", _scored_on(r), _ladder_budget(results, st["steps"]),
+        (f"hypervolume box per figure: NLL up to the lowest NLL of its curves + {st['hv_margin']} nats, KL from 0 to "
+         f"{st['kl_cap']} nats per token" if "hv_margin" in st and "kl_cap" in st else "")) if x)
+
+
+def _of(count: int | None, split: str, total: int | None) -> str:
+    """ "300 of the 3,370 validation sentences" (all of them when ``count`` is None or the whole split)."""
+    if count is None or count == total:
+        return f"all {total:,} {split} sentences" if total else f"all {split} sentences"
+    return f"{count:,} random {split} sentences" + (f" of the {total:,}" if total else "")
+
+
+def _scored_on(r: Mapping[str, Any]) -> str:
+    """What training-fit and validation curves and Table 5.1's cells are scored on."""
+    st, data = r["settings"], r.get("data", {})
+    parts = []
+    if data.get("train_eval_sentences"):
+        subset = _of(data["train_eval_sentences"], "training", data.get("train_sentences"))
+        parts.append(f"training fit scored on {subset}")
+    if data.get("valid_sentences"):
+        parts.append(f"validation on {_of(data['valid_sentences'], 'validation', _PTB_SENTENCES['valid'])}")
+    rows = [row for row in r.get("table_5_1", []) if row.get("curve") in r["curves"]]
+    if rows:
+        factors = sorted({r["curves"][row["curve"]].get("steps_factor", 1) for row in rows})
+        longer = " or ".join(f"{f}× as long ({f * st['steps']:,} steps)" if f != 1 else f"for {st['steps']} steps"
+                             for f in factors)
+        tokens = f" ({data['test_tokens']:,} tokens)" if data.get("test_tokens") else ""
+        parts.append(f"each Table 5.1 cell the best-validation trial of a curve trained {longer}, tested on "
+                     f"{_of(data.get('test_sentences'), 'test', _PTB_SENTENCES['test'])}{tokens}")
+    return ", ".join(parts)
+
+
+def _ladder_budget(results: Results, steps: int) -> str:
+    """What the budget ladder (same profile) finds about the stage's budget: how many of the curves it trains still
+    improve at its top rung, as a multiple of the stage's steps, and over how many seeds."""
+    ladder = results.get("micmco_ptb_ladder")
+    if not ladder or ladder.get("profile") != results["micmco_ptb"].get("profile") or not ladder.get("ladders"):
+        return ""
+    tops = [entry["rungs"][-1] for entry in ladder["ladders"].values() if entry.get("rungs")]
+    if not tops:
+        return ""
+    top = max(rung["steps"] for rung in tops)
+    improving = {}
+    for rung in tops:
+        if rung["steps"] == top:
+            for name, curve in rung.get("curves", {}).items():
+                if curve.get("converged") is not None:
+                    improving[name] = improving.get(name, False) or not curve["converged"]
+    seeds = len(ladder.get("settings", {}).get("seeds", [])) or "several"
+    still = sum(improving.values())
+    return (f"the budget ladder ({seeds} seeds, up to {top:,} steps, {top / steps:g}× this budget) finds {still} of "
+            f"the {len(improving)} curves it trains still improving at its top rung")
 
 
 def _micmco_ptb_table_ours(results: Results) -> str:

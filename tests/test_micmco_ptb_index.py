@@ -1,0 +1,76 @@
+"""The PTB MICMCO rows of the results index (paperlib.compendium.results_index.micmco_ptb) on the committed results:
+the scale every row shares states ours beside the thesis' and what each kind of curve is scored on, read from the
+results; the thesis' Table 5.1 shows its NLLs and KLs beside its perplexities; a curve with diverged trials says so
+where its zero hypervolume is explained; a tie above every hypervolume compared shows in the reason. The claims
+themselves are tested in tests/test_micmco_ptb_claims.py."""
+
+import copy
+import json
+
+import pytest
+
+from paperlib.compendium import results_index as ri
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def results():
+    if not (REPO / "results" / "micmco_ptb.json").exists():
+        pytest.skip("no committed micmco_ptb results")
+    return {name: json.loads((REPO / "results" / f"{name}.json").read_text())
+            for name in ("micmco_ptb", "micmco_ptb_ladder")}
+
+
+def test_the_scale_states_budget_subsets_and_ladder_beside_the_thesis_from_the_results(results):
+    r = results["micmco_ptb"]
+    data, st = r["data"], r["settings"]
+    scale = ri.ROWS["M-F5.22"].render(results)["scale"]
+    assert f"vocabulary {st['vocab_size']:,} (thesis 10,000)" in scale
+    assert f"{st['steps']} steps × {st['batch_size']} sentences (thesis 40,000 steps; ours 6% of one pass over the " \
+           f"{data['train_sentences']:,} training sentences)" in scale
+    assert "tuned trials per curve from one seed" in scale
+    assert f"training fit scored on {data['train_eval_sentences']} random training sentences of the " \
+           f"{data['train_sentences']:,}" in scale
+    assert f"validation on {data['valid_sentences']} random validation sentences of the 3,370" in scale
+    assert f"each Table 5.1 cell the best-validation trial of a curve trained 2× as long ({2 * st['steps']} steps), " \
+           f"tested on {data['test_sentences']} random test sentences of the 3,761 ({data['test_tokens']:,} tokens)" \
+           in scale
+    assert "the budget ladder (3 seeds, up to 1,200 steps, 8× this budget) finds 8 of the 9 curves it trains still " \
+           "improving at its top rung" in scale
+    assert ri.ROWS["M-T5.1"].render(results)["scale"] == scale  # one scale for every PTB row
+    # read from the results, not written in: other numbers, another text
+    other = copy.deepcopy(results)
+    other["micmco_ptb"]["data"].update(test_tokens=5000, train_eval_sentences=200)
+    other["micmco_ptb"]["settings"]["steps"] = 300
+    scale = ri.ROWS["M-F5.22"].render(other)["scale"]
+    assert "(5,000 tokens)" in scale and "training fit scored on 200 random" in scale
+    assert "300 steps × 16 sentences" in scale and "4× this budget" in scale and "(600 steps)" in scale
+
+
+def test_the_thesis_table_5_1_shows_nll_and_kl_beside_each_perplexity():
+    paper = ri.ROWS["M-T5.1"].paper
+    assert "hs 128: DReG 1 K/R 92.5 (NLL 4.527, KL 0.047)" in paper
+    assert "VIMCO 16 R 83.1 (NLL 4.420, KL 0.094)" in paper
+    assert ri.ROWS["M-T5.1"].paper_short.startswith("test ppl, 1 / best 16 samples: hs 128 DReG 92.5 / 91.6")
+
+
+def test_a_curve_with_diverged_trials_is_named_where_its_zero_hypervolume_is_explained(results):
+    rendered = ri.ROWS["M-F5.22"].render(results)
+    assert "every finite trial of DReG 16/1 K/R is worse than the reference (its lowest NLL 4.493); 4 of its 6 " \
+           "trials diverged (trials 1, 3, 4, 5)" in rendered["ours"]
+    assert "4 of DReG 16/1 K/R's 6 trials diverged (trials 1, 3, 4, 5): its comparisons rest on the other 2" in \
+        rendered["verdict"]
+    assert "not a failed computation" not in rendered["verdict"]
+
+
+def test_a_tie_above_every_hypervolume_compared_shows_in_the_row(results):
+    rendered = ri.ROWS["M-F5.22"].render(results)
+    assert rendered["status"] == "within noise" and rendered["reason"].endswith("(every HV below the tie)")
+    assert "below the 0.02 tie itself" in ri.ROWS["M-F5.28"].render(results)["verdict"]
+
+
+@pytest.mark.parametrize("item,status", [("M-F5.10", "partly"), ("M-F5.11", "not reproduced"),
+                                         ("M-F5.13", "partly"), ("M-F5.24", "partly"), ("M-F5.14", "not reproduced"),
+                                         ("M-F5.25", "not reproduced"), ("M-T5.1", "partly")])
+def test_the_rows_read_the_claims_as_judged_here(results, item, status):
+    assert ri.ROWS[item].render(results)["status"] == status
