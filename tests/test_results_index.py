@@ -548,8 +548,8 @@ def test_the_length_plot_row_is_judged_on_fig_3_4s_peaks_and_valleys():
     ours, _, verdict, status = _render("M-F3.4", falling)
     assert "peaks 4 6; valleys 3 1" in ours
     assert status == "partly"
-    assert "valleys rise: not reproduced (3 E first, 1 E last" in verdict
-    assert "peaks of L rise: reproduced (4 E first, 6 E last" in verdict
+    assert "valleys rise: not reproduced (rule kind: count; 3 E first, 1 E last" in verdict
+    assert "peaks of L rise: reproduced (rule kind: count; 4 E first, 6 E last" in verdict
 
 
 def _lm_results(gap_ppl, std=1.0, seeds=3):
@@ -567,7 +567,7 @@ def test_a_gap_the_papers_way_inside_the_seed_noise_reads_within_noise():
     # 3 seeds with std 1: tie margin 2·sqrt(1/3 + 1/3) = 1.63 ppl
     row = ri.ROWS["M-T2.1"].render(_lm_results(0.5))
     assert row["status"] == "within noise", row["verdict"]
-    assert "Mogrifier better than LSTM: within noise (LSTM 100.0 ± 1.0 vs Mogrifier 99.5 ± 1.0 ppl over 3 seeds: gap " \
+    assert "Mogrifier better than LSTM: within noise (rule kind: seed margin; LSTM 100.0 ± 1.0 vs Mogrifier 99.5 ± 1.0 ppl over 3 seeds: gap " \
         "+0.5, tie margin 1.6)" in row["verdict"]
     assert "by only 0.5 ppl (margin 1.6)" in row["reason"]
     # Table 2.1's WikiText-2 rows and dyneval columns are not run (nor MC dropout here): at most partly
@@ -671,3 +671,20 @@ def test_reasons_count_parts_and_clip_to_one_line():
     assert ri.grouped_reason(long + [("ladder: x", "reproduced")]) == "fails: d; the budget ladder and 6 other parts hold"
     assert len(ri.default_reason("partly: " + "word " * 100)) <= ri.REASON_CHARS
     assert ri.default_reason("partly: x: reproduced (e); y: not reproduced (f)") == "holds: x; fails: y"
+
+
+def test_every_judged_part_in_the_details_names_its_rule_kind():
+    """The header promises that the details name each part's rule: every part line of the committed index's evidence
+    is followed by "rule kind: <a row of the header's rule table>" (several joined by " + ")."""
+    from paperlib.experiments.common.claims import RULE_KINDS
+
+    lines = (REPO / "results/README.md").read_text().splitlines()
+    part = re.compile(r"^ {2,4}- .*\*\*(reproduced|partly reproduced|within noise|not reproduced)\*\*")
+    found = 0
+    for i, line in enumerate(lines):
+        if part.match(line):
+            found += 1
+            kind = re.fullmatch(r" +- rule kind: (.+)", lines[i + 1])
+            assert kind, (line, lines[i + 1])
+            assert all(k in RULE_KINDS for k in kind[1].split(" + ")), kind[1]
+    assert found > 100  # every judged row's parts, not a handful

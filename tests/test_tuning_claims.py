@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from paperlib.compendium.results_index.text import index_text
 from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.language_models.claims import neighbourhood_claim, neighbourhood_numbers
 from paperlib.reference.tuning import TUNING
@@ -70,7 +71,7 @@ def test_the_index_rows_show_the_claims_of_the_committed_results():
         except Unjudged:
             assert table[item]["status"] == "not attempted"
         else:
-            assert table[item]["verdict"].startswith(claim.text()) and table[item]["status"] == claim.verdict
+            assert table[item]["verdict"].startswith(index_text(claim)) and table[item]["status"] == claim.verdict
 
 
 def test_a_neighbour_beyond_the_allowance_names_its_learning_rate_beside_the_best_and_the_others():

@@ -9,7 +9,7 @@ from paperlib.experiments.averaging.claims import (BASIN_CLAIMS, CLAIMS, ENTRY_M
                                                    lengths_claim, switch_heights)
 from paperlib.reference.averaging import AVERAGING_BEST_LOSS
 
-from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note, grouped_reason
+from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note, grouped_reason, index_text
 
 
 # -- averaging (Melis ch. 3) -------------------------------------------------------------------
@@ -100,7 +100,7 @@ def _avg_lengths_fig34_verdict(results: Results) -> tuple[str, str]:
     if len(h["peaks"]) < 2:
         return _claim_verdict(claim)
     words = {p.label: p.verdict for p in claim.parts}
-    return claim.text(), grouped_reason([(_rising_label("peaks of L", h["peaks"], h["evaluation"]),
+    return index_text(claim), grouped_reason([(_rising_label("peaks of L", h["peaks"], h["evaluation"]),
                                           words["peaks of L rise"]),
                                          (_rising_label("valleys", h["valleys"], h["evaluation"]),
                                           words["valleys rise"])])

@@ -11,7 +11,7 @@ from paperlib.experiments.dynamic_evaluation.claims import momentum_steps, stati
 from paperlib.experiments.dynamic_evaluation.transformer_claims import CLAIMS as TRANSFORMER_CLAIMS, improvement
 
 from paperlib.compendium.results_index.text import (
-    Results, _claim_verdict, _f, _profile_note, grouped_reason, model_name,
+    Results, _claim_verdict, _f, _profile_note, grouped_reason, index_text, model_name,
 )
 
 
@@ -335,7 +335,7 @@ def _momentum_verdict(results: Results) -> tuple[str, str]:
             label += f" ({len(against)} of {len(steps)} steps down {down} ppl in the margin)"
         labels.append((label, part.verdict))
     unrun = ["larger μ" if n.startswith("the thesis' larger μ") else n for n in claim.not_run]
-    return claim.text(), grouped_reason(labels, f"not run: {', '.join(unrun)}" if unrun else "")
+    return index_text(claim), grouped_reason(labels, f"not run: {', '.join(unrun)}" if unrun else "")
 
 
 # -- character-level dynamic evaluation, recovery, scaling (Krause chs. 3-6 analogues) ------------------

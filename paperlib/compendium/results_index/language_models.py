@@ -19,7 +19,7 @@ from paperlib.reference.reverse_copy import REVERSE_COPY
 from paperlib.reference.tuning import TUNING
 
 from paperlib.compendium.results_index.text import (
-    Results, _claim_verdict, _clip, _f, _profile_note, model_name,
+    Results, _claim_verdict, _clip, _f, _profile_note, index_text, model_name,
 )
 
 
@@ -198,7 +198,7 @@ def _ordering_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
             reason += ", each beyond seed noise" if len(words) > 1 else ", beyond seed noise"
         elif all(w == "not reproduced" for w in words):
             reason = "the opposite: " + reason
-        return judged.text(), _clip(reason + (f"; {judged.note}" if judged.note else ""))
+        return index_text(judged), _clip(reason + (f"; {judged.note}" if judged.note else ""))
     return verdict
 
 

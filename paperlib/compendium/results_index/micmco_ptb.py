@@ -23,7 +23,8 @@ from paperlib.experiments.micmco.ptb.claims import (
 from paperlib.experiments.micmco.ptb.claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
 from paperlib.experiments.micmco.synthetic.claims import hv_tie
 
-from paperlib.compendium.results_index.text import MissingResult, NotAttempted, REASON_CHARS, Results, _clip, _f
+from paperlib.compendium.results_index.text import (MissingResult, NotAttempted, REASON_CHARS, Results, _clip, _f,
+                                                 index_text)
 from paperlib.compendium.results_index.micmco_synthetic import _counts_short
 
 
@@ -217,7 +218,7 @@ def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]
             return (f"partly: {len(r['figures'][fig]['curves'])} curves drawn; no numeric rule for this figure's "
                     f"claim ('{_MICMCO_PTB_SAYS[fig]}') compared curves at this profile, compare the frontiers in "
                     "the figure", "no numeric rule for this figure's claim ran; compare the frontiers in the figure")
-        text = claim.text()
+        text = index_text(claim)
         zero = _zero_hypervolumes(r, fig)
         if zero and "0.000" in text:
             text += (f"; HV 0.000 is no area: every finite trial of {', '.join(zero['labels'])} lies above the "
@@ -418,7 +419,7 @@ def _micmco_ptb_table_verdict(results: Results) -> tuple[str, str]:
         raise MissingResult("Table 5.1 claims") from None
     run, cells, _ = table_cells(r)
     unrun = f"{cells - run} of {cells} cells not run at this profile" if run < cells else ""
-    text = claim.text() + "; absolute perplexities far from the thesis' (smaller model, vocabulary and budget)"
+    text = index_text(claim) + "; absolute perplexities far from the thesis' (smaller model, vocabulary and budget)"
     ladder_reason = _ptb_ladder_reason(results, "M-T5.1")
     reason = _ptb_reason(readings(r, TABLE, results.get("micmco_ptb_ladder"))) + (f"; {ladder_reason}" if ladder_reason else "")
     return text, _clip(reason + (f"; {unrun}" if unrun else ""))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from paperlib.compendium.results_index.text import MissingResult, Results, _f, grouped_reason
+from paperlib.compendium.results_index.text import MissingResult, Results, _f, grouped_reason, index_text
 from paperlib.experiments.micmco.synthetic.claims import Compared, blown_text, blown_up, hv_tie, tally
 from paperlib.reference.micmco import SYNTHETIC_VOCAB_SIZE
 
@@ -84,7 +84,7 @@ def _micmco_figure(fig: str, item: str) -> tuple[Callable[[Results], str], Calla
         labels = {n: conf["label"] for n, conf in r["configurations"].items()}
         note = "; ".join([claim.note] * bool(claim.note) + blown_text(have, blown_up(r), labels))
         reason = grouped_reason([(p.label, p.verdict) for p in claim.parts], note)
-        return f"{claim.text()}; {len(have)}/{len(names)} curves drawn", reason
+        return f"{index_text(claim)}; {len(have)}/{len(names)} curves drawn", reason
     return ours, verdict, ours_short
 
 

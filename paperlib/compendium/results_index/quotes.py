@@ -36,7 +36,10 @@ QUOTES: dict[str, list[tuple[str, str, str]]] = {
                 "perfectly. At higher lengths though, the Mogrifier has a considerable advantage."),
                ("000", "§2.3.3, Figure 2.4",
                 "The Mogrifier is better than the LSTM even in this synthetic task with no resemblance to natural "
-                "language.")],
+                "language."),
+               ("000", "§2.3.3 The Reverse Copy Task",
+                "We also conducted experiments with a larger model and vocabulary size, and found the effect even more "
+                "pronounced (see Figure 2.4b).")],
     "M-F2.5": [("000", "§2.B Hyperparameter Sensitivity",
                 "The red lines correspond to hyperparameter combinations closest to the best solution found." + ELLIPSIS
                 + "For both the LSTM and the Mogrifier, the results are at most 1.2 perplexity points off the best "
@@ -163,8 +166,9 @@ QUOTES: dict[str, list[tuple[str, str, str]]] = {
                  "the extent observed on the training set, and discrete latents performed considerably worse than "
                  "their continuous counterparts.")],
     "M-F5.11": [("000", "§5.7.2 Language Modelling Experiments (Validation and Test Results)",
-                 "As before, multiple samples significantly improve efficiency." + ELLIPSIS + "On the other hand, "
-                 "with only L2 regularization, the best NLL is higher than with dropout.")],
+                 "As before, multiple samples significantly improve efficiency. Unlike the training fit though, "
+                 "validation NLL with discrete latents degrades faster than with continuous ones." + ELLIPSIS +
+                 "On the other hand, with only L2 regularization, the best NLL is higher than with dropout.")],
     "M-F5.12": [("000", "§5.7.2 Language Modelling Experiments (Validation and Test Results)",
                  "As Figure 5.12 shows, this change was successful, and we observed that our proposed estimators "
                  "improve latent usage for both continuous and discrete latents, and discrete and continuous latents "
@@ -176,7 +180,11 @@ QUOTES: dict[str, list[tuple[str, str, str]]] = {
                         "budget)",
                  "In Figure 5.13, we observe that with more computation, the best training fit of VIMCO 1 improves "
                  "beyond that of VIMCO 16, but the tradeoff remains severe")],
-    "M-F5.14": [("000", "§5.7.2, Figure 5.14", "VIMCO 16 performs better than either.")],
+    "M-F5.14": [("000", "§5.7.2, Figure 5.14", "VIMCO 16 performs better than either."),
+                ("000", "§5.7.2 Language Modelling Experiments (Single- vs multi-sample at the same computational "
+                        "budget)",
+                 "Consequently, all single-sample estimators shall exhibit similar validation results at zero latent "
+                 "usage. Figure 5.14 confirms this")],
     "M-F5.15": [("000", "§5.A Additional Experiments on Synthetic Data",
                  "As Figure 5.15 shows, the VQ-VAE is generally better than REINFORCE 1 but quite far from the "
                  "optimum and much worse than VIMCO 16 with either the KL or the Rényi objective.")],
@@ -228,6 +236,10 @@ QUOTES: dict[str, list[tuple[str, str, str]]] = {
                  "same as for VIMCO, (that is, steeper training curves translate to steeper validation curves), but "
                  "it is harder to assess this since the curves are closer.")],
     "M-F5.25": [("000", "§5.B.1, Figure 5.25", "DREG 16 generalizes better than either."),
+                ("000", "§5.7.2 Language Modelling Experiments (Single- vs multi-sample at the same computational "
+                        "budget)",
+                 "In §5.B.1, Figure 5.24 and Figure 5.25 tell a similar story for DReG, but the results are less "
+                 "conclusive there since the curves are much closer."),
                 ("000", "§5.B.1 Robustness",
                  "As training (Figure 5.24) and validation (Figure 5.25) results show, the overall picture may be the "
                  "same as for VIMCO, (that is, steeper training curves translate to steeper validation curves), but "

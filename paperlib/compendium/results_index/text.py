@@ -249,6 +249,15 @@ def _profile_note(results: Results, name: str) -> str:
     return "" if profile == "cpu" else f" [profile {profile}]"
 
 
+def index_text(claim: Claim) -> str:
+    """The index's verdict text of ``claim``: :meth:`~paperlib.experiments.common.claims.Claim.text` with each part's
+    rule named first in its evidence ("rule kind: seed margin; ..."), so that the details say how every part was
+    judged (the kinds are the rows of the header's rule table; a rule's full sentence stays in the claims tables)."""
+    parts = "; ".join(f"{p.label}{f' ({p.corpus})' if p.corpus else ''}: {p.verdict} (rule kind: {p.kind}; "
+                      f"{p.evidence})" for p in claim.parts)
+    return f"{claim.verdict}: {parts}" + (f"; {claim.note}" if claim.note else "")
+
+
 def _claim_verdict(claim: Claim) -> tuple[str, str]:
     """A row's verdict text and reason from a :class:`~paperlib.experiments.common.claims.Claim`."""
-    return claim.text(), grouped_reason([(p.label, p.verdict) for p in claim.parts], claim.note)
+    return index_text(claim), grouped_reason([(p.label, p.verdict) for p in claim.parts], claim.note)
