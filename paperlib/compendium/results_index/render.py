@@ -248,7 +248,7 @@ def render_definitions() -> list[str]:
         "| **within noise** | no part holds, and every part goes the paper's way inside its margin |",
         "| **not reproduced** | no part holds, and at least one goes the other way, fails its threshold or is "
         "absent |",
-        "| **not attempted** | we did not run it; the reason says why |",
+        "| **not attempted** | we did not run it, or ran it only at a scale where its claim cannot be tested; the reason says which |",
         "| **diagram** | a schematic with nothing to measure; the details name the code that implements it |",
         "| **encoded** | a search space or setting, carried over as data and checked by a test |",
         "| **pending** | its results file is missing; the reason names the `dvc repro` stage that makes it |",
