@@ -688,3 +688,17 @@ def test_every_judged_part_in_the_details_names_its_rule_kind():
             assert kind, (line, lines[i + 1])
             assert all(k in RULE_KINDS for k in kind[1].split(" + ")), kind[1]
     assert found > 100  # every judged row's parts, not a handful
+
+
+def test_the_notebooks_ordering_tables_name_a_table_no_part_of_which_ran():
+    """At a profile that trains no RLSTM (smoke), Table 4.1's ordering has nothing to judge: the notebook's table keeps
+    Table 2.1's claim and names Table 4.1 as not judged instead of failing."""
+    from paperlib.experiments.language_models.claims import ordering_claims
+
+    results = _lm_results(5.0)["lm_ptb"]
+    del results["summary"]["mogrifier_rlstm"], results["models"]["mogrifier_rlstm"]
+    claims, unjudged = ordering_claims(results, ("M-T2.1", "M-T4.1"))
+    assert [c.item for c in claims] == ["M-T2.1"]
+    assert len(unjudged) == 1 and unjudged[0].startswith("M-T4.1: not judged (")
+    claims, unjudged = ordering_claims(_lm_results(5.0)["lm_ptb"], ("M-T2.1", "M-T4.1"))
+    assert [c.item for c in claims] == ["M-T2.1", "M-T4.1"] and unjudged == []

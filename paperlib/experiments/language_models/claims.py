@@ -191,6 +191,18 @@ def ordering_claim(results: Results, item: str) -> Claim:
     return Claim(item, tuple(parts), tuple(not_run))
 
 
+def ordering_claims(results: Results, items: tuple[str, ...]) -> tuple[list[Claim], list[str]]:
+    """:func:`ordering_claim` of each of ``items`` on one stage's results, and a line for each that no part can judge
+    at this profile (e.g. the RLSTM not trained), for a notebook's table."""
+    claims, unjudged = [], []
+    for item in items:
+        try:
+            claims.append(ordering_claim(results, item))
+        except Unjudged as why:
+            unjudged.append(f"{item}: not judged ({why.args[0]})")
+    return claims, unjudged
+
+
 def _ordering_part(pair: Mapping[str, Any], summary: Mapping[str, Any], key: str, unit: str, digits: int,
                    said: str, mc: bool = False, masks: int | None = None) -> Part:
     """One ordered pair; ``mc``: judged with Monte Carlo dropout, ``masks`` dropout masks averaged (the evidence
@@ -532,5 +544,5 @@ def neighbourhood_claim(results: Mapping[str, Any], item: str) -> Claim:
 
 __all__ = ["ABLATION_ITEMS", "MC_ITEMS", "NOT_ATTEMPTED", "TABLE_PAIRS", "TUNING_ITEMS", "ablation_claim", "against",
            "byte_claim", "byte_comparison", "compare_seed_means", "learning_rate_moves", "neighbourhood_claim",
-           "neighbourhood_numbers", "on_par", "ordering_claim", "ordering_pairs", "rounds_of", "table_3_3_claim",
-           "table_comparisons"]
+           "neighbourhood_numbers", "on_par", "ordering_claim", "ordering_claims", "ordering_pairs", "rounds_of",
+           "table_3_3_claim", "table_comparisons"]
