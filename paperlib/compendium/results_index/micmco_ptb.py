@@ -16,9 +16,10 @@ from typing import Any, Callable, Mapping, Sequence
 from paperlib.reference.micmco import MICMCO_PTB_TABLE_5_1
 from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.micmco.ptb.claims import (
-    ALIKE, BEST_FIT, BOTH_TERMS, DEGRADES, DISCRETE, DISCRETE_GAIN, DISCRETE_TRAILS, DROPOUT, GENERALISE, KEEPS_ORDER,
-    LADDER_ITEMS, LOW_LATENTS, MASKS, NO_GAIN, ON_PAR, PERPLEXITY, POWER, SAMPLES, SMALLER_GAIN, SPREAD, TABLE,
-    TRADEOFF, Reading, diverged_trials, figure_claim, lowest_nll, readings, table_cells, table_claim,
+    ALIKE, BEST_FIT, BOTH_TERMS, DEGRADES, DISCRETE, DISCRETE_GAIN, DISCRETE_TRAILS, DROPOUT, FRONTIER, GENERALISE,
+    KEEPS_ORDER, LADDER_ITEMS, LOW_LATENTS, MASKS, NO_GAIN, ON_PAR, PERPLEXITY, POWER, RENYI_HIGH, SAMPLES,
+    SMALLER_GAIN, SPREAD, TABLE, TRADEOFF, Reading, diverged_trials, figure_claim, frontier_tie, lowest_nll, readings,
+    table_cells, table_claim,
 )
 from paperlib.experiments.micmco.ptb.claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
 from paperlib.experiments.micmco.synthetic.claims import hv_tie
@@ -187,9 +188,10 @@ _PTB_SUBJECTS = {
     NO_GAIN: "no DReG gain", DISCRETE_GAIN: "VIMCO gain", SMALLER_GAIN: "VIMCO gain below training's",
     DISCRETE_TRAILS: "VIMCO behind DReG", DEGRADES: "VIMCO degrades faster", ON_PAR: "VIMCO on par with DReG",
     BEST_FIT: "16x compute's best fit", TRADEOFF: "16x compute's tradeoff", ALIKE: "single-sample runs alike",
+    RENYI_HIGH: "Rényi alone gaining at high KL",
 }
 _PTB_LADDER_SUBJECTS = {"5.8": "16 vs 1", "5.9": "16 vs 1", "5.10": "shared vs naive masks", "5.11": "16 vs 1",
-                        "5.11-dropout": "dropout vs L2", "5.12": "16 vs 1",
+                        "5.11-dropout": "shared-mask dropout vs L2", "5.12": "16 vs 1",
                         "T5.1-perplexity": "perplexity", "T5.1-latents": "latent usage"}  # for a row's reason
 
 
@@ -235,7 +237,11 @@ def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]
 
 
 def _tie(*judged: Reading) -> str:
-    """What "inside the tie" means in a reason: the fixed hypervolume tie, or the seed margins measured instead."""
+    """What "inside the tie" means in a reason: the fixed hypervolume tie, or the seed margins measured instead; for
+    frontier-NLL comparisons (:data:`~paperlib.experiments.micmco.ptb.claims.FRONTIER`) their tie in nats."""
+    frontier = [claim.name in FRONTIER for claim in judged]
+    if any(frontier):
+        return f"{frontier_tie():.4f}-nat tie" if all(frontier) else "tie"
     seeded = sorted({c.numbers["seed margin"] for claim in judged for c in claim.comparisons
                      if "seed margin" in c.numbers})
     if not seeded:

@@ -5,15 +5,20 @@ notebook alike.
 
 A figure's parts are (1) the claims the figure is read for (:data:`FIGURE_CLAIMS`): the stage's numeric claims, and
 the thesis' sentences about the figure that the stage does not judge, judged here from the curves (their
-comparisons in :data:`OWN_KEYS`: no multi-sample gain with continuous latents under naive dropout, a smaller one with discrete
-latents which trail continuous ones, discrete latents degrading faster with L2, discrete and continuous latents on
-par with shared masks, the better best fit that 16x compute buys one sample, the single-sample runs alike at their
+comparisons in :data:`OWN_KEYS`: 16 samples gaining only with Rényi at high latent usage, no multi-sample gain with
+continuous latents under naive dropout, a smaller one with discrete latents which trail continuous ones, discrete
+latents degrading faster with L2, discrete and continuous latents on par with shared masks, the better best fit that
+16x compute buys one sample and the advantage it loses at higher latent usage, the single-sample runs alike at their
 lowest NLL), each on the figure's own comparisons when the claim spans several figures (its outcome over all of them,
 as judged here, is counted beside); (2) for the rows of :data:`LADDER_ITEMS` the budget ladder's parts
 (:func:`paperlib.experiments.micmco.ptb.ladder.ladder_claim_part`); a ladder that could not be read is named as not
-run, which keeps the row from "reproduced"; and (3) named as not run, what the thesis says about a part of a figure
-our trials do not reach (:data:`UNREACHED`: Fig. 5.8 at high latent usage, Fig. 5.12 up to a KL of about 0.5).
-Table 5.1's parts are its two claims and its two ladders; cells the profile did not run are named as not run.
+run, which keeps the row from "reproduced"; and (3) named as not run: a claim of :data:`FIGURE_CLAIMS` whose curves
+did not run at the profile, a comparison that cannot be tested at this scale (:data:`UNTESTABLE`: a tie reading whose
+hypervolumes all lie below the tie, a validation gain without a training-fit gain beyond the tie to compare it
+with, a Table 5.1 cell whose curve has no trial above the low-KL line, a latent usage the trials do not reach), and
+what the thesis says about a part of a figure our trials do not reach (:data:`UNREACHED`: Fig. 5.12 up to a KL of
+about 0.5). Table 5.1's parts are its two claims and its two ladders; cells the profile did not run are named as not
+run.
 
 The stage (:func:`paperlib.experiments.micmco.ptb.micmco_ptb.claim_verdicts`) stores per claim whether each comparison held
 (``wins``, keyed by figure where a claim spans several); the numbers behind each comparison are recomputed here from
@@ -24,34 +29,36 @@ every comparison is judged again from them (:data:`HELD`). A hypervolume compari
 tie -> reproduced; the thesis' way inside the tie -> within noise; no lead or the other way -> not reproduced. Where
 the budget ladder measured the seed spread of the very same gap at the stage's own budget (:func:`seed_margins`),
 twice its standard error replaces the fixed tie for that comparison; where every hypervolume compared lies below the
-tie itself, the evidence says that no difference could clear it. Some claims are read here more strictly or more
-closely to the thesis' words than the stage recorded them (their rules in :data:`RULES`, claim 11's in
-:data:`KEEPS_ORDER_RULE`): claim 11 (orders kept under batch size and length), a pair keeping its order only when
-separated the same way at both settings; "dropout" against L2 as the thesis' naive dropout of Fig. 5.10 (its
-comparisons in :data:`OWN_KEYS`), against a seed margin only where the budget ladder measured one for the same two
-curves; the 16-sample curves against a single-sample run with 16x compute on the reference of those three curves
-only, and the run's better best fit as a part of its own (strict) rather than a condition of the tradeoff; Table
-5.1's optima at low latent usage also relative to the KL range of their curves' trials. The others (perplexity
-thresholds, spreads) keep the stage's outcome. A claim's part verdict over
-its comparisons is :func:`~paperlib.experiments.common.claims.part_word`.
+tie itself, the evidence says that no difference could clear it. A comparison of frontier NLLs at a given KL (the
+claims in :data:`FRONTIER`) is read the same way against :func:`frontier_tie`, the stage's perplexity tolerance in
+nats. Some claims are read here more strictly or more closely to the thesis' words than the stage recorded them
+(their rules in :data:`RULES`, claim 11's in :data:`KEEPS_ORDER_RULE`): claim 11 (orders kept under batch size and
+length), a pair keeping its order only when separated the same way at both settings; "dropout" against L2 as the
+thesis' naive dropout of Fig. 5.10 (its comparisons in :data:`OWN_KEYS`), strictly on one seed's best trials (the
+budget ladder reads the same sentence with shared-mask dropout, its own curves, as a part of its own); the
+16-sample curves against a single-sample run with 16x compute at the highest latent usage both reach (their frontier
+NLLs there), and the run's better best fit as a part of its own (strict) rather than a condition of the tradeoff;
+Table 5.1's optima at low latent usage only in the cells whose curve has a trial above the line. The others
+(perplexity thresholds, spreads) keep the stage's outcome. A claim's part verdict over its comparisons is
+:func:`~paperlib.experiments.common.claims.part_word`.
 
-Pure Python at import: the stage's helpers and :mod:`paperlib.experiments.micmco.synthetic.claims` (both load torch)
-are imported inside the functions that need them.
+Pure Python at import: the stage's functions and :mod:`paperlib.experiments.micmco.synthetic.claims` (both load
+torch) are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from paperlib.experiments.common.claims import Claim, Part, Unjudged, part_word
 
 Results = Mapping[str, Any]
-# The seed margins a budget ladder measured at the stage's budget, per ladder kind ("better": a hypervolume gap,
-# "lower": a best-NLL gap), keyed by the ladder's two curves (:func:`seed_margins`).
-Margins = Mapping[str, Mapping[tuple[str, str], float]]
+# The seed margins a budget ladder measured for hypervolume gaps at the stage's budget, keyed by the ladder's two
+# curves (:func:`seed_margins`).
+Margins = Mapping[tuple[str, str], float]
 
 MASKS = "shared dropout masks restore the validation frontiers"
 SAMPLES = "multiple samples improve latent usage"
@@ -66,6 +73,7 @@ COMPUTE = "16x compute buys one sample a better best fit but not a better tradeo
 KEEPS_ORDER = "batch size and optimisation length shift the curves but keep their order"
 SPREAD = "at 256 units the three DReG estimators differ very little"
 # The thesis' sentences about a figure that the stage has no claim for, judged here from the curves.
+RENYI_HIGH = "at high latent usage, 16 samples gain only with Rényi"
 NO_GAIN = "with naive dropout, 16 samples bring continuous latents no gain"
 DISCRETE_GAIN = "with naive dropout, 16 samples improve discrete latents"
 SMALLER_GAIN = "with naive dropout, the discrete latents' gain is far below their training-fit gain"
@@ -78,7 +86,8 @@ ALIKE = "the single-sample runs validate alike at their lowest latent usage"
 
 # The claims each PTB figure is read for: the stage's, and the figure's sentences judged here (OWN_KEYS).
 FIGURE_CLAIMS: dict[str, tuple[str, ...]] = {
-    "5.8": (SAMPLES,), "5.9": (SAMPLES, DISCRETE), "5.10": (NO_GAIN, DISCRETE_GAIN, SMALLER_GAIN, DISCRETE_TRAILS),
+    "5.8": (SAMPLES, RENYI_HIGH), "5.9": (SAMPLES, DISCRETE),
+    "5.10": (NO_GAIN, DISCRETE_GAIN, SMALLER_GAIN, DISCRETE_TRAILS),
     "5.11": (DROPOUT, SAMPLES, DEGRADES), "5.12": (MASKS, SAMPLES, ON_PAR), "5.13": (BEST_FIT, TRADEOFF),
     "5.14": (GENERALISE, ALIKE), "5.16": (KEEPS_ORDER,), "5.17": (KEEPS_ORDER,), "5.18": (SPREAD,),
     "5.19": (KEEPS_ORDER,), "5.20": (KEEPS_ORDER,), "5.21": (KEEPS_ORDER,), "5.22": (BOTH_TERMS,),
@@ -94,18 +103,23 @@ LADDER_ITEMS: dict[str, tuple[str, ...]] = {"M-F5.8": ("5.8",), "M-F5.9": ("5.9"
                                             "M-F5.11": ("5.11", "5.11-dropout"), "M-F5.12": ("5.10", "5.12"),
                                             "M-T5.1": ("T5.1-perplexity", "T5.1-latents")}
 # The claims whose comparisons are hypervolume gaps in the thesis' direction.
-DIRECTIONAL = frozenset({MASKS, SAMPLES, DISCRETE, POWER, BOTH_TERMS, GENERALISE, TRADEOFF, DISCRETE_GAIN,
-                         DISCRETE_TRAILS, DEGRADES})
-# Claims that hold when a hypervolume difference stays inside the tie ("no gain", "on par").
+DIRECTIONAL = frozenset({MASKS, SAMPLES, DISCRETE, POWER, BOTH_TERMS, GENERALISE, DISCRETE_GAIN, DISCRETE_TRAILS,
+                         DEGRADES})
+# The claims whose comparisons are gaps between two curves' frontier NLLs at one KL (the lowest NLL among a curve's
+# trials at that KL or above), in the thesis' direction, against frontier_tie().
+FRONTIER = frozenset({TRADEOFF, RENYI_HIGH})
+# Claims that hold when a hypervolume difference stays inside the tie ("no gain", "on par"): a comparison whose
+# hypervolumes all lie at or below the tie cannot fail, and is named as not run (UNTESTABLE).
 TIE_THRESHOLDS = frozenset({NO_GAIN, ON_PAR})
 # How each claim's comparisons are judged (paperlib.experiments.common.claims.RULE_KINDS).
-READING_KINDS = {**{name: "hypervolume tie" for name in DIRECTIONAL}, PERPLEXITY: "threshold",
-                 LOW_LATENTS: "threshold", DROPOUT: "seed margin", KEEPS_ORDER: "hypervolume tie",
+READING_KINDS = {**{name: "hypervolume tie" for name in DIRECTIONAL}, **{name: "fixed margin" for name in FRONTIER},
+                 PERPLEXITY: "threshold", LOW_LATENTS: "threshold", DROPOUT: "strict", KEEPS_ORDER: "hypervolume tie",
                  SPREAD: "threshold", NO_GAIN: "threshold", SMALLER_GAIN: "threshold", ON_PAR: "threshold",
                  BEST_FIT: "strict", ALIKE: "threshold"}
-ON_PAR_KL = 0.5  # Melis §5.7.2 on Fig. 5.12: discrete and continuous latents on par "up to an average KL of about 0.5"
+# Melis §5.7.2 on Fig. 5.12: discrete and continuous latents on par "up to an average KL of about 0.5"; the same level
+# stands for Fig. 5.8's "high latent usage" (RENYI_HIGH), which the thesis gives no number for.
+ON_PAR_KL = 0.5
 SMALLER_SHARE = 0.5  # "not nearly to the extent observed on the training set": below half the training-fit gain
-LOW_POSITION = 0.5  # a Table 5.1 optimum is low relative to its curve in the lower half of its trials' KL range
 
 
 @dataclass(frozen=True)
@@ -131,14 +145,17 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Reading:
-    """One claim read on one figure (or Table 5.1): its comparisons there, figure-wide numbers (``notes``) and,
-    when the claim spans other figures too, (held, compared) over all of them as judged here (``pooled``)."""
+    """One claim read on one figure (or Table 5.1): its judged comparisons there, figure-wide numbers (``notes``),
+    when the claim spans other figures too, (held, compared) over all of them as judged here (``pooled``), and the
+    comparisons that cannot be tested at this scale (``untested``: (plain key, why), :data:`UNTESTABLE`), named as
+    not run rather than judged."""
 
     name: str
     rule: str
     comparisons: tuple[Comparison, ...]
     notes: tuple[str, ...] = ()
     pooled: tuple[int, int] | None = None
+    untested: tuple[tuple[str, str], ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -153,10 +170,18 @@ class Reading:
     @property
     def below_tie(self) -> list[Comparison]:
         """The hypervolume comparisons judged against the fixed tie whose hypervolumes all lie at or below the tie
-        itself: no difference between them can clear it, so they can show the thesis' way inside the tie at most (a
-        "no gain" or "on par" reading cannot fail)."""
+        itself: no difference between them can clear it, so they can show the thesis' way inside the tie at most."""
         return [c for c in self.comparisons if "seed margin" not in c.numbers
                 and (top := c.numbers.get("larger HV")) is not None and top <= hv_tie()]
+
+    @property
+    def not_run(self) -> list[str]:
+        """The untested comparisons as the claim's not-run entries, one per reason: "<claim> (<why>)" when none of
+        its comparisons here could be tested, else "<claim> for <keys> (<why>)"."""
+        whys = list(dict.fromkeys(why for _, why in self.untested))
+        if not self.comparisons and len(whys) == 1:
+            return [f"{self.name} ({whys[0]})"]
+        return [f"{self.name} for {', '.join(k for k, w in self.untested if w == why)} ({why})" for why in whys]
 
     def part(self) -> Part:
         from paperlib.experiments.micmco.synthetic.claims import counts  # imports torch: imported late
@@ -164,12 +189,12 @@ class Reading:
         held = sum(c.held for c in self.comparisons)
         if self.name in DIRECTIONAL | {KEEPS_ORDER}:
             tally = counts(self.compared)
-        elif self.name == DROPOUT:
-            tally = _margin_counts(self.comparisons)
+        elif self.name in FRONTIER:
+            tally = _frontier_counts(self.compared)
         else:
             tally = f"{held} of {len(self.comparisons)} comparisons hold"
         seeded = [c.numbers["seed margin"] for c in self.comparisons if "seed margin" in c.numbers]
-        if seeded and self.name != DROPOUT:
+        if seeded:
             tally = tally.replace(f"beyond the {hv_tie()} tie margin", "beyond their margins")
             tally += (f"; {len(seeded)} of them against the seed margin the budget ladder measured at this budget "
                       f"({', '.join(f'{m:.4f}' for m in seeded)}: twice the standard error over its seeds), the "
@@ -188,27 +213,19 @@ class Reading:
         digits = 4 if round(top, 3) == round(hv_tie(), 3) else 3  # 0.0195 reads 0.0195, not 0.020, beside 0.02
         who = ("every hypervolume compared here is" if len(capped) == len(self.comparisons) else
                f"in {len(capped)} of these comparisons both hypervolumes are")
-        tail = ("so this reading cannot fail at this scale" if self.name in TIE_THRESHOLDS else
-                "so the thesis' way inside the tie is the most they can show at this scale")
         return [f"{who} at most {top:.{digits}f}, below the {hv_tie()} tie itself: no difference between them can "
-                f"clear it, {tail}"]
+                "clear it, so the thesis' way inside the tie is the most they can show at this scale"]
 
 
-def _margin_counts(comparisons: tuple[Comparison, ...]) -> str:
-    """How comparisons judged against seed margins came out, where some may have no margin measured."""
-    held = sum(c.held for c in comparisons)
-    seeded = [c for c in comparisons if "seed margin" in c.numbers]
-    inside = sum(not c.held and c.gap is not None and c.gap > 0 for c in comparisons)
-    other = len(comparisons) - held - inside
-    text = [f"{held} of {len(comparisons)} comparisons hold beyond a seed margin"]
-    text += [f"{inside} {'goes' if inside == 1 else 'go'} the thesis' way inside its margin or without one"] \
-        if inside else []
-    text += [f"{other} {'goes the other way or shows' if other == 1 else 'go the other way or show'} no lead"] \
-        if other else []
-    margins = ", ".join(f"{c.numbers['seed margin']:.4f}" for c in seeded)
-    text += ["no seed margin measured for any of them" if not seeded else
-             f"{len(seeded)} of them against the seed margin the budget ladder measured for the same two curves at "
-             f"this budget ({margins})"]
+def _frontier_counts(compared: list[tuple[str, float | None]]) -> str:
+    """How frontier-NLL comparisons came out against :func:`frontier_tie`, without verdict words."""
+    held = sum(w == "reproduced" for w, _ in compared)
+    inside = sum(w == "within noise" for w, _ in compared)
+    other = len(compared) - held - inside
+    text = [f"{held} of {len(compared)} comparisons hold beyond the {frontier_tie():.4f}-nat tie"]
+    text += [f"{inside} {'goes' if inside == 1 else 'go'} the thesis' way inside it"] if inside else []
+    text += [f"{other} {'goes' if other == 1 else 'go'} the other way or {'shows' if other == 1 else 'show'} no "
+             "lead"] if other else []
     return ", ".join(text)
 
 
@@ -255,6 +272,15 @@ def hv_tie() -> float:
     from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE
 
     return HV_TIE
+
+
+def frontier_tie() -> float:
+    """The tie of a frontier-NLL comparison (:data:`FRONTIER`), in nats per token: the stage's perplexity tolerance
+    (:data:`paperlib.experiments.micmco.ptb.micmco_ptb.PPL_TOLERANCE`, 3%) as a gap in NLL, ln(1 + tolerance); one
+    seed's trials measure no spread to tie within. Torch only when a claim is judged."""
+    from paperlib.experiments.micmco.ptb.micmco_ptb import PPL_TOLERANCE
+
+    return math.log1p(PPL_TOLERANCE)
 
 
 def _hv(results: Results, names: list[str], cap: float | None = None) -> dict[str, float | None]:
@@ -312,6 +338,17 @@ def _lowest_trial(trials: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return min((t for t in trials if _finite(t)), key=lambda t: t["nll"], default=None)
 
 
+def _kls(trials: list[Mapping[str, Any]]) -> list[tuple[float, float]]:
+    """(KL, NLL) of ``trials``' finite ones."""
+    return [(t["kl"], t["nll"]) for t in trials if _finite(t) and isinstance(t.get("kl"), (int, float))]
+
+
+def frontier_nll(trials: list[Mapping[str, Any]], kl: float) -> float:
+    """The Pareto frontier of ``trials`` (minimise NLL, maximise KL) at latent usage ``kl``: the lowest finite NLL
+    among the trials with KL >= ``kl`` (inf without one)."""
+    return min((nll for k, nll in _kls(trials) if k >= kl), default=math.inf)
+
+
 def diverged_trials(curve: Mapping[str, Any]) -> list[int]:
     """The numbers of ``curve``'s trials without a finite NLL (diverged or failed)."""
     return [t.get("number", i) for i, t in enumerate(curve["trials"]) if not _finite(t)]
@@ -335,19 +372,17 @@ def discrete_cap(results: Results) -> float:
     return min(st["kl_cap"], latents * math.log(st["categories"]) * sentences / tokens)
 
 
-def seed_margins(results: Results, ladder: Results | None, kind: str = "better") -> dict[tuple[str, str], float]:
-    """The gaps whose seed spread was measured: (first curve, second curve) -> twice the standard error over seeds
-    that the budget ladder (same profile) measured for that gap at the stage's own budget, where one of its
-    ``kind`` ladders compares exactly these two curves: "better" a hypervolume gap (the first curve the one the
-    thesis puts ahead), "lower" a best-NLL gap (the first curve the one the thesis gives the lower best NLL). A
-    comparison found here is judged against this margin instead of the fixed tie (a hypervolume gap) or instead of no
-    margin at all (a best NLL); every other one keeps the tie, or has no margin."""
+def seed_margins(results: Results, ladder: Results | None) -> dict[tuple[str, str], float]:
+    """The hypervolume gaps whose seed spread was measured: (better curve, worse curve) -> twice the standard error
+    over seeds that the budget ladder (same profile) measured for that gap at the stage's own budget, where one of
+    its "better" ladders compares exactly these two curves. A comparison found here is judged against this margin
+    instead of the fixed tie; every other one keeps the tie."""
     if not ladder or ladder.get("profile") != results.get("profile"):
         return {}
     steps, out = results["settings"].get("steps"), {}
     for entry in ladder.get("ladders", {}).values():
         rung = next((r for r in entry.get("rungs", []) if r.get("steps") == steps and "margin" in r), None)
-        if entry.get("kind") == kind and rung is not None:
+        if entry.get("kind") == "better" and rung is not None:
             out[tuple(entry["curves"])] = rung["margin"]
     return out
 
@@ -363,7 +398,7 @@ def _present(results: Results, names: list[str]) -> list[str]:
 def _masks(results: Results, key: str, margins: Margins | None = None) -> Measured:
     # key: a 16-sample estimator, e.g. "dreg16_kl"
     shared, naive = f"{key}.shared", f"{key}.naive"
-    hv, margin = _hv(results, [shared, naive]), (margins or {}).get("better", {}).get((shared, naive))
+    hv, margin = _hv(results, [shared, naive]), (margins or {}).get((shared, naive))
     shown, gap, numbers = _led("shared", "naive", hv[shared], hv[naive], margin)
     return f"{plain_key(key, results['curves'])}: {shown}", gap, numbers
 
@@ -374,7 +409,7 @@ def _samples(results: Results, key: str, margins: Margins | None = None) -> Meas
     base, regime = _base(name), name.split(".", 1)[1]
     one = f"{base}1.{regime}"
     hv = _hv(results, [one, *(f"{base}16_{o}.{regime}" for o in ("kl", "renyi"))])
-    margin = (margins or {}).get("better", {}).get((name, one))
+    margin = (margins or {}).get((name, one))
     shown, gap, numbers = _led("16", "1", hv[name], hv[one], margin)
     return f"{plain_key(key, results['curves'])}: {shown}", gap, numbers
 
@@ -425,9 +460,9 @@ def _equal_compute(results: Results, key: str) -> tuple[str, str, list[str], str
     return fig, f"{names[0]}.{'T16' if tag == 'T×16' else 'bs16'}", [n for n in names if "16_" in n], f"1 {tag}"
 
 
-def _tradeoff_lead(results: Results, key: str) -> Measured:
-    """The better 16-sample curve against the run with 16x compute, on the reference of these three curves alone
-    (the figure's reference is set by its lowest NLL, which the T×16 run alone may reach)."""
+def _equal_compute_lead(results: Results, key: str) -> Measured:
+    """The better 16-sample curve's hypervolume against the run with 16x compute, on the reference of these three
+    curves alone (the figure's reference is set by its lowest NLL, which one run alone may reach)."""
     fig, name, many, label = _equal_compute(results, key)
     hv = _hv(results, [name, *many])
     shown, gap, numbers = _led("best 16", label, max(hv[n] for n in many), hv[name])
@@ -435,11 +470,63 @@ def _tradeoff_lead(results: Results, key: str) -> Measured:
 
 
 def _generalise(results: Results, key: str) -> Measured:  # key: "<figure> 16 > 1 <T×16 or bs×16>"
-    return _tradeoff_lead(results, key)
+    return _equal_compute_lead(results, key)
+
+
+def _frontier_lead(better: str, worse: str, x: float, y: float, who: str) -> tuple[str, float]:
+    """ "frontier NLL <better> x vs <worse> y, <who> lower by ..." and the gap y - x (the thesis: ``better``, which
+    ``who`` names in the reading, lower; positive beyond :func:`frontier_tie`)."""
+    tie, gap = frontier_tie(), y - x
+    if gap > tie:
+        reading = f"{who} lower by {gap:.4f}, more than the {tie:.4f}-nat tie"
+    elif gap > 0:
+        reading = f"{who} lower by only {gap:.4f}, inside the {tie:.4f}-nat tie: no difference detected"
+    elif gap == 0:
+        reading = "no lead (equal NLL)"
+    else:
+        reading = f"{who} higher by {-gap:.4f}: the opposite of the thesis"
+    return f"frontier NLL {better} {x:.4f} vs {worse} {y:.4f}, {reading}", gap
 
 
 def _tradeoff(results: Results, key: str) -> Measured:  # key: "<figure> 1 <T×16 or bs×16>"
-    return _tradeoff_lead(results, key)
+    """The 16-sample curves against the run with 16x compute at the highest KL both reach (``k``: the smaller of the
+    run's largest trial KL and the 16-sample curves' largest): the better 16-sample frontier NLL there against the
+    run's, the gap positive when the 16-sample one is lower. Untested (``numbers["short"]``) when ``k`` does not
+    exceed the KL of the run's lowest-NLL trial: the run's frontier there is its best fit, which the best-fit part
+    compares, and no higher latent usage is left to judge."""
+    fig, name, many, label = _equal_compute(results, key)
+    curves = results["curves"]
+    run, sixteen = _kls(curves[name]["trials"]), [p for n in many for p in _kls(curves[n]["trials"])]
+    best = min(((kl, nll) for kl, nll in run), key=lambda p: (p[1], p[0]), default=None)  # the lowest KL of a tie
+    if not run or not sixteen or best is None:
+        return f"Fig. {fig} {label}: no finite trial to compare", None, {"short": 1.0, "reach": 0.0}
+    k = min(max(kl for kl, _ in run), max(kl for kl, _ in sixteen))
+    at = {n: frontier_nll(curves[n]["trials"], k) for n in many}
+    better = min(many, key=lambda n: at[n])
+    x, y = at[better], frontier_nll(curves[name]["trials"], k)
+    short = k <= best[0]
+    where = (f"at KL {k:.3f} (the highest KL both the run's and the 16-sample curves' trials reach; the run's best fit "
+             f"lies at KL {best[0]:.3f})")
+    if short or not math.isfinite(x) or not math.isfinite(y):
+        return (f"Fig. {fig} {label}: {where}", None, {"short": 1.0, "reach": k, "best fit KL": best[0]})
+    shown, gap = _frontier_lead(f"best 16 ({curves[better]['label']})", label, x, y, "16 samples")
+    return f"Fig. {fig} {label}: {where}, {shown}", gap, {"short": 0.0, "reach": k, "best fit KL": best[0]}
+
+
+def _renyi_high(results: Results, key: str) -> Measured:  # key: "5.8 Rényi vs KL"
+    """Fig. 5.8 at high latent usage (KL :data:`ON_PAR_KL`): DReG 16 Rényi's frontier NLL there against DReG 16
+    KL's on the training fit, the gap positive when Rényi's is lower; untested (``numbers["short"]``) unless both
+    curves have a trial at that KL or above."""
+    names = ("dreg16_renyi.train", "dreg16_kl.train")
+    curves = results["curves"]
+    reach = {n: _max_kl(curves[n]) for n in names}
+    numbers = {"short": float(min(reach.values()) < ON_PAR_KL), **{f"reach {_objective(n)}": reach[n] for n in names}}
+    if numbers["short"]:
+        return ("Fig. 5.8: the DReG 16 training-fit trials reach at most KL "
+                + ", ".join(f"{reach[n]:.3f} ({_objective(n)})" for n in names), None, numbers)
+    x, y = (frontier_nll(curves[n]["trials"], ON_PAR_KL) for n in names)
+    shown, gap = _frontier_lead("Rényi 16", "KL 16", x, y, "Rényi")
+    return f"Fig. 5.8 DReG 16 at KL {ON_PAR_KL} or above (training fit): {shown}", gap, numbers
 
 
 def _best_fit(results: Results, key: str) -> Measured:  # key: "<figure> 1 <T×16 or bs×16>"
@@ -602,11 +689,11 @@ def _smaller_gain(results: Results, key: str) -> Measured:  # key: the objective
     fit = _hv(results, [one, *_present(results, ["vimco16_kl.train", "vimco16_renyi.train"])])
     train = fit[many] - fit[one]
     share = gain / train if train > 0 else math.inf
-    holds = gain < SMALLER_SHARE * train
+    holds = train > 0 and gain < SMALLER_SHARE * train
     of = f"{share:.0%} of it" if math.isfinite(share) else "no training-fit gain to compare with"
     return (f"VIMCO 16 {_BASES[key]}: validation gain {gain:+.3f} (HV {x:.3f} vs {y:.3f}) against the training-fit "
             f"gain {train:+.3f} (Fig. 5.9, HV {fit[many]:.3f} vs {fit[one]:.3f}): {of}", None,
-            {"holds": float(holds), "share": share if math.isfinite(share) else None})
+            {"holds": float(holds), "share": share if math.isfinite(share) else None, "training gain": train})
 
 
 def _discrete_against(results: Results, key: str, regime: str) -> Measured:
@@ -672,32 +759,24 @@ def _perplexity(results: Results, key: str) -> Measured:  # key: "<DReG or VIMCO
 
 
 def _low_latents(results: Results, key: str) -> Measured:  # key: "<column> hs <hidden size>"
-    """The cell's test KL against the stage's low-KL line, and its optimum's validation KL against the KL range of
-    its curve's trials (the same split): low there when in the lower half of that range."""
+    """The cell's test KL against the stage's low-KL line, with the largest KL its curve's trials reach on validation
+    (``numbers["curve max"]``; None without the curve): where none of them lies above the line, it cannot fail
+    (:data:`UNTESTABLE`)."""
     from paperlib.experiments.micmco.ptb.micmco_ptb import LOW_KL
 
     column, hidden = key.rsplit(" hs ", 1)
     row = _table_rows(results, int(hidden))[column]
     kl = row["test_kl"]
     curve = results["curves"].get(row["curve"])
-    if curve is None:
-        return f"{key}: test KL {kl:.3f}", None, {"kl": kl, "holds": float(kl <= LOW_KL)}
-    kls = [t["kl"] for t in curve["trials"] if _finite(t) and isinstance(t.get("kl"), (int, float))]
-    trial = next((t for t in curve["trials"] if t.get("number") == row.get("trial") and _finite(t)), None)
-    at = trial["kl"] if trial is not None else row.get("valid_kl", kl)
-    low, high = min(kls), max(kls)
-    position = (at - low) / (high - low) if high > low else 0.0
-    holds = kl <= LOW_KL and position <= LOW_POSITION
-    return (f"{key}: test KL {kl:.3f}; its trial's validation KL {at:.3f} at {position:.0%} of the range of its "
-            f"curve's {len(kls)} trials ({low:.3f}–{high:.3f})", None,
-            {"kl": kl, "holds": float(holds), "position": position, "curve max": high})
+    top = None if curve is None else _max_kl(curve)
+    reach = "" if top is None else f"; its curve's trials reach KL {top:.3f} on validation"
+    return f"{key}: test KL {kl:.3f}{reach}", None, {"kl": kl, "holds": float(kl <= LOW_KL), "curve max": top}
 
 
-def _dropout(results: Results, key: str, margins: Margins | None = None) -> Measured:  # key: the estimator family
+def _dropout(results: Results, key: str) -> Measured:  # key: the estimator family
     """The best validation NLL with naive dropout (Fig. 5.10's curves of family ``key``; its single-sample curve is
-    the shared-mask run, the same masks with one sample) against the best with L2 (Fig. 5.11's), the gap positive
-    when dropout's is lower; against the seed margin the budget ladder measured for the two curves that reach these
-    best NLLs, where it did."""
+    the shared-mask run, the same masks with one sample) against the best with L2 (Fig. 5.11's), each the lowest NLL
+    over one seed's tuned trials; the gap positive when dropout's is lower."""
     best = {}
     for fig in ("5.10", "5.11"):
         names = [n for n in _present(results, _configurations(fig)) if _base(n) == key
@@ -706,18 +785,13 @@ def _dropout(results: Results, key: str, margins: Margins | None = None) -> Meas
         best[fig] = (name, lowest_nll(results["curves"][name]["trials"]))
     (dropout, x), (l2, y) = best["5.10"], best["5.11"]
     gap = y - x
-    margin = (margins or {}).get("lower", {}).get((dropout, l2))
     label = {n: results["curves"][n]["label"] for n in (dropout, l2)}
     by = f"{abs(gap):.4f}"
-    if gap <= 0:
-        reading = "no lead" if gap == 0 else f"dropout higher by {by}: the opposite of the thesis"
-    elif margin is None:
-        reading = f"dropout lower by {by}; no seed margin measured for these two curves"
-    else:
-        reading = (f"dropout lower by {by}, " + ("more than" if gap > margin else "inside") +
-                   f" the {margin:.4f} seed margin")
+    reading = (f"dropout lower by {by}" if gap > 0 else "no lead" if gap == 0 else
+               f"dropout higher by {by}: the opposite of the thesis")
+    trials = len(results["curves"][dropout]["trials"])
     return (f"{_BASES[key]}: best validation NLL naive dropout {x:.4f} ({label[dropout]}) vs L2 {y:.4f} "
-            f"({label[l2]}), {reading}", gap, _seeded(margin))
+            f"({label[l2]}), {reading} (each the lowest of one seed's {trials} tuned trials per curve)", gap, {})
 
 
 MEASURES: dict[str, Callable[..., Measured]] = {
@@ -725,9 +799,9 @@ MEASURES: dict[str, Callable[..., Measured]] = {
     DISCRETE: _discrete, POWER: _power, BOTH_TERMS: _both_terms, GENERALISE: _generalise, KEEPS_ORDER: _order,
     SPREAD: _spread, NO_GAIN: _no_gain, DISCRETE_GAIN: _discrete_gain, SMALLER_GAIN: _smaller_gain,
     DISCRETE_TRAILS: _discrete_trails, DEGRADES: _degrades, ON_PAR: _on_par, BEST_FIT: _best_fit,
-    TRADEOFF: _tradeoff, ALIKE: _alike,
+    TRADEOFF: _tradeoff, ALIKE: _alike, RENYI_HIGH: _renyi_high,
 }
-SEEDED = frozenset({MASKS, SAMPLES, DROPOUT})  # the claims whose comparisons a budget ladder may give a seed margin
+SEEDED = frozenset({MASKS, SAMPLES})  # the claims whose comparisons a budget ladder may give a seed margin
 
 
 def _beyond(gap: float | None, numbers: Mapping[str, float | None]) -> bool:
@@ -735,9 +809,9 @@ def _beyond(gap: float | None, numbers: Mapping[str, float | None]) -> bool:
     return gap is not None and gap > numbers.get("seed margin", hv_tie())
 
 
-def _beyond_seed_margin(gap: float | None, numbers: Mapping[str, float | None]) -> bool:
-    """A gap beyond the seed margin measured for it; without one nothing is shown beyond the noise."""
-    return gap is not None and "seed margin" in numbers and gap > numbers["seed margin"]
+def _beyond_frontier_tie(gap: float | None, numbers: Mapping[str, float | None]) -> bool:
+    """A frontier-NLL gap beyond :func:`frontier_tie`."""
+    return gap is not None and gap > frontier_tie()
 
 
 def _strictly(gap: float | None, numbers: Mapping[str, float | None]) -> bool:
@@ -750,8 +824,58 @@ def _meets(gap: float | None, numbers: Mapping[str, float | None]) -> bool:
 
 # How each comparison is judged here, from its numbers (a claim not named keeps the stage's outcome).
 HELD: dict[str, Callable[[float | None, Mapping[str, float | None]], bool]] = {
-    **{name: _beyond for name in DIRECTIONAL}, KEEPS_ORDER: _beyond, DROPOUT: _beyond_seed_margin,
+    **{name: _beyond for name in DIRECTIONAL}, **{name: _beyond_frontier_tie for name in FRONTIER},
+    KEEPS_ORDER: _beyond, DROPOUT: _strictly,
     BEST_FIT: _strictly, LOW_LATENTS: _meets, NO_GAIN: _meets, SMALLER_GAIN: _meets, ON_PAR: _meets, ALIKE: _meets,
+}
+
+
+def _every_hv_below_tie(c: Comparison) -> str | None:
+    """A tie reading ("no gain", "on par") whose hypervolumes all lie at or below the tie cannot fail."""
+    if c.numbers.get("reach", 1.0) <= 0:
+        return "cannot be tested at this scale: no KL range both curves' trials reach"
+    top = c.numbers.get("larger HV")
+    return ("cannot be tested at this scale: every hypervolume below the tie" if top is not None and top <= hv_tie()
+            else None)
+
+
+def _no_training_gain(c: Comparison) -> str | None:
+    """A validation gain "far below" the training fit's needs a training-fit gain beyond the tie to be below."""
+    train = c.numbers["training gain"]
+    return "no training-fit gain beyond the tie to compare with" if train <= hv_tie() else None
+
+
+def _line_cannot_fail(c: Comparison) -> str | None:
+    """A cell whose curve has no trial above the low-KL line (and whose test KL is not above it) cannot fail."""
+    from paperlib.experiments.micmco.ptb.micmco_ptb import LOW_KL
+
+    top = c.numbers["curve max"]
+    return (f"cannot fail at this scale: every trial of the curve below {LOW_KL} nats"
+            if top is not None and top <= LOW_KL and c.numbers["kl"] <= LOW_KL else None)
+
+
+def _too_short(c: Comparison) -> str | None:
+    """An equal-compute tradeoff whose shared KL range ends at or below the run's best fit."""
+    if not c.numbers["short"]:
+        return None
+    return (f"cannot be tested at this scale: the KL range both curves' trials reach ends at {c.numbers['reach']:.3f}, "
+            f"not above the run's best fit at KL {c.numbers.get('best fit KL', 0.0):.3f}, so no higher latent usage is "
+            "left to compare")
+
+
+def _high_kl_unreached(c: Comparison) -> str | None:
+    """Fig. 5.8's high latent usage (KL :data:`ON_PAR_KL`) not reached by both DReG 16 training-fit curves."""
+    if not c.numbers["short"]:
+        return None
+    reach = " and ".join(f"{v:.3f} with {k.split(' ', 1)[1]}" for k, v in c.numbers.items() if k.startswith("reach "))
+    return (f"cannot be tested at this scale: high latent usage, read as a KL of {ON_PAR_KL} nats per token, lies "
+            f"beyond the DReG 16 training-fit trials, which reach at most KL {reach}")
+
+
+# The comparisons that cannot be tested at this scale, per claim: why (the claim's not-run entry), or None to judge.
+UNTESTABLE: dict[str, Callable[[Comparison], str | None]] = {
+    **dict.fromkeys(TIE_THRESHOLDS, _every_hv_below_tie), SMALLER_GAIN: _no_training_gain,
+    LOW_LATENTS: _line_cannot_fail, TRADEOFF: _too_short, RENYI_HIGH: _high_kl_unreached,
 }
 
 
@@ -792,6 +916,7 @@ OWN_KEYS: dict[str, Callable[[Results], list[str]]] = {
     BEST_FIT: lambda r: _equal_compute_keys(r, ("5.13", "5.24")),
     TRADEOFF: lambda r: _equal_compute_keys(r, ("5.13", "5.24")),
     ALIKE: lambda r: [f for f in ("5.14", "5.25") if all(n in r["curves"] for n in _configurations(f)[:3])],
+    RENYI_HIGH: lambda r: ["5.8 Rényi vs KL"] if _objectives(r, "dreg16_{o}.train") == ["kl", "renyi"] else [],
 }
 
 
@@ -799,17 +924,27 @@ def _tie_text() -> str:
     return f"{hv_tie()}"
 
 
+def _frontier_tie_text() -> str:
+    from paperlib.experiments.micmco.ptb.micmco_ptb import PPL_TOLERANCE
+
+    return (f"{frontier_tie():.4f} nats (ln(1 + {PPL_TOLERANCE:.0%}): the stage's perplexity tolerance as a gap in "
+            "NLL)")
+
+
 # The rules of the claims judged here, and of the stage's claims read here differently from its record.
 RULES: dict[str, Callable[[Results], str]] = {
     NO_GAIN: lambda r: (f"HV(DReG 16) - HV(DReG 1) <= {_tie_text()} per objective on validation with naive dropout "
                         "(Fig. 5.10, whose single-sample curve is the shared-mask run: with one sample the masks are "
-                        "the same), on the reference of the DReG curves there"),
+                        "the same), on the reference of the DReG curves there; an objective whose hypervolumes both "
+                        "lie at or below the tie cannot fail and is named as not run"),
     DISCRETE_GAIN: lambda r: (f"HV(VIMCO 16) > HV(VIMCO 1) + {_tie_text()} per objective on validation with naive "
                               "dropout (Fig. 5.10), on the reference of the VIMCO curves there"),
     SMALLER_GAIN: lambda r: ("'not nearly to the extent observed on the training set' read as: VIMCO 16's validation "
                              "gain over VIMCO 1 with naive dropout (Fig. 5.10) is below "
                              f"{SMALLER_SHARE:.0%} of its training-fit gain (Fig. 5.9), per objective, each on the "
-                             "reference of its own VIMCO curves"),
+                             "reference of its own VIMCO curves; judged only where the training-fit gain exceeds the "
+                             f"{_tie_text()} tie (else there is no gain to fall short of, and the objective is "
+                             "named as not run)"),
     DISCRETE_TRAILS: lambda r: (f"HV(DReG 16) > HV(VIMCO 16) + {_tie_text()} per objective on validation with naive "
                                 "dropout (Fig. 5.10), KL capped at the discrete latents' entropy per token "
                                 f"({discrete_cap(r):.2f} nats)"),
@@ -818,42 +953,41 @@ RULES: dict[str, Callable[[Results], str]] = {
                          f"capped at the discrete latents' entropy per token ({discrete_cap(r):.2f} nats)"),
     ON_PAR: lambda r: (f"|HV(VIMCO 16) - HV(DReG 16)| <= {_tie_text()} per objective with shared masks (Fig. 5.12), "
                        f"KL capped at the thesis' {ON_PAR_KL} or at the largest KL both curves' trials reach, "
-                       "whichever is smaller"),
+                       "whichever is smaller; an objective whose hypervolumes both lie at or below the tie cannot fail "
+                       "and is named as not run"),
     BEST_FIT: lambda r: ("per single-sample run with 16x compute (T×16, bs×16): its lowest training NLL below the "
                          "16-sample estimators' lowest, by any amount; each the lowest NLL over one seed's tuned "
                          "trials (Figs. 5.13, 5.24)"),
-    TRADEOFF: lambda r: (f"per single-sample run with 16x compute: max(HV(16 KL), HV(16 Rényi)) > its HV + "
-                         f"{_tie_text()} on the training fit, on the reference of these three curves (Figs. 5.13, "
-                         "5.24)"),
+    TRADEOFF: lambda r: ("'they lose this advantage at higher latent usage' read as: per single-sample run with 16x "
+                         "compute, at k, the highest KL both its trials and the 16-sample estimators' trials reach, "
+                         "the better 16-sample frontier NLL (the lowest NLL among a curve's trials with KL >= k) below "
+                         f"the run's by more than {_frontier_tie_text()}, on the training fit (Figs. 5.13, 5.24); "
+                         "named as not run where k does not exceed the KL of the run's lowest-NLL trial (its "
+                         "frontier at k is then its best fit)"),
     ALIKE: lambda r: ("the lowest validation NLLs of the single-sample runs (base, T×16, bs×16; each the left end "
                       "of its frontier) lie within the stage's perplexity tolerance of each other, exp(highest - "
                       "lowest) - 1 <= 3% (Figs. 5.14, 5.25)"),
     DROPOUT: lambda r: ("best validation NLL with naive dropout (Fig. 5.10's curves: the dropout the thesis had "
                         "before it shared masks across samples) below the best with L2 (Fig. 5.11's), per base "
-                        "estimator; beyond the seed margin the budget ladder measured for the two curves reaching "
-                        "these best NLLs at this budget, where it did; without one, the thesis' way is not shown "
-                        "beyond the noise"),
+                        "estimator, by any amount; each the lowest NLL over one seed's tuned trials"),
     GENERALISE: lambda r: (f"max(HV(16 KL), HV(16 Rényi)) > HV(1 T×16) + {_tie_text()} and > HV(1 bs×16) + "
                            f"{_tie_text()} on validation (Figs. 5.14, 5.25), each on the reference of the three "
                            "curves compared"),
     LOW_LATENTS: lambda r: _low_latents_rule(),
+    RENYI_HIGH: lambda r: ("'only with the Rényi at high latent usage' read as: DReG 16 Rényi's frontier NLL at a "
+                           f"KL of {ON_PAR_KL} nats per token (the lowest NLL among its trials with KL >= "
+                           f"{ON_PAR_KL}; the thesis gives high latent usage no number, and this is the level of "
+                           f"its 'on par up to' on Fig. 5.12) below DReG 16 KL's by more than {_frontier_tie_text()}, "
+                           "on the training fit (Fig. 5.8); named as not run where either curve's trials stop short of "
+                           "that KL"),
 }
 
 
 def _low_latents_rule() -> str:
     from paperlib.experiments.micmco.ptb.micmco_ptb import LOW_KL
 
-    return (f"in every row, test KL <= {LOW_KL} nats per token, and the row's trial in the lower "
-            f"{LOW_POSITION:.0%} of the KL range its curve's trials span on validation")
-
-
-def _unreached_5_8(results: Results) -> list[str]:
-    names = _present(results, ["dreg16_kl.train", "dreg16_renyi.train"])
-    if not names:
-        return []
-    top = max(_max_kl(results["curves"][n]) for n in names)
-    return [f"16 samples gaining only with Rényi at high latent usage (the DReG 16 training-fit trials reach at most "
-            f"KL {top:.3f} nats per token)"]
+    return (f"test KL <= {LOW_KL} nats per token, in every row whose curve has a trial above {LOW_KL} on validation "
+            "(or whose test KL is above it): where the line can fail; the other rows are named as not run")
 
 
 def _unreached_5_12(results: Results) -> list[str]:
@@ -867,14 +1001,14 @@ def _unreached_5_12(results: Results) -> list[str]:
 
 
 # What the thesis says about a range of a figure that our trials do not reach: named as not run.
-UNREACHED: dict[str, Callable[[Results], list[str]]] = {"5.8": _unreached_5_8, "5.12": _unreached_5_12}
+UNREACHED: dict[str, Callable[[Results], list[str]]] = {"5.12": _unreached_5_12}
 
 
 def _notes(results: Results, name: str, figures: list[str]) -> list[str]:
     """Numbers of the claim's figures that no single comparison shows: the figure's hypervolumes on its own
-    reference (equal compute), dropout's best NLL with shared masks (dropout against L2), which cells' low-KL line
-    could not fail (Table 5.1)."""
-    if name in (GENERALISE, TRADEOFF):
+    reference (16 samples against 16x compute on validation), dropout's best NLL with shared masks (dropout against
+    L2)."""
+    if name == GENERALISE:
         out = []
         for fig in figures:
             names = [n for n in _configurations(fig) if n in results["curves"]]
@@ -889,25 +1023,7 @@ def _notes(results: Results, name: str, figures: list[str]) -> list[str]:
                                                           if _base(n) == b])}
         return [f"with the shared masks the thesis turned to next (Fig. 5.12), the best validation NLL is "
                 + ", ".join(f"{_BASES[b]} {v:.4f}" for b, v in shared.items())] if shared else []
-    if name == LOW_LATENTS:
-        return [_low_line_note(results)]
     return []
-
-
-def _low_line_note(results: Results) -> str:
-    from paperlib.experiments.micmco.ptb.micmco_ptb import LOW_KL
-
-    rows = [r for r in results["table_5_1"] if r.get("curve") in results["curves"]]
-    tops = {f"hs {r['hidden_size']} {r['column']}": _max_kl(results["curves"][r["curve"]]) for r in rows}
-    above = {cell: top for cell, top in tops.items() if top > LOW_KL}
-    below = [top for top in tops.values() if top <= LOW_KL]
-    if not below:
-        return f"every cell's curve has trials above the {LOW_KL} line on validation"
-    text = (f"the {LOW_KL} line cannot fail for {len(below)} of {len(tops)} cells: every trial of their curves lies "
-            f"below it on validation (at most {max(below):.3f})")
-    if above:
-        text += "; only " + ", ".join(f"{cell} (up to {top:.3f})" for cell, top in above.items()) + " reach above it"
-    return text
 
 
 # -- claims -------------------------------------------------------------------------------------------------------
@@ -928,8 +1044,9 @@ def reading(results: Results, record: Mapping[str, Any], where: str, margins: Ma
     figure ``where`` (or Table 5.1): the comparisons keyed by that figure when the claim keys its comparisons by
     figure, else all of them (a claim over several figures' curves, e.g. shared against naive masks); None when it
     compared nothing there. Each comparison is judged again here (:data:`HELD`; a seed margin from ``margins``,
-    :func:`seed_margins`, replaces the fixed tie where the budget ladder measured one), and a claim spanning other
-    figures counts its comparisons there as judged here."""
+    :func:`seed_margins`, replaces the fixed tie where the budget ladder measured one), a comparison that cannot be
+    tested at this scale (:data:`UNTESTABLE`) is set aside as untested rather than judged, and a claim spanning other
+    figures counts its tested comparisons there as judged here."""
     name, wins = record["claim"], dict(record.get("wins", {}))
     if name == KEEPS_ORDER:  # every pair of every figure, re-judged by KEEPS_ORDER_RULE
         wins = dict.fromkeys(_order_keys(wins))
@@ -938,10 +1055,13 @@ def reading(results: Results, record: Mapping[str, Any], where: str, margins: Ma
     if not own:  # nothing compared, or nothing on this figure of a claim keyed by figure
         return None
     judged = {key: _judge(results, name, key, wins[key], margins) for key in (wins if len(own) < len(wins) else own)}
-    pooled = (sum(c.held for c in judged.values()), len(judged)) if len(own) < len(wins) else None
+    why = {key: UNTESTABLE.get(name, lambda c: None)(c) for key, c in judged.items()}
+    tested = [key for key in judged if why[key] is None]
+    pooled = (sum(judged[key].held for key in tested), len(tested)) if len(own) < len(wins) else None
     rule = KEEPS_ORDER_RULE.format(tie=hv_tie()) if name == KEEPS_ORDER else record.get("rule", "")
-    return Reading(name, rule, tuple(judged[key] for key in own),
-                   tuple(_notes(results, name, [where] if figures else [])), pooled)
+    return Reading(name, rule, tuple(judged[key] for key in own if why[key] is None),
+                   tuple(_notes(results, name, [where] if figures else [])), pooled,
+                   tuple((plain_key(key, results["curves"]), why[key]) for key in own if why[key] is not None))
 
 
 def _records(results: Results) -> dict[str, Mapping[str, Any]]:
@@ -957,19 +1077,45 @@ def _records(results: Results) -> dict[str, Mapping[str, Any]]:
     return records
 
 
-def readings(results: Results, where: str, ladder: Results | None = None) -> list[Reading]:
-    """The claims figure ``where`` (or Table 5.1) is read for, each on its comparisons there, with the seed margins
-    the budget ladder (``ladder``; None: none) measured where it did; those that compared nothing at this profile are
-    left out."""
+def _read(results: Results, where: str, ladder: Results | None) -> tuple[list[Reading], list[str]]:
+    """The claims figure ``where`` (or Table 5.1) is read for that judged a comparison there, and the not-run entries
+    of the rest: a claim that compared nothing at this profile ("<claim> (its curves did not run at this profile)")
+    and the comparisons that could not be tested at this scale (:attr:`Reading.not_run`)."""
     records = _records(results)
     names = TABLE_CLAIMS if where == TABLE else FIGURE_CLAIMS.get(where, ())
-    margins = {kind: seed_margins(results, ladder, kind) for kind in ("better", "lower")}
-    return [r for name in names if name in records and (r := reading(results, records[name], where, margins))]
+    margins = seed_margins(results, ladder)
+    judged, not_run = [], []
+    for name in names:
+        read = reading(results, records[name], where, margins) if name in records else None
+        if read is None:
+            not_run.append(f"{name} (its curves did not run at this profile)")
+            continue
+        not_run += read.not_run
+        if read.comparisons:
+            judged.append(read)
+    return judged, not_run
+
+
+def readings(results: Results, where: str, ladder: Results | None = None) -> list[Reading]:
+    """The claims figure ``where`` (or Table 5.1) is read for, each on its comparisons there, with the seed margins
+    the budget ladder (``ladder``; None: none) measured where it did; those that judged nothing at this profile (no
+    curves, or no comparison that could be tested) are left out (:func:`figure_claim` names them as not run)."""
+    return _read(results, where, ladder)[0]
+
+
+# The budget ladders that read one of the row's sentences on other curves than the row's own part: how the row
+# names them (the ladder's claim as the stage words it -> the reading's label, and the evidence's first words).
+LADDER_READINGS: dict[str, tuple[str, str]] = {
+    "5.11-dropout": ("shared-mask dropout reaches a lower best NLL than L2 (DReG 16 Rényi, validation)",
+                     "the thesis' sentence on dropout against L2 read with shared-mask dropout, the ladder's curves "
+                     "(the row's own dropout part reads it with Fig. 5.10's naive dropout)"),
+}
 
 
 def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[list[Part], list[str]]:
-    """The budget ladder's parts of row ``item`` and what of it went unjudged (a ladder of another profile, not run
-    or not read); nothing for a row without a ladder."""
+    """The budget ladder's parts of row ``item`` (relabelled where a ladder reads one of the row's sentences on
+    other curves than the row's own part, :data:`LADDER_READINGS`) and what of it went unjudged (a ladder of another
+    profile, not run or not read); nothing for a row without a ladder."""
     keys = LADDER_ITEMS.get(item, ())
     if not keys:
         return [], []
@@ -982,6 +1128,10 @@ def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[l
     parts, unjudged = [], []
     for key in keys:
         part = ladder_claim_part(ladder, key)
+        if part is not None and key in LADDER_READINGS:
+            claim, how = LADDER_READINGS[key]
+            part = replace(part, label=f"ladder: {claim}", claim=f"{claim}, more clearly as the training budget grows",
+                           evidence=f"{how}; {part.evidence}")
         if part is not None:
             parts.append(part)
         else:
@@ -993,15 +1143,17 @@ def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[l
 
 def figure_claim(results: Results, ladder: Results | None, fig: str) -> Claim:
     """The claim of PTB figure ``fig`` (seed item M-F<fig>) on the stage's results and, for the rows with one, the
-    budget ladder's results (``ladder``; None when not at hand), with what the thesis says about a range our trials
-    do not reach named as not run (:data:`UNREACHED`). Raises :class:`~paperlib.experiments.common.claims.Unjudged`
-    when none of the claims the figure is read for compared anything at this profile."""
-    judged = readings(results, fig, ladder)
+    budget ladder's results (``ladder``; None when not at hand), named as not run: what of the ladder went unjudged,
+    the claims of :data:`FIGURE_CLAIMS` whose curves did not run, the comparisons that cannot be tested at this scale
+    (:data:`UNTESTABLE`) and what the thesis says about a range our trials do not reach (:data:`UNREACHED`). Raises
+    :class:`~paperlib.experiments.common.claims.Unjudged` when none of the claims the figure is read for judged
+    anything at this profile."""
+    judged, unread = _read(results, fig, ladder)
     if not judged:
         raise Unjudged(f"Fig. {fig}: none of its claims ({', '.join(FIGURE_CLAIMS.get(fig, ())) or 'none'}) "
-                       "compared curves at this profile")
+                       "judged curves at this profile" + (f" (not run: {', '.join(unread)})" if unread else ""))
     parts, not_run = ladder_parts(results, ladder, f"M-F{fig}")
-    not_run += UNREACHED.get(fig, lambda r: [])(results)
+    not_run += unread + UNREACHED.get(fig, lambda r: [])(results)
     return Claim(f"M-F{fig}", tuple(r.part() for r in judged) + tuple(parts), tuple(not_run))
 
 
@@ -1013,10 +1165,10 @@ def table_cells(results: Results) -> tuple[int, int, list[int]]:
 
 
 def table_claim(results: Results, ladder: Results | None) -> Claim:
-    """Table 5.1's claim (seed item M-T5.1): its two claims on the test results, its two budget ladders, and the
-    cells the profile did not run named as not run. Raises :class:`~paperlib.experiments.common.claims.Unjudged` when
-    neither claim compared anything (no cell ran)."""
-    judged = readings(results, TABLE, ladder)
+    """Table 5.1's claim (seed item M-T5.1): its two claims on the test results, its two budget ladders, and named as
+    not run the cells the profile did not run and those whose low-KL line cannot fail (:data:`UNTESTABLE`). Raises
+    :class:`~paperlib.experiments.common.claims.Unjudged` when neither claim compared anything (no cell ran)."""
+    judged, unread = _read(results, TABLE, ladder)
     if not judged:
         raise Unjudged("Table 5.1: no cell ran at this profile")
     parts, not_run = ladder_parts(results, ladder, "M-T5.1")
@@ -1024,4 +1176,4 @@ def table_claim(results: Results, ladder: Results | None) -> Claim:
     if missing:
         not_run.append(f"{cells - run} of {cells} cells (hidden size {', '.join(map(str, missing))}: its shared-mask "
                        "curves did not run at this profile)")
-    return Claim("M-T5.1", tuple(r.part() for r in judged) + tuple(parts), tuple(not_run))
+    return Claim("M-T5.1", tuple(r.part() for r in judged) + tuple(parts), tuple(not_run + unread))
