@@ -11,6 +11,7 @@ finds about the budget) and the thesis' Table 5.1 with its NLLs and KLs.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable, Mapping, Sequence
 
 from paperlib.reference.micmco import MICMCO_PTB_TABLE_5_1
@@ -18,8 +19,8 @@ from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.micmco.ptb.claims import (
     ALIKE, BEST_FIT, BOTH_TERMS, DEGRADES, DISCRETE, DISCRETE_GAIN, DISCRETE_TRAILS, DROPOUT, FRONTIER, GENERALISE,
     KEEPS_ORDER, LADDER_ITEMS, LOW_LATENTS, MASKS, NO_GAIN, ON_PAR, PERPLEXITY, POWER, RENYI_HIGH, SAMPLES,
-    SMALLER_GAIN, SPREAD, TABLE, TRADEOFF, Reading, diverged_trials, figure_claim, frontier_tie, lowest_nll, readings,
-    table_cells, table_claim,
+    SMALLER_GAIN, SPREAD, TABLE, TRADEOFF, Reading, Untestable, diverged_trials, figure_claim, frontier_tie, lowest_nll,
+    readings, table_cells, table_claim,
 )
 from paperlib.experiments.micmco.ptb.claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
 from paperlib.experiments.micmco.synthetic.claims import hv_tie
@@ -216,13 +217,16 @@ def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]
         ladder = results["micmco_ptb_ladder"] if f"M-F{fig}" in LADDER_ITEMS else None
         try:
             claim = figure_claim(r, ladder, fig)
+        except Untestable as why:
+            raise NotAttempted(f"the curves ran at this profile, but {'; '.join(why.not_run)}",
+                               "ran, but its claims cannot be judged at this profile") from None
         except Unjudged:
             return (f"partly: {len(r['figures'][fig]['curves'])} curves drawn; no numeric rule for this figure's "
                     f"claim ('{_MICMCO_PTB_SAYS[fig]}') compared curves at this profile, compare the frontiers in "
                     "the figure", "no numeric rule for this figure's claim ran; compare the frontiers in the figure")
         text = index_text(claim)
         zero = _zero_hypervolumes(r, fig)
-        if zero and "0.000" in text:
+        if zero and re.search(r"\bHV [^;()]*\b0\.000\b", text):
             text += (f"; HV 0.000 is no area: every finite trial of {', '.join(zero['labels'])} lies above the "
                      f"reference NLL {zero['reference']:.3f} (see 'ours')" if zero["above"] else
                      f"; HV 0.000 is no area: see 'ours' for why {', '.join(zero['labels'])} have none")
@@ -421,6 +425,9 @@ def _micmco_ptb_table_verdict(results: Results) -> tuple[str, str]:
     r = results["micmco_ptb"]
     try:
         claim = table_claim(r, results["micmco_ptb_ladder"])
+    except Untestable as why:
+        raise NotAttempted(f"the cells ran at this profile, but {'; '.join(why.not_run)}",
+                           "ran, but its claims cannot be judged at this profile") from None
     except Unjudged:
         raise MissingResult("Table 5.1 claims") from None
     run, cells, _ = table_cells(r)

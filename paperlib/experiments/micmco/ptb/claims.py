@@ -30,19 +30,19 @@ torch) are imported inside the functions that need them.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from paperlib.experiments.common.claims import Claim, Part, Unjudged, part_word
 from paperlib.experiments.micmco.ptb.comparisons import (  # noqa: F401 (diverged_trials, lead: exported for the index)
-    _BASES, KEEPS_ORDER_RULE, ON_PAR_KL, SMALLER_SHARE, Margins, Measured, Results, _alike, _base, _best_fit,
-    _both_terms, _configurations, _degrades, _discrete, _discrete_gain, _discrete_trails, _dropout, _generalise, _hv,
-    _low_latents, _masks, _max_kl, _no_gain, _on_par, _order, _order_keys, _perplexity, _power, _present, _renyi_high,
-    _samples, _smaller_gain, _spread, _tradeoff, discrete_cap, diverged_trials, frontier_tie, hv_tie, lead, lowest_nll,
-    plain_key, seed_margins,
+    _BASES, ON_PAR_KL, SMALLER_SHARE, Margins, Measured, Results, _alike, _base, _best_fit, _both_terms,
+    _configurations, _degrades, _discrete, _discrete_gain, _discrete_trails, _dropout, _dropout_keys,
+    _equal_compute_keys, _generalise, _hv, _low_latents, _masks, _max_kl, _no_gain, _objectives, _on_par, _perplexity,
+    _power, _present, _ran, _renyi_high, _samples, _smaller_gain, _tradeoff, discrete_cap, diverged_trials,
+    frontier_tie, hv_tie, lead, lowest_nll, plain_key, seed_margins,
 )
+from paperlib.experiments.micmco.ptb.robustness import KEEPS_ORDER_RULE, _order, _order_keys, _spread
 
 MASKS = "shared dropout masks restore the validation frontiers"
 SAMPLES = "multiple samples improve latent usage"
@@ -97,9 +97,9 @@ FRONTIER = frozenset({TRADEOFF, RENYI_HIGH})
 TIE_THRESHOLDS = frozenset({NO_GAIN, ON_PAR})
 # How each claim's comparisons are judged (paperlib.experiments.common.claims.RULE_KINDS).
 READING_KINDS = {**{name: "hypervolume tie" for name in DIRECTIONAL}, **{name: "fixed margin" for name in FRONTIER},
-                 PERPLEXITY: "threshold", LOW_LATENTS: "threshold", DROPOUT: "strict", KEEPS_ORDER: "hypervolume tie",
+                 PERPLEXITY: "threshold", LOW_LATENTS: "threshold", DROPOUT: "fixed margin", KEEPS_ORDER: "hypervolume tie",
                  SPREAD: "threshold", NO_GAIN: "threshold", SMALLER_GAIN: "threshold", ON_PAR: "threshold",
-                 BEST_FIT: "strict", ALIKE: "threshold"}
+                 BEST_FIT: "fixed margin", ALIKE: "threshold"}
 
 
 @dataclass(frozen=True)
@@ -229,10 +229,6 @@ def _beyond_frontier_tie(gap: float | None, numbers: Mapping[str, float | None])
     return gap is not None and gap > frontier_tie()
 
 
-def _strictly(gap: float | None, numbers: Mapping[str, float | None]) -> bool:
-    return gap is not None and gap > 0
-
-
 def _meets(gap: float | None, numbers: Mapping[str, float | None]) -> bool:
     return bool(numbers["holds"])
 
@@ -240,8 +236,8 @@ def _meets(gap: float | None, numbers: Mapping[str, float | None]) -> bool:
 # How each comparison is judged here, from its numbers (a claim not named keeps the stage's outcome).
 HELD: dict[str, Callable[[float | None, Mapping[str, float | None]], bool]] = {
     **{name: _beyond for name in DIRECTIONAL}, **{name: _beyond_frontier_tie for name in FRONTIER},
-    KEEPS_ORDER: _beyond, DROPOUT: _strictly,
-    BEST_FIT: _strictly, LOW_LATENTS: _meets, NO_GAIN: _meets, SMALLER_GAIN: _meets, ON_PAR: _meets, ALIKE: _meets,
+    KEEPS_ORDER: _beyond, DROPOUT: _beyond_frontier_tie,
+    BEST_FIT: _beyond_frontier_tie, LOW_LATENTS: _meets, NO_GAIN: _meets, SMALLER_GAIN: _meets, ON_PAR: _meets, ALIKE: _meets,
 }
 
 
@@ -255,9 +251,11 @@ def _every_hv_below_tie(c: Comparison) -> str | None:
 
 
 def _no_training_gain(c: Comparison) -> str | None:
-    """A validation gain "far below" the training fit's needs a training-fit gain beyond the tie to be below."""
+    """A validation gain "far below" the training fit's needs a training-fit gain whose share
+    :data:`SMALLER_SHARE` exceeds the tie: a smaller cut would fall inside the noise."""
     train = c.numbers["training gain"]
-    return "no training-fit gain beyond the tie to compare with" if train <= hv_tie() else None
+    return (f"no training-fit gain large enough to compare with: {SMALLER_SHARE:.0%} of it must exceed the tie"
+            if SMALLER_SHARE * train <= hv_tie() else None)
 
 
 def _line_cannot_fail(c: Comparison) -> str | None:
@@ -294,30 +292,6 @@ UNTESTABLE: dict[str, Callable[[Comparison], str | None]] = {
 }
 
 
-def _objectives(results: Results, *patterns: str) -> list[str]:
-    """The objectives (kl, renyi) for which every curve ``patterns`` names (with ``{o}``) ran."""
-    return [o for o in ("kl", "renyi") if all(p.format(o=o) in results["curves"] for p in patterns)]
-
-
-def _equal_compute_keys(results: Results, figures: tuple[str, ...]) -> list[str]:
-    keys = []
-    for fig in figures:
-        names = _configurations(fig)
-        if not all(n in results["curves"] for n in names):
-            continue
-        keys += [f"{fig} 1 {tag}" for tag in ("T×16", "bs×16")]
-    return keys
-
-
-def _dropout_keys(results: Results) -> list[str]:
-    """The base estimators with a finite trial both among Fig. 5.10's curves (naive dropout) and Fig. 5.11's (L2)."""
-    def finite(fig: str, base: str) -> bool:
-        return any(lowest_nll(results["curves"][n]["trials"]) < math.inf
-                   for n in _present(results, _configurations(fig)) if _base(n) == base)
-
-    return [b for b in ("dreg", "vimco") if finite("5.10", b) and finite("5.11", b)]
-
-
 # The comparisons of the claims judged here alone (not in the stage's record), and of the stage's claims judged here
 # on other curves than its record's (dropout: naive masks), from the curves that ran.
 OWN_KEYS: dict[str, Callable[[Results], list[str]]] = {
@@ -330,7 +304,7 @@ OWN_KEYS: dict[str, Callable[[Results], list[str]]] = {
     ON_PAR: lambda r: _objectives(r, "dreg16_{o}.shared", "vimco16_{o}.shared"),
     BEST_FIT: lambda r: _equal_compute_keys(r, ("5.13", "5.24")),
     TRADEOFF: lambda r: _equal_compute_keys(r, ("5.13", "5.24")),
-    ALIKE: lambda r: [f for f in ("5.14", "5.25") if all(n in r["curves"] for n in _configurations(f)[:3])],
+    ALIKE: lambda r: [f for f in ("5.14", "5.25") if all(_ran(r, n) for n in _configurations(f)[:3])],
     RENYI_HIGH: lambda r: ["5.8 Rényi vs KL"] if _objectives(r, "dreg16_{o}.train") == ["kl", "renyi"] else [],
 }
 
@@ -371,8 +345,8 @@ RULES: dict[str, Callable[[Results], str]] = {
                        "whichever is smaller; an objective whose hypervolumes both lie at or below the tie cannot fail "
                        "and is named as not run"),
     BEST_FIT: lambda r: ("per single-sample run with 16x compute (T×16, bs×16): its lowest training NLL below the "
-                         "16-sample estimators' lowest, by any amount; each the lowest NLL over one seed's tuned "
-                         "trials (Figs. 5.13, 5.24)"),
+                         f"16-sample estimators' lowest by more than {_frontier_tie_text()} (a fixed margin: each is "
+                         "the lowest NLL over one seed's tuned trials; Figs. 5.13, 5.24)"),
     TRADEOFF: lambda r: ("'they lose this advantage at higher latent usage' read as: per single-sample run with 16x "
                          "compute, at k, the highest KL both its trials and the 16-sample estimators' trials reach, "
                          "the better 16-sample frontier NLL (the lowest NLL among a curve's trials with KL >= k) below "
@@ -384,7 +358,8 @@ RULES: dict[str, Callable[[Results], str]] = {
                       "lowest) - 1 <= 3% (Figs. 5.14, 5.25)"),
     DROPOUT: lambda r: ("best validation NLL with naive dropout (Fig. 5.10's curves: the dropout the thesis had "
                         "before it shared masks across samples) below the best with L2 (Fig. 5.11's), per base "
-                        "estimator, by any amount; each the lowest NLL over one seed's tuned trials"),
+                        f"estimator, by more than {_frontier_tie_text()} (a fixed margin: each is the lowest NLL over "
+                        "one seed's tuned trials, whose spread one seed cannot measure)"),
     GENERALISE: lambda r: (f"max(HV(16 KL), HV(16 Rényi)) > HV(1 T×16) + {_tie_text()} and > HV(1 bs×16) + "
                            f"{_tie_text()} on validation (Figs. 5.14, 5.25), each on the reference of the three "
                            "curves compared"),
@@ -556,17 +531,27 @@ def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[l
     return parts, unjudged
 
 
+class Untestable(Unjudged):
+    """Nothing of a figure's (or Table 5.1's) claims can be judged at this profile, and ``not_run`` says why: its
+    curves did not run, or every comparison cannot be tested at this scale."""
+
+    def __init__(self, message: str, not_run: list[str]):
+        super().__init__(message)
+        self.not_run = tuple(not_run)
+
+
 def figure_claim(results: Results, ladder: Results | None, fig: str) -> Claim:
     """The claim of PTB figure ``fig`` (seed item M-F<fig>) on the stage's results and, for the rows with one, the
     budget ladder's results (``ladder``; None when not at hand), named as not run: what of the ladder went unjudged,
     the claims of :data:`FIGURE_CLAIMS` whose curves did not run, the comparisons that cannot be tested at this scale
     (:data:`UNTESTABLE`) and what the thesis says about a range our trials do not reach (:data:`UNREACHED`). Raises
     :class:`~paperlib.experiments.common.claims.Unjudged` when none of the claims the figure is read for judged
-    anything at this profile."""
+    anything at this profile (:class:`Untestable`, with the reasons, when some could have)."""
     judged, unread = _read(results, fig, ladder)
     if not judged:
-        raise Unjudged(f"Fig. {fig}: none of its claims ({', '.join(FIGURE_CLAIMS.get(fig, ())) or 'none'}) "
-                       "judged curves at this profile" + (f" (not run: {', '.join(unread)})" if unread else ""))
+        message = (f"Fig. {fig}: none of its claims ({', '.join(FIGURE_CLAIMS.get(fig, ())) or 'none'}) judged "
+                   "curves at this profile" + (f" (not run: {', '.join(unread)})" if unread else ""))
+        raise Untestable(message, unread) if unread else Unjudged(message)
     parts, not_run = ladder_parts(results, ladder, f"M-F{fig}")
     not_run += unread + UNREACHED.get(fig, lambda r: [])(results)
     return Claim(f"M-F{fig}", tuple(r.part() for r in judged) + tuple(parts), tuple(not_run))
@@ -585,7 +570,8 @@ def table_claim(results: Results, ladder: Results | None) -> Claim:
     :class:`~paperlib.experiments.common.claims.Unjudged` when neither claim compared anything (no cell ran)."""
     judged, unread = _read(results, TABLE, ladder)
     if not judged:
-        raise Unjudged("Table 5.1: no cell ran at this profile")
+        message = "Table 5.1: no claim could be judged at this profile"
+        raise Untestable(f"{message} (not run: {', '.join(unread)})", unread) if unread else Unjudged(message)
     parts, not_run = ladder_parts(results, ladder, "M-T5.1")
     run, cells, missing = table_cells(results)
     if missing:
