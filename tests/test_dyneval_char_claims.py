@@ -321,10 +321,17 @@ def test_the_character_rows_disclose_training_tuning_and_the_recovery_tests_own_
     items = ("K-F3.2", "K-F3.3", "K-T4.4", "K-F5.2", "K-T6.1", "K-T6.4")
     table, results = _index(*items)
     r = results["dyneval_char"]
+    models = r["models"].values()
+    (steps,), (chars,) = {m["train_steps"] for m in models}, {m["train_chars"] for m in models}
+    train_chars = results["data_summary"]["ptb_char"]["splits"]["train"]["tokens"]
+    rolled = [m for m in models if m["rollbacks"]]
     for item in items:
         scale = table[item]["scale"]
-        assert "each trained 600 steps on 1.92M characters, 38% of one pass over the 5.02M training characters" in scale
-        assert "rollbacks): mLSTM 2" in scale and "settings tuned on 3,000 validation characters" in scale, item
+        assert (f"each trained {steps:,} steps on {chars / 1e6:.2f}M characters, {chars / train_chars:.0%} of one pass "
+                f"over the {train_chars / 1e6:.2f}M training characters") in scale, item
+        assert ("rollbacks):" in scale) == bool(rolled), item
+        assert "; Adam, lr 0.005 (mLSTM 0.002, Transformer 0.003), decayed linearly to 0.1× by the last step" in scale
+        assert "settings tuned on 3,000 validation characters" in scale, item
     rec = table["K-F3.3"]["scale"]
     assert f"recovery on the first {r['recovery']['chars']:,} test characters" in rec and "20,000 test" not in rec
     assert "averaged over the 3 models (LSTM, mLSTM, Mogrifier; thesis: the 10% averaged over the mLSTM and the " \
@@ -347,3 +354,22 @@ def test_the_character_rows_paper_and_ours_texts_carry_the_numbers_they_compare(
     assert "K-T6.1 judges the same sentence" in table["K-T6.2"]["reason"]
     assert table["K-T4.5"]["status"] == table["K-T6.2"]["status"] == table["K-T5.8"]["status"] == "not attempted"
     assert "text8 and the 1948 book" in table["K-T5.8"]["reason"]
+
+
+def test_the_character_scale_names_the_optimiser_its_schedule_and_the_models_with_their_own_learning_rate():
+    """The scale text reads the stage's recorded settings: a model's own lr (a per-model ``train`` override) is named
+    beside the shared one, a decaying schedule says where it ends, and nothing is said when no settings were kept."""
+    from paperlib.compendium.results_index.dynamic_evaluation import _char_optimizer
+
+    models = {"lstm": {}, "mlstm": {}}
+    params = {"train": {"optimizer": "adam", "lr": 0.005, "schedule": "linear", "final_lr": 0.1},
+              "models": {"lstm": {"cell": "lstm"}, "mlstm": {"cell": "mlstm", "train": {"lr": 0.002}}}}
+    assert _char_optimizer({"dyneval_char.params": params}, models) == \
+        "; Adam, lr 0.005 (mlstm 0.002), decayed linearly to 0.1× by the last step"
+    params["train"] = {"optimizer": "sgd", "lr": 20.0, "schedule": "plateau", "plateau_factor": 0.25}
+    params["models"]["mlstm"].pop("train")
+    assert _char_optimizer({"dyneval_char.params": params}, models) == \
+        "; SGD, lr 20, × 0.25 after each evaluation without a new best"
+    params["train"] = {"optimizer": "adam", "lr": 0.003}
+    assert _char_optimizer({"dyneval_char.params": params}, models) == "; Adam, lr 0.003"
+    assert _char_optimizer({}, models) == ""

@@ -392,7 +392,24 @@ def _char_training(results: Results) -> str:
     diverged = (f"; training diverged and restarted from the best checkpoint (rollbacks): {', '.join(rolled)}"
                 if rolled else "")
     tuned = f"; settings tuned on {r['valid_chars']:,} validation characters" if "valid_chars" in r else ""
-    return f"PTB characters; {sizes} params, {trained}{diverged}{tuned}"
+    return f"PTB characters; {sizes} params, {trained}{_char_optimizer(results, m)}{diverged}{tuned}"
+
+
+def _char_optimizer(results: Results, models: dict[str, Any]) -> str:
+    """The optimiser the character models trained with (from the stage's settings): its learning rate, the models
+    that used another, and where the schedule ends; empty when the settings are not recorded."""
+    params = results.get("dyneval_char.params", {})
+    train, specs = params.get("train"), params.get("models", {})
+    if not train or "lr" not in train:
+        return ""
+    rates = {k: {**train, **specs.get(k, {}).get("train", {})}["lr"] for k in models}
+    others = ", ".join(f"{k} {v:g}" for k, v in rates.items() if v != train["lr"])
+    decay = {"linear": "decayed linearly", "cosine": "cosine-decayed"}.get(train.get("schedule", "constant"))
+    name = {"adam": "Adam", "sgd": "SGD", "radam": "RAdam"}.get(train.get("optimizer", "adam"), train.get("optimizer"))
+    end = (f", {decay} to {train.get('final_lr', 0.0):g}× by the last step" if decay else
+           f", × {train.get('plateau_factor', 0.25):g} after each evaluation without a new best"
+           if train.get("schedule") == "plateau" else "")
+    return f"; {name}, lr {train['lr']:g}" + (f" ({others})" if others else "") + end
 
 
 def _char_scale(results: Results) -> str:
