@@ -63,9 +63,10 @@ def test_every_claim_holds_where_the_numbers_have_the_seeds_shape():
     judged = claims(constructed())
     assert list(judged) == list(CLAIMS) and set(CLAIMS) == set(ITEMS)
     for item, claim in judged.items():
-        assert claim.item == item and all(p.verdict == "reproduced" for p in claim.parts), claim.text()
+        held = "within noise" if item == "K-F3.2" else "reproduced"  # one training seed per size: no seed margin
+        assert claim.item == item and all(p.verdict == held for p in claim.parts), claim.text()
         assert claim.not_run == ((PEAK,) if item == "K-F5.2" else ()), claim.text()
-        assert claim.verdict == ("partly" if item == "K-F5.2" else "reproduced")
+        assert claim.verdict == {"K-F5.2": "partly", "K-F3.2": "within noise"}.get(item, "reproduced")
         assert all(p.claim and p.evidence and p.rule for p in claim.parts)
     assert set(_parts(judged["K-T4.4"])) == {IMPROVES_MLSTM, SPARSE}
     assert set(_parts(judged["K-T6.1"])) == {IMPROVES_TXL, BEATS_SGD}
@@ -142,12 +143,16 @@ def test_out_of_domain_parts_judge_table_6_4s_claim_that_every_rule_improves_on_
     assert claim.not_run == (txl,) and claim.verdict == "not reproduced"
 
 
-def test_the_scaling_claim_needs_the_mlstm_below_the_lstm_at_every_size():
+def test_the_scaling_claim_needs_the_mlstm_below_the_lstm_at_every_size_and_has_no_seed_margin():
+    """One trained model per kind and size: the mLSTM ahead at every size is the paper's way without a seed margin
+    (within noise), behind at any size fails; the evidence says the seed count and the parameter surplus."""
     r = constructed()
-    assert _parts(scaling_claim(r)) == {"mLSTM below the LSTM at every size": "reproduced"}
-    r["scaling"]["mlstm"][1]["valid_bpc"] = 2.2  # our cpu sweep: the larger mLSTM behind the LSTM
-    assert _parts(scaling_claim(r)) == {"mLSTM below the LSTM at every size": "partly reproduced"}
-    r["scaling"]["mlstm"][0]["valid_bpc"] = 2.3
+    part = scaling_claim(r).parts[0]
+    assert part.verdict == "within noise" and part.kind == "seed margin" and "no margin" in part.rule
+    assert "one training seed per model and size; the mLSTM has 13% / 3% more parameters than its LSTM" in \
+        part.evidence
+    r["scaling"]["mlstm"][1]["valid_bpc"] = 2.2  # the larger mLSTM behind the LSTM
+    assert _parts(scaling_claim(r)) == {"mLSTM below the LSTM at every size": "not reproduced"}
     assert scaling_claim(r).verdict == "not reproduced" and "565k vs 550k params: mLSTM 2.200 vs LSTM 2.000 bpc" in \
         scaling_claim(r).parts[0].evidence
 
@@ -170,8 +175,8 @@ def test_the_mlstm_recovers_faster_only_beyond_twice_its_standard_error(gap, ver
     assert _parts(recovery_claim(r))[MLSTM_FASTER] == verdict
 
 
-@pytest.mark.parametrize("gap, verdict", [(-0.03, "reproduced"), (0.03, "reproduced"), (0.04, "reproduced"),
-                                          (0.05, "not reproduced")])
+@pytest.mark.parametrize("gap, verdict", [(-0.03, "reproduced"), (0.0, "reproduced"), (0.03, "within noise"),
+                                          (0.04, "within noise"), (0.05, "not reproduced")])
 def test_the_mogrifier_does_not_recover_faster_unless_its_gap_is_beyond_the_margin(gap, verdict):
     r = constructed()
     r["recovery"]["gap_one_step"]["mogrifier_lstm"] = _gap(gap)
@@ -201,6 +206,7 @@ def test_recovery_reads_expectations_from_cells_and_lists_models_not_run():
 def test_the_recovery_evidence_shows_the_gap_and_margin_without_a_verdict_word():
     (faster, _) = recovery_claim(constructed()).parts
     assert faster.evidence.startswith("gap +0.100 ± 0.040 bits") and "LSTM 2.50 vs mLSTM 2.20" in faster.evidence
+    assert faster.evidence.endswith("its lead over the LSTM at k = 1..2: +0.300 / +0.200 vs +0.100 overall")
     assert "twice its standard error" in faster.rule
 
 
@@ -330,7 +336,8 @@ def test_the_character_rows_disclose_training_tuning_and_the_recovery_tests_own_
         assert (f"each trained {steps:,} steps on {chars / 1e6:.2f}M characters, {chars / train_chars:.0%} of one pass "
                 f"over the {train_chars / 1e6:.2f}M training characters") in scale, item
         assert ("rollbacks):" in scale) == bool(rolled), item
-        assert "; Adam, lr 0.005 (mLSTM 0.002, Transformer 0.003), decayed linearly to 0.1× by the last step" in scale
+        assert ("the step budget, not to convergence, one training seed each; Adam, lr 0.005 (mLSTM 0.002, Transformer "
+                "0.003), set by hand, not searched, decayed linearly to 0.1× by the last step") in scale, item
         assert "settings tuned on 3,000 validation characters" in scale, item
     rec = table["K-F3.3"]["scale"]
     assert f"recovery on the first {r['recovery']['chars']:,} test characters" in rec and "20,000 test" not in rec
@@ -365,11 +372,11 @@ def test_the_character_scale_names_the_optimiser_its_schedule_and_the_models_wit
     params = {"train": {"optimizer": "adam", "lr": 0.005, "schedule": "linear", "final_lr": 0.1},
               "models": {"lstm": {"cell": "lstm"}, "mlstm": {"cell": "mlstm", "train": {"lr": 0.002}}}}
     assert _char_optimizer({"dyneval_char.params": params}, models) == \
-        "; Adam, lr 0.005 (mlstm 0.002), decayed linearly to 0.1× by the last step"
+        "; Adam, lr 0.005 (mlstm 0.002), set by hand, not searched, decayed linearly to 0.1× by the last step"
     params["train"] = {"optimizer": "sgd", "lr": 20.0, "schedule": "plateau", "plateau_factor": 0.25}
     params["models"]["mlstm"].pop("train")
     assert _char_optimizer({"dyneval_char.params": params}, models) == \
-        "; SGD, lr 20, × 0.25 after each evaluation without a new best"
+        "; SGD, lr 20, set by hand, not searched, × 0.25 after each evaluation without a new best"
     params["train"] = {"optimizer": "adam", "lr": 0.003}
-    assert _char_optimizer({"dyneval_char.params": params}, models) == "; Adam, lr 0.003"
+    assert _char_optimizer({"dyneval_char.params": params}, models) == "; Adam, lr 0.003, set by hand, not searched"
     assert _char_optimizer({}, models) == ""

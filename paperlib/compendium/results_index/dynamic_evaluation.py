@@ -392,7 +392,8 @@ def _char_training(results: Results) -> str:
     diverged = (f"; training diverged and restarted from the best checkpoint (rollbacks): {', '.join(rolled)}"
                 if rolled else "")
     tuned = f"; settings tuned on {r['valid_chars']:,} validation characters" if "valid_chars" in r else ""
-    return f"PTB characters; {sizes} params, {trained}{_char_optimizer(results, m)}{diverged}{tuned}"
+    return (f"PTB characters; {sizes} params, {trained}, one training seed each{_char_optimizer(results, m)}{diverged}"
+            f"{tuned}")
 
 
 def _char_optimizer(results: Results, models: dict[str, Any]) -> str:
@@ -409,7 +410,7 @@ def _char_optimizer(results: Results, models: dict[str, Any]) -> str:
     end = (f", {decay} to {train.get('final_lr', 0.0):g}× by the last step" if decay else
            f", × {train.get('plateau_factor', 0.25):g} after each evaluation without a new best"
            if train.get("schedule") == "plateau" else "")
-    return f"; {name}, lr {train['lr']:g}" + (f" ({others})" if others else "") + end
+    return f"; {name}, lr {train['lr']:g}" + (f" ({others})" if others else "") + ", set by hand, not searched" + end
 
 
 def _char_scale(results: Results) -> str:
