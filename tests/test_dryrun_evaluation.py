@@ -184,6 +184,21 @@ def test_character_level_dynamic_evaluation_counts_each_models_rows_and_the_out_
     assert _plan("dyneval_char", "paper", shorter)["mlstm: sgd, validation"].units == math.ceil(999 / 20)
 
 
+def test_the_fig_3_2_sweep_trains_and_scores_every_seed_and_reuses_the_main_models_first_seed():
+    from paperlib.experiments.dryrun.workloads import ADAPTERS
+
+    base = experiment_params("dyneval_char", "paper")
+    lstm = base.models["lstm"]["hidden_size"]
+    settings = dataclasses.replace(base, scaling={**base.scaling, "seeds": 3,
+                                                  "hidden_sizes": {"lstm": [550, lstm]}})
+    plan, once = _plan("dyneval_char", "paper", settings), _plan("dyneval_char", "paper", base)
+    assert plan["scaling: lstm_h550"].passes == plan["scaling: lstm"].passes == 3
+    assert plan["lstm_h550: validation"].passes == 3 * once["lstm_h550: validation"].passes
+    assert plan[f"lstm_h{lstm}: validation"].passes == 2 * once["lstm_h550: validation"].passes
+    runs = {w.name: w.runs for w in ADAPTERS["dyneval_char"]("dyneval_char", settings, "fp32", lambda n: n)}
+    assert runs["lstm_h550"] == 3 and runs[f"lstm_h{lstm}"] == 2 and runs["lstm"] == 1
+
+
 def test_sentence_vaes_are_scored_once_per_trial_and_per_ladder_score():
     from paperlib.experiments.common.claims import scoring_steps
     from paperlib.experiments.micmco.ptb.design import TABLE_5_1_CURVES

@@ -192,7 +192,7 @@ def tiny_settings(lr: float = 0.0) -> dict:
         "sparse_units": 3,
         "timescale": {"model": "mlstm", "sequences": 2, "length": 40, "bin": 20, "stream_batch": 2},
         "recovery": {"models": ["lstm", "mlstm"], "chars": 300, "fraction": 0.1, "horizon": 3},
-        "scaling": {"hidden_sizes": {"mlstm": [4, 8]}, "valid_chars": 100},
+        "scaling": {"hidden_sizes": {"mlstm": [4, 8]}, "valid_chars": 100, "seeds": 2},
         "threads": 1,
     }
 
@@ -220,6 +220,9 @@ def test_bad_settings_name_the_valid_choices():
         DynEvalCharParams(**{**good, "recovery": {**good["recovery"], "models": ["transformer"]}})
     with pytest.raises(ValueError, match="line-based character corpus"):
         DynEvalCharParams(**{**good, "corpus": "ptb"})
+    for seeds in (0, 1.5, True):
+        with pytest.raises(ValueError, match="scaling.seeds must be a positive integer"):
+            DynEvalCharParams(**{**good, "scaling": {**good["scaling"], "seeds": seeds}})
 
 
 # With lr = 0 and no decay every dynamically evaluated row scores the static model of its table. Whether it does so
@@ -282,6 +285,12 @@ def test_tiny_run_end_to_end_with_zero_learning_rate_reproduces_static_and_reuse
     assert rec["surprising"] == math.ceil(0.1 * (300 - 3))
     assert all(rec["after_bits"][m][0] > rec["overall_bits"][m] for m in rec["models"])
     assert [p["hidden_size"] for p in results["scaling"]["mlstm"]] == [4, 8]
+    for point in results["scaling"]["mlstm"]:  # two training seeds per size, their mean the point's value
+        first, second = point["valid_bpc_seeds"]
+        assert first != second and point["valid_bpc"] == pytest.approx((first + second) / 2)
+    runs = tmp_path / "runs" / "dyneval_char"  # at the main model's own size its first seed is the main model
+    assert {"mlstm_h4", "mlstm_h4_seed1", "mlstm_h8_seed1"} <= {p.name for p in runs.iterdir()}
+    assert not (runs / "mlstm_h8").exists()
     after, overall, found = rec["after_bits"], rec["overall_bits"], rec["gap_one_step"]["mlstm"]
     # the gap is Krause's criterion (advantage one step after a surprise minus the overall advantage), with twice
     # its standard error over the positions as the margin the claims tie within

@@ -448,8 +448,15 @@ def _scaling_scale(results: Results) -> str:
     sizes = "; ".join(f"{model_name(cell)} " + ", ".join(f"{p['parameters'] / 1e3:,.0f}k" for p in points)
                       for cell, points in r["scaling"].items())
     valid = results.get("dyneval_char.params", {}).get("scaling", {}).get("valid_chars")
+    seeds = _sweep_seeds(r["scaling"])
     return (f"{_char_training(results)}; the sweep's sizes {sizes}, trained alike"
+            + (f" from {seeds} training seeds each (the main models are the first)" if seeds > 1 else "")
             + (f", validation bpc on {valid:,} characters" if valid else ""))
+
+
+def _sweep_seeds(scaling: dict[str, Any]) -> int:
+    """The most training seeds any point of the Fig. 3.2 sweep averages (1 when none keeps its seeds)."""
+    return max((len(p.get("valid_bpc_seeds", [0])) for points in scaling.values() for p in points), default=1)
 
 
 def _char_ood_ours(results: Results) -> str:
@@ -463,10 +470,14 @@ def _char_ood_ours(results: Results) -> str:
 
 
 def _char_timescale_ours(results: Results) -> str:
+    ts = _char(results)["timescale"]
     out = []
-    for domain, curves in _char(results)["timescale"]["curves"].items():
+    for domain, curves in ts["curves"].items():
         gaps = [a - b for a, b in zip(curves["static"], curves["dynamic"])]
-        out.append(f"{domain.replace('_', ' ')}: static − dynamic from {_f(gaps[0], 3)} to {_f(gaps[-1], 3)}")
+        top = max(range(len(gaps)), key=lambda i: (gaps[i], i))  # a tie with the last bin is no peak
+        peak = (f", largest {_f(gaps[top], 3)} in the bin ending at character {(top + 1) * ts['bin']:,}"
+                if top < len(gaps) - 1 else "")
+        out.append(f"{domain.replace('_', ' ')}: static − dynamic from {_f(gaps[0], 3)} to {_f(gaps[-1], 3)}{peak}")
     return "per-bin advantage (bpc) " + "; ".join(out) + _profile_note(results, "dyneval_char")
 
 
@@ -530,7 +541,8 @@ def _recovery_ours(results: Results) -> str:
 
 def _scaling_ours(results: Results) -> str:
     sc = _char(results)["scaling"]
-    return "valid bpc vs params: " + "; ".join(
+    seeds = _sweep_seeds(sc)
+    return "valid bpc vs params" + (f" (mean of {seeds} seeds)" if seeds > 1 else "") + ": " + "; ".join(
         f"{cell} " + ", ".join(f"{p['parameters'] / 1e3:.0f}k {_f(p['valid_bpc'], 3)}" for p in points)
         for cell, points in sc.items()) + _profile_note(results, "dyneval_char")
 

@@ -344,14 +344,18 @@ def _dyneval_char(stage: str, settings: Any, precision: str, cap: Cap, profile: 
     for name in rec["models"]:
         yield _forward(f"recovery: {name}", settings.models[name], vocab, 1, cap(200), windows(chars, 1, 200), shown=200)
     scaled = _prefix(corpus, "valid", settings.scaling["valid_chars"])
+    seeds = settings.scaling.get("seeds", 1)
     for name, sizes in settings.scaling["hidden_sizes"].items():
         base = settings.models[name]
         for hidden in sizes:
             spec = {**base, "hidden_size": hidden}
             label = name if hidden == base["hidden_size"] else f"{name}_h{hidden}"
-            if hidden != base["hidden_size"]:
-                yield validation(label, spec, {**settings.train, **base.get("train", {})}, vocab, full_valid, 1, cap)
-            yield _forward(f"scaling: {label}", spec, vocab, 1, cap(200), windows(scaled, 1, 200), shown=200)
+            trained = seeds - 1 if hidden == base["hidden_size"] else seeds  # the main model's validation is its own
+            if trained:
+                yield validation(f"{name}_h{hidden}", spec, {**settings.train, **base.get("train", {})}, vocab,
+                                 full_valid, trained, cap)
+            yield _forward(f"scaling: {label}", spec, vocab, 1, cap(200), windows(scaled, 1, 200), passes=seeds,
+                           shown=200)
 
 
 def sentence_evaluation(name: str, curve_name: str, settings: Any, split: str, samples: int, passes: int, cap: Cap,

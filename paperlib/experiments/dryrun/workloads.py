@@ -119,16 +119,19 @@ def _dyneval(stage: str, settings: Any, precision: str, cap: Cap,
 
 def _dyneval_char(stage: str, settings: Any, precision: str, cap: Cap,
                   profile: str = "paper") -> Iterator[Workload]:
-    """dyneval_char (:mod:`paperlib.experiments.dynamic_evaluation.dyneval_char`): every model, then the Fig. 3.2 scaling models it trains."""
+    """dyneval_char (:mod:`paperlib.experiments.dynamic_evaluation.dyneval_char`): every model, then the Fig. 3.2 scaling
+    models it trains, ``scaling.seeds`` of each size (at a main model's own size, the seeds after the one it is)."""
     vocab = CORPORA[settings.corpus].vocab_size
+    seeds = settings.scaling.get("seeds", 1)
     for name, spec in settings.models.items():
         yield _language_model(name, spec, {**settings.train, **spec.get("train", {})}, vocab, 1, precision, cap)
     for name, sizes in settings.scaling["hidden_sizes"].items():
         base = settings.models[name]
         for hidden in sizes:
-            if hidden != base["hidden_size"]:
+            runs = seeds - 1 if hidden == base["hidden_size"] else seeds
+            if runs:
                 yield _language_model(f"{name}_h{hidden}", {**base, "hidden_size": hidden},
-                                      {**settings.train, **base.get("train", {})}, vocab, 1, precision, cap)
+                                      {**settings.train, **base.get("train", {})}, vocab, runs, precision, cap)
 
 
 def _dyneval_transformer(stage: str, settings: Any, precision: str, cap: Cap,

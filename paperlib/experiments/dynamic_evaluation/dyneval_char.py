@@ -92,7 +92,8 @@ class DynEvalCharParams:
     bootstrap.
     ``timescale``: {model, sequences, length, bin, stream_batch} for Fig. 5.2. ``recovery``: {models, chars,
     fraction, horizon} for Fig. 3.3 (chars null: the whole test split). ``scaling``: {hidden_sizes: {model: [H, ...]},
-    valid_chars} for Fig. 3.2 (models with an empty list are not swept; valid_chars null: the whole split).
+    valid_chars, seeds} for Fig. 3.2 (models with an empty list are not swept; valid_chars null: the whole split;
+    seeds, default 1: training seeds per model and size, ``seed`` and the ones after it, for a seed margin).
     """
 
     corpus: str
@@ -178,10 +179,13 @@ class DynEvalCharParams:
         chars = self.recovery["chars"]
         if chars is not None and chars <= self.recovery["horizon"] + 1:
             raise ValueError("recovery.chars must exceed recovery.horizon + 1, or be null (the whole test split)")
-        require_keys("scaling", self.scaling, ("hidden_sizes", "valid_chars"))
+        require_keys("scaling", self.scaling, ("hidden_sizes", "valid_chars"), optional=("seeds",))
         for name, sizes in self.scaling["hidden_sizes"].items():
             if name not in self.models or not isinstance(sizes, list) or not all(isinstance(h, int) and h > 0 for h in sizes):
                 raise ValueError(f"scaling.hidden_sizes.{name}: needs a model name and a list of positive hidden sizes")
+        seeds = self.scaling.get("seeds", 1)
+        if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+            raise ValueError(f"scaling.seeds must be a positive integer, got {seeds!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,13 +206,15 @@ def _build(spec: dict, vocab_size: int) -> nn.Module:
 
 
 def _train_or_load(name: str, spec: dict, settings: DynEvalCharParams, corpus, run_root: Path, device,
-                   progress: bool, log) -> tuple[nn.Module, dict[str, Any]]:
+                   progress: bool, log, seed: int | None = None) -> tuple[nn.Module, dict[str, Any]]:
     """Train model ``name`` (resumably) or load it when its run folder already holds a finished run made with these
-    settings by the current training and model code (:func:`paperlib.experiments.common.lm_runs.train_or_load`)."""
+    settings by the current training and model code (:func:`paperlib.experiments.common.lm_runs.train_or_load`);
+    ``seed`` (default: the stage's) seeds its initial weights and its batches."""
     from paperlib.train import TrainConfig
 
-    config = TrainConfig(**{**settings.train, **spec.get("train", {}), "seed": settings.seed})
-    torch.manual_seed(settings.seed)
+    seed = settings.seed if seed is None else seed
+    config = TrainConfig(**{**settings.train, **spec.get("train", {}), "seed": seed})
+    torch.manual_seed(seed)
     model = _build(spec, len(corpus.vocab))
     return train_lm(model, corpus, settings.corpus, spec, config, run_root / name, device, progress, log,
                     stage=EXPERIMENT, name=name,
@@ -441,22 +447,30 @@ def run_dyneval_char(profile: str | None = None, progress: bool = True, out: str
 
 def _scaling(settings: DynEvalCharParams, models: dict[str, nn.Module], infos: dict[str, dict], corpus,
              run_root: Path, device, progress: bool, log) -> dict[str, list[dict[str, Any]]]:
-    """Fig. 3.2: validation bits/char against parameters; the main models are reused at their own size."""
+    """Fig. 3.2: validation bits/char against parameters, the mean over ``scaling.seeds`` training seeds (each seed's
+    value kept in ``valid_bpc_seeds`` when there are several); the main models are reused at their own size as the
+    stage's seed."""
     sc = settings.scaling
+    seeds = [settings.seed + k for k in range(sc.get("seeds", 1))]
     valid = (corpus.valid if sc["valid_chars"] is None else corpus.valid[: sc["valid_chars"] + 1]).to(device)
     out: dict[str, list[dict[str, Any]]] = {}
     for name, sizes in sc["hidden_sizes"].items():
         base = settings.models[name]
         points = []
         for hidden in sizes:
-            if hidden == base["hidden_size"]:
-                model, info = models[name], infos[name]
-            else:
-                spec = {**base, "hidden_size": hidden}
-                model, info = _train_or_load(f"{name}_h{hidden}", spec, settings, corpus, run_root, device, progress, log)
-            bpc = bits(static_evaluate(model, valid, segment_len=200))
-            points.append({"hidden_size": hidden, "parameters": info["parameters"], "valid_bpc": bpc})
-            log(f"  scaling {name} H={hidden}: {info['parameters']:,} parameters, valid {bpc:.4f} bits/char")
+            values = []
+            for seed in seeds:
+                if hidden == base["hidden_size"] and seed == settings.seed:
+                    model, info = models[name], infos[name]
+                else:
+                    run = f"{name}_h{hidden}" + ("" if seed == settings.seed else f"_seed{seed}")
+                    model, info = _train_or_load(run, {**base, "hidden_size": hidden}, settings, corpus, run_root,
+                                                 device, progress, log, seed=seed)
+                values.append(bits(static_evaluate(model, valid, segment_len=200)))
+                log(f"  scaling {name} H={hidden} seed {seed}: {info['parameters']:,} parameters, valid "
+                    f"{values[-1]:.4f} bits/char")
+            point = {"hidden_size": hidden, "parameters": info["parameters"], "valid_bpc": sum(values) / len(values)}
+            points.append({**point, "valid_bpc_seeds": values} if len(seeds) > 1 else point)
         out[name] = sorted(points, key=lambda p: p["parameters"])
     return out
 
