@@ -6,7 +6,7 @@ import pytest
 
 from paperlib.experiments.averaging.claims import (
     NEAR_OPTIMAL, ON_PAR_NATS, evaluation_noise, lengths_claim, main_claim, overfit_claim, period_claim,
-    reset_episodes, schematic_claim,
+    reset_episodes, schematic_claim, window_rise,
 )
 from paperlib.experiments.averaging.averaging_ptb import summarise, tuned
 
@@ -167,6 +167,22 @@ def test_after_each_episode_of_resets_the_loss_must_stay_above_the_bottom_it_had
     assert part.verdict == "partly reproduced" and "below it from step 50 (1.900)" in part.evidence
 
 
+def test_the_raw_rise_is_read_on_window_means_not_on_the_lowest_single_evaluation():
+    """A plateau whose one low dip (1.0 among values near 2.0) would make any end "a rise" does not: the last five
+    evaluations are compared with the lowest mean of five before them."""
+    plateau = [5.0, 2.0, 2.05, 1.95, 2.0, 1.0, 2.0, 2.05, 1.95, 2.0, 2.0, 2.02, 1.98, 2.0, 2.01, 2.0]
+    assert window_rise(plateau) == (pytest.approx(2.002), pytest.approx(1.8), 1, 5)
+    main, overfit = make(two=[3, 2], ta=[3, 2], ema=[3, 2], raw=[3, 2], overfit_raw=plateau,
+                         actions=["keep"] * len(plateau))
+    part = overfit_claim(results_of(main, overfit)).parts[0]
+    assert part.verdict == "within noise" and "single evaluations: final 2.000, lowest 1.000" in part.evidence
+    rising = [5.0, 2.0, 2.05, 1.95, 2.0, 2.02, 1.98, 2.0, 2.05, 1.95, 2.0, 2.5, 2.6, 2.5, 2.6, 2.55]
+    part = overfit_claim(results_of(*make(two=[3, 2], ta=[3, 2], ema=[3, 2], raw=[3, 2], overfit_raw=rising,
+                                          actions=["keep"] * len(rising)))).parts[0]
+    assert part.verdict == "reproduced"
+    assert window_rise([3.0, 2.0]) is None and window_rise([3.0, 2.0, 2.5])[3] == 1  # short runs: half the rest
+
+
 def test_the_raw_rise_must_clear_the_runs_own_noise():
     """The raw loss "rises" by more than twice the s.d. of its change between evaluations (after its first fall),
     not by a fixed 0.005 nats: a rise of 0.02 inside noise of about 0.056 per evaluation is no rise."""
@@ -181,8 +197,9 @@ def test_the_raw_rise_must_clear_the_runs_own_noise():
 def test_fig_3_5_on_the_committed_run_recovers_after_its_first_resets():
     """The committed overfitting run: 2TA bottoms at 6.824 (step 60), resets at 120, 140 and 200, then falls below
     that bottom again (6.818 at step 360, 6.797 at 400): the caption's "does not recover" holds only after the late
-    resets (460-560), so the figure reads partly; the raw rise (0.19 nats) clears twice the run's noise (s.d. of the
-    change between evaluations 0.049)."""
+    resets (460-560), so the figure reads partly; the raw rise, read on means of 5 evaluations (the last five 6.973
+    against the lowest five before them, 6.862 at steps 340-420: 0.112 nats; the single lowest evaluation would
+    give 0.19), clears twice the run's noise (s.d. of the change between evaluations 0.049)."""
     r = _committed_averaging()
     claim = overfit_claim(r)
     parts = {p.label: p for p in claim.parts}
@@ -196,6 +213,8 @@ def test_fig_3_5_on_the_committed_run_recovers_after_its_first_resets():
     assert noise == pytest.approx(0.049, abs=1e-3) and 2 * noise > ON_PAR_NATS
     assert f"margin {2 * noise:.3f}" in parts["raw loss rises when overfitting"].evidence
     assert parts["raw loss rises when overfitting"].verdict == "reproduced"
+    assert "6.973 vs the lowest 5-evaluation mean before them 6.862 (steps 340-420): rise 0.112" in \
+        parts["raw loss rises when overfitting"].evidence
     assert claim.verdict == "partly"
 
 

@@ -377,7 +377,7 @@ def test_the_character_rows_paper_and_ours_texts_carry_the_numbers_they_compare(
 def test_the_character_scale_names_the_optimiser_its_schedule_and_the_models_with_their_own_learning_rate():
     """The scale text reads the stage's recorded settings: a model's own lr (a per-model ``train`` override) is named
     beside the shared one, a decaying schedule says where it ends, and nothing is said when no settings were kept."""
-    from paperlib.compendium.results_index.dynamic_evaluation import _char_optimizer
+    from paperlib.compendium.results_index.dynamic_evaluation_char import _char_optimizer
 
     models = {"lstm": {}, "mlstm": {}}
     params = {"train": {"optimizer": "adam", "lr": 0.005, "schedule": "linear", "final_lr": 0.1},
@@ -395,7 +395,7 @@ def test_the_character_scale_names_the_optimiser_its_schedule_and_the_models_wit
 
 def test_the_time_scale_text_names_an_advantage_that_peaks_before_the_last_bin():
     """Fig. 5.2's 'ours': the advantage's first and last bins, and its largest where that is not the last bin."""
-    from paperlib.compendium.results_index.dynamic_evaluation import _char_timescale_ours
+    from paperlib.compendium.results_index.dynamic_evaluation_char import _char_timescale_ours
 
     r = constructed()  # bins of 100; in domain the advantage grows to the end; out of domain it peaks, then falls
     r["timescale"]["curves"]["out_of_domain"]["dynamic"] = [2.4, 2.2, 2.0, 2.1, 2.2, 2.3]

@@ -4,6 +4,7 @@ do, the index shows exactly the claims' verdicts, and the claim record rejects w
 import copy
 import csv
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from paperlib.compendium import results_index as ri
 from paperlib.experiments.common.claims import Claim, Part, direction_word, strict_word, verdict_word
 from paperlib.experiments.dynamic_evaluation.claims import IDENTICAL, ON_PAR, STATISTICS_SPREAD, claims
-from paperlib.reference.dynamic_evaluation import DYNEVAL_MOMENTUM
+from paperlib.reference.dynamic_evaluation import DYNEVAL_EPSILON, DYNEVAL_MOMENTUM
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,7 +46,7 @@ def constructed():
             "adaptive": [_opt("rmsprop .999", 58.1, rule="rmsprop", alpha=0.999),
                          _opt("adam .9", 58.1, rule="adam", alpha=0.999, momentum=0.9),
                          _opt("adam 0", 58.0, rule="adam", alpha=0.999, momentum=0.0)],
-            "epsilon": [_opt(f"eps {e}", p, rule="rmsprop", eps=e) for e, p in ((1e-6, 57.5), (1e-2, 54.4), (1.0, 54.7))],
+            "epsilon": [_opt(f"eps {e}", p, rule="rmsprop", eps=e) for e, p in DYNEVAL_EPSILON.items()],  # thesis
             "sgd": _opt("sgd", 54.7, rule="sgd"), "global_rms": _opt("global rms", 52.7, rule="global_rms")},
         "statistics_amount": {"global_rms": [{"fraction": f, "valid_ppl": p} for f, p in ((0.01, 52.5), (0.1, 52.5),
                                                                                             (1.0, 52.7))],
@@ -142,7 +143,7 @@ FLIPS = [
     ("K-T5.4", "bias correction helps", ("optimizers", "adaptive", 0, "valid_ppl"), 57.9),
     ("K-T5.5", "tuned ε beats SGD", ("optimizers", "sgd", "valid_ppl"), 54.0),
     ("K-T5.5", "global RMS beats every ε", ("optimizers", "global_rms", "valid_ppl"), 54.5),
-    ("K-T5.5", "RMSprop like SGD at large ε", ("optimizers", "epsilon", 2, "valid_ppl"), 56.0),
+    ("K-T5.5", "RMSprop like SGD at large ε", ("optimizers", "epsilon", -1, "valid_ppl"), 56.0),
     ("K-T5.6", "global RMS beats RMSprop", ("statistics_amount", "rmsprop", 0, "valid_ppl"), 52.6),
     ("K-T5.7", "non-local RMSprop beats RMSprop", ("statistics_locality", "nonlocal_rmsprop", 0, "valid_ppl"), 54.5),
 ]
@@ -217,13 +218,14 @@ def test_a_profile_that_runs_part_of_a_study_reads_partly():
     results = constructed()
     opt = results["optimizers"]
     opt["momentum"] = opt["momentum"][:2]
-    opt["epsilon"] = opt["epsilon"][1:2]
+    opt["epsilon"] = [r for r in opt["epsilon"] if r["settings"]["eps"] == 1e-2]
     opt["adaptive"] = [r for r in opt["adaptive"] if r["settings"].get("momentum") != 0.9]
     judged = claims(results)
     larger = "the thesis' larger μ 0.75, 0.875, 0.9375, 0.96875, 0.984375"
     assert (judged["K-T5.3"].verdict, judged["K-T5.3"].not_run) == ("partly", ("perplexity rises with μ", larger))
     assert (judged["K-T5.4"].verdict, judged["K-T5.4"].not_run) == ("partly", ("momentum hurts Adam",))
-    assert judged["K-T5.5"].not_run == ("smallest ε not the best", "RMSprop like SGD at large ε")
+    assert judged["K-T5.5"].not_run == ("smallest ε not the best", "RMSprop like SGD at large ε",
+                                        "the thesis' ε 1e-06, 1e-05, 0.0001, 0.001, 0.1, 1, 10")
     assert judged["K-T5.3"].text().endswith(f"; not run: perplexity rises with μ, {larger}")
     opt["momentum"] = opt["momentum"][:1]  # nothing left to judge: the index shows the row as pending
     assert "K-T5.3" not in claims(results) and "K-T5.4" in claims(results)
@@ -442,8 +444,126 @@ def test_table_5_3_names_the_thesis_momenta_not_run_and_the_reason_names_the_ste
     rises = {p.label: p for p in claim.parts}["perplexity rises with μ"]
     assert rises.verdict == "partly reproduced" and "μ 0 → 0.5 the other way by 0.54 ppl" in rises.evidence
     table, _ = _index_rows("K-T5.3")
-    assert "holds in part: plain SGD is best, perplexity rises with μ" in table["K-T5.3"]["reason"]
+    assert ("holds in part: plain SGD is best (μ 0.5 lowest by 0.54 ppl, in the margin), perplexity rises with μ"
+            in table["K-T5.3"]["reason"])
+    plain = {p.label: p for p in claim.parts}["plain SGD is best"]
+    assert "lowest: μ 0.5, 0.54 ppl below μ 0" in plain.evidence
+    assert "μ 0's sweep scores 165.28 at lr 0.03 and 165.39 at lr 0.09, closer than that gap" in plain.evidence
     assert "0.984375: 54.7 / 54.8 / 55.0 / 55.3 / 55.7 / 56.2 / 56.7; static 59.7" in table["K-T5.3"]["paper"]
+
+
+def test_table_5_3_names_the_lowest_momentum_and_a_sweep_flatter_than_the_gap():
+    """Where a μ > 0 has the lowest perplexity, the evidence names it and by how much; where μ = 0's learning-rate
+    sweep scores a neighbouring grid point closer than that gap, it says so (a diverged point does not overflow)."""
+    from paperlib.experiments.dynamic_evaluation.claims import lr_grid_tie, momentum_best, momentum_claim
+
+    results = constructed()
+    rows = results["optimizers"]["momentum"]
+    assert momentum_best(results) is None
+    rows[1]["valid_ppl"] = 54.5  # μ 0.5 below μ 0's 54.7
+    rows[0].update(lr=0.03, sweep=[{"lr": 0.01, "nll": 4.2}, {"lr": 0.03, "nll": math.log(54.7)},
+                                   {"lr": 0.09, "nll": math.log(54.75)}, {"lr": 0.27, "nll": 1e30}])
+    assert momentum_best(results)["mu"] == 0.5 and abs(momentum_best(results)["below"] - 0.2) < 1e-9
+    plain = {p.label: p for p in momentum_claim(results).parts}["plain SGD is best"]
+    assert "lowest: μ 0.5, 0.20 ppl below μ 0" in plain.evidence
+    assert "μ 0's sweep scores 54.70 at lr 0.03 and 54.75 at lr 0.09, closer than that gap" in plain.evidence
+    rows[0]["sweep"][2]["nll"] = math.log(55.0)  # a grid step moves it more than the gap: nothing to say
+    assert lr_grid_tie(rows[0], 0.2) is None
+    assert "sweep" not in {p.label: p for p in momentum_claim(results).parts}["plain SGD is best"].evidence
+    rows[0]["lr"] = 0.27  # the chosen point's neighbour diverged
+    assert lr_grid_tie(rows[0], 0.2) is None
+
+
+def test_table_5_5_names_the_thesis_eps_its_sweep_leaves_out():
+    """Table 5.5 sweeps eight ε; those our sweep does not run are named as not run, read from the reference."""
+    r = _committed()
+    ran = [row["settings"]["eps"] for row in r["optimizers"]["epsilon"]]
+    left = [e for e in DYNEVAL_EPSILON if not any(math.isclose(e, x) for x in ran)]
+    assert left and claims(r)["K-T5.5"].not_run == (f"the thesis' ε {', '.join(f'{e:g}' for e in left)}",)
+    table, _ = _index_rows("K-T5.5")
+    assert table["K-T5.5"]["verdict"].endswith(f"; not run: the thesis' ε {', '.join(f'{e:g}' for e in left)}")
+
+
+def test_table_5_4_judges_losing_to_global_rms_from_the_sentence_the_seed_gives():
+    """Table 5.4 has no global RMS row: the part says so and names §5.4.2's sentence it is judged from, which the
+    row quotes."""
+    from paperlib.compendium.results_index.quotes import QUOTES
+    from paperlib.experiments.dynamic_evaluation.claims import GLOBAL_RMS_SENTENCE
+
+    part = {p.label: p for p in claims(constructed())["K-T5.4"].parts}["lose to global RMS"]
+    assert "Table 5.4 has no global RMS row: judged from §5.4.2's" in part.evidence
+    assert GLOBAL_RMS_SENTENCE in part.evidence
+    assert any(GLOBAL_RMS_SENTENCE in text for _, _, text in QUOTES["K-T5.4"])
+
+
+def test_table_5_2_counts_the_further_targets_as_distinct_words():
+    r = _committed()
+    words = r["related_words"]["extra_targets"]["words"]
+    distinct = f"{len(words)} further targets ({len(set(words))} distinct words)"
+    assert len(set(words)) < len(words)
+    parts = {p.label: p for p in claims(r)["K-T5.2"].parts}
+    assert distinct in parts["related words above the median for further targets"].evidence
+    assert distinct in parts["related words gain for further targets"].evidence
+    table, _ = _index_rows("K-T5.2")
+    assert f"the {distinct} are the next test words" in table["K-T5.2"]["scale"]
+    assert "distinct" not in " ".join(p.evidence for p in claims(constructed())["K-T5.2"].parts)
+
+
+def test_fig_5_1_ours_states_the_positions_averaged_and_which_of_cache_and_dynamic_is_lower():
+    """The curves keep full bins only: the text says how many positions the means cover; where the cache ends
+    below dynamic evaluation it says so, the reverse of the thesis' order."""
+    from paperlib.compendium.results_index.dynamic_evaluation import _timescale_ours
+
+    r = _committed()
+    t = r["timescale"]
+    bins = len(t["curves"]["static"])
+    text = _timescale_ours({"dyneval": r})
+    assert (f"mean loss over {t['sequences']} sequences, the first {bins * t['bin']} predicted words of each "
+            f"{t['length']}-word sequence ({bins} full bins of {t['bin']})") in text
+    mean = {k: sum(v) / len(v) for k, v in t["curves"].items()}
+    assert ("the cache below dynamic evaluation" in text) == (mean["neural_cache"] < mean["dynamic"])
+    made = constructed()
+    made["timescale"].update(sequences=2, length=4, bin=1)
+    assert "the cache below" not in _timescale_ours({"dyneval": made})  # dynamic 4.7 below the cache's 4.8
+
+
+def test_the_word_level_scales_say_how_the_base_models_were_trained_and_tuned():
+    """Each word-level row's scale states the training tokens as passes over the training split, one training seed
+    and the static test perplexity beside the thesis'; Tables 4.1/4.2 add the validation prefix the settings were
+    tuned on with its static perplexity; Table 6.3's analogue its Transformer's passes."""
+    from paperlib.reference.dynamic_evaluation import DYNEVAL_TABLES, DYNEVAL_TRANSFORMER_TABLE_6_3
+
+    items = ("K-T4.1", "K-T4.2", "K-F5.1", "K-T5.1", "K-T5.2", "K-T5.3", "K-T5.4", "K-T5.5", "K-T6.3")
+    table, results = _index_rows(*items)
+    d, split = results["dyneval"], results["data_summary"]
+    corpus = {"K-F5.1": "wikitext2", "K-T5.1": "wikitext2", "K-T5.2": "wikitext2", "K-T5.3": "ptb",
+              "K-T5.4": "ptb", "K-T5.5": "ptb"}
+
+    def passes(c, tokens):
+        share = tokens / split[c]["splits"]["train"]["tokens"]
+        return f"{share:.2f} {'passes' if share >= 1 else 'of a pass'} over"
+
+    def static(c, which=1):
+        return {r["key"]: r for r in d["corpora"][c]["rows"]}["static"]["test_ppl" if which else "valid_ppl"]
+
+    for item in items:
+        assert "one training seed" in table[item]["scale"], item
+    for item, c in corpus.items():
+        scale = table[item]["scale"]
+        assert passes(c, d["corpora"][c]["train_tokens"]) in scale, item
+        assert f"static test ppl {static(c):.1f} on " in scale and f"(thesis {DYNEVAL_TABLES[c]['static'][1]})" in scale
+    for item in ("K-T4.1", "K-T4.2"):
+        scale = table[item]["scale"]
+        assert all(passes(c, d["corpora"][c]["train_tokens"]) in scale for c in ("ptb", "wikitext2")), item
+        assert (f"static test ppl PTB {static('ptb'):.1f}, WikiText-2 {static('wikitext2'):.1f} (thesis "
+                f"{DYNEVAL_TABLES['ptb']['static'][1]}, {DYNEVAL_TABLES['wikitext2']['static'][1]})") in scale
+        assert (f"settings tuned on the first {d['corpora']['ptb']['valid_tokens']:,} validation tokens of each "
+                f"corpus (static valid ppl PTB {static('ptb', 0):.1f}, WikiText-2 {static('wikitext2', 0):.1f} on "
+                "them") in scale
+    m = results["dyneval_transformer"]["model"]
+    transformer = table["K-T6.3"]["scale"]
+    assert passes("wikitext2", m["train_tokens"]) + " WikiText-2's" in transformer
+    assert f"(thesis {DYNEVAL_TRANSFORMER_TABLE_6_3['static']['test']} on WikiText-103)" in transformer
 
 
 def test_table_5_5_compares_the_smallest_eps_with_the_best_larger_one_and_judges_large_eps_against_sgd():
@@ -465,7 +585,7 @@ def test_identical_to_sgd_needs_the_difference_and_its_margin_inside_the_thresho
     opt["valid_block_tokens"] = [100] * 40
     wiggle = [0.002 if i % 2 else -0.002 for i in range(40)]
     opt["sgd"]["valid_blocks"] = [4.0] * 40
-    large = opt["epsilon"][2]
+    large = opt["epsilon"][-1]
     large["valid_blocks"] = [4.0 + 0.001 + w for w in wiggle]  # 0.001 nats apart, a small margin: identical
     assert _parts(claims(results)["K-T5.5"])["RMSprop like SGD at large ε"] == "reproduced"
     large["valid_blocks"] = [4.0 + 2 * IDENTICAL + w for w in wiggle]  # clearly apart

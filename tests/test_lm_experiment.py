@@ -199,7 +199,7 @@ def test_ablation_findings_are_judged_against_the_measured_seed_spread():
     ppl.update(no_zigzag=91)
     assert verdicts(ppl)["zigzag helps"] == "within noise"  # the thesis' way by 1, inside the margin
     ppl.update(mogrifier_r4=97, mlstm=95, no_zigzag=93, full_rank=99)  # r2 -> r4 rises by 2 > 1.63
-    assert verdicts(ppl) == {"more rounds help": "not reproduced",
+    assert verdicts(ppl) == {"more rounds help": "partly reproduced",  # r=0 -> 2 falls by 5; r=2 -> 4 rises
                              "full rank close behind low rank": "partly reproduced",  # 4 behind r=2, 4 > 5 / 2
                              "zigzag helps": "not reproduced", "mLSTM no better than LSTM": "not reproduced"}
     claim = ablation_claim({"models": models, "summary": summary(ppl)})
@@ -241,21 +241,35 @@ def test_table_2_3s_numbers_are_shown_and_the_full_rank_finding_is_judged_agains
     assert full_rank({"lstm": 174, "mogrifier_r4": 165, "full_rank": 162}).verdict == "partly reproduced"  # close
 
 
-def test_the_rounds_claim_is_the_effect_of_r_among_mogrifiers_not_the_lstm_gap():
-    """Fig. 2.3: r = 2 / 4 / 6 flat (165.6 / 164.8 / 165.4) does not show that more rounds help, however far the LSTM
-    (r = 0) lies behind them; the LSTM is shown, not judged, and unmatched parameter counts are stated."""
-    models = {"lstm": {"cell": "lstm"}, **{f"mogrifier_r{r}": {"cell": "mogrifier_lstm",
-                                                              "options": {"mogrifier_rounds": r}} for r in (2, 4, 6)}}
+def test_the_rounds_claim_judges_the_lstm_as_r_0_and_the_effect_of_r_among_mogrifiers_apart():
+    """Fig. 2.3: the LSTM of the same recipe is the sweep's r = 0, compared with the fewest rounds on its own, so that
+    its gap (173.8 -> 165.6) cannot stand in for r = 2 / 4 / 6 being flat (165.6 / 164.8 / 165.4); unmatched parameter
+    counts and the untrained rounds of Table 2.4's range are stated."""
+    recipe = {"hidden_size": 192, "num_layers": 2, "options": {"input_dropout": 0.05}}
+    models = {"lstm": {"cell": "lstm", **recipe},
+              **{f"mogrifier_r{r}": {"cell": "mogrifier_lstm", **recipe,
+                                     "options": {"input_dropout": 0.05, "mogrifier_rounds": r}} for r in (2, 4, 6)}}
     ppl = {"lstm": 173.8, "mogrifier_r2": 165.6, "mogrifier_r4": 164.8, "mogrifier_r6": 165.4}
     params = {"lstm": 2.52e6, "mogrifier_r2": 2.58e6, "mogrifier_r4": 2.65e6, "mogrifier_r6": 2.71e6}
     summary = {k: {"valid_ppl": v, "valid_ppl_std": 0.9, "seeds": 3, "parameters": params[k]} for k, v in ppl.items()}
-    claim = ablation_claim({"models": models, "summary": summary}, "M-F2.3")
-    part = claim.parts[0]
-    assert part.verdict == "within noise" and claim.verdict == "within noise"  # r=2 -> 6: +0.2 inside 1.5
-    assert "r=2 165.6, r=4 164.8, r=6 165.4" in part.evidence and "the LSTM (r=0) 173.8" in part.evidence
-    assert "2.58M / 2.65M / 2.71M (not matched)" in part.evidence
+
+    def judged():
+        return ablation_claim({"models": models, "summary": summary}, "M-F2.3")
+
+    part = judged().parts[0]
+    assert part.verdict == "partly reproduced" and judged().verdict == "partly"  # +8.2 beyond 1.5; r=2 -> 6 +0.2 inside
+    assert "r=0 (LSTM) 173.8, r=2 165.6, r=4 164.8, r=6 165.4" in part.evidence
+    assert "r=0 (LSTM) -> 2 gap +8.2" in part.evidence and "among Mogrifiers r=2 -> 6 gap +0.2" in part.evidence
+    assert "2.52M / 2.58M / 2.65M / 2.71M (not matched)" in part.evidence
+    assert "r = 1, 3, 5 of Table 2.4's range not trained" in part.evidence
     summary["mogrifier_r6"]["valid_ppl"] = 160.0
-    assert ablation_claim({"models": models, "summary": summary}, "M-F2.3").verdict == "reproduced"
+    assert judged().verdict == "reproduced"
+    summary["lstm"]["valid_ppl"] = 166.0  # the LSTM level with r = 2: r matters only among the Mogrifiers
+    assert judged().parts[0].verdict == "partly reproduced"
+    # an LSTM of another recipe is shown, not compared: the part rests on the Mogrifiers alone
+    models["lstm"] = {"cell": "lstm", "hidden_size": 256, "num_layers": 2, "options": {"input_dropout": 0.05}}
+    part = judged().parts[0]
+    assert part.verdict == "reproduced" and "the LSTM (r=0) 166.0, another recipe: not compared" in part.evidence
 
 
 def test_a_gap_counts_only_beyond_two_standard_errors_of_the_difference_of_seed_means():

@@ -554,6 +554,47 @@ def test_on_the_committed_results_table_5_1_optima_are_judged_in_the_two_cells_w
     assert cells.count(" hs ") == 10 and claim.verdict == "partly"
 
 
+def test_the_low_latent_ladder_is_judged_only_where_a_trial_of_its_curves_lies_above_the_line():
+    """As Table 5.1's cells: the ladder's 'the best models use the latents little' cannot fail when every validation
+    trial of its curves, at every rung and seed, lies below the 0.2 line; it is then named as not run."""
+    results = _results({}, [_row("DReG 1 K/R", 100.0, 0.0), _row("DReG 16 K", 99.0, 0.1)])
+
+    def with_trials(top_kl):
+        ladder = _ladder()
+        ladder["ladders"]["T5.1-latents"]["curves"] = ["dreg16_renyi.shared", "dreg1.shared"]
+        ladder["trials"] = {curve: {seed: {"150": [{"number": 0, "nll": 4.0, "kl": 0.01}],
+                                           "300": [{"number": 0, "nll": 3.9, "kl": kl}]}
+                                    for seed in ("0", "1")}
+                            for curve, kl in (("dreg16_renyi.shared", top_kl), ("dreg1.shared", 0.05))}
+        return ladder
+
+    parts, unjudged = ladder_parts(results, with_trials(0.25), "M-T5.1")
+    assert [p.verdict for p in parts] == ["reproduced", "reproduced"] and not unjudged
+    parts, unjudged = ladder_parts(results, with_trials(0.15), "M-T5.1")
+    assert len(parts) == 1 and unjudged == [
+        f"ladder: optima at low KL — cannot fail at this scale: every trial of its curves at every rung and seed below "
+        f"{LOW_KL} nats (at most 0.150)"]
+    assert table_claim(results, with_trials(0.15)).verdict == "partly"
+
+
+def test_on_the_committed_results_the_low_latent_ladder_cannot_fail_and_is_named_as_not_run():
+    """No DReG 1 or DReG 16 Rényi shared-mask trial of the ladder reaches the 0.2 line at any rung or seed."""
+    from paperlib.compendium import results_index
+
+    ladder = _committed_ladder()
+    top = max(t["kl"] for curve in ladder["ladders"]["T5.1-latents"]["curves"]
+              for by_step in ladder["trials"][curve].values() for trials in by_step.values() for t in trials)
+    if top > LOW_KL:
+        pytest.skip("a ladder trial reaches the line: the part can fail")
+    claim = table_claim(_committed(), ladder)
+    assert not any("use the latents little" in p.label for p in claim.parts)
+    assert any(n.startswith("ladder: the best models use the latents little") and f"(at most {top:.3f})" in n
+               for n in claim.not_run)
+    reason = results_index.micmco_ptb._ptb_ladder_reason(
+        {"micmco_ptb": _committed(), "micmco_ptb_ladder": ladder}, "M-T5.1")
+    assert "ladder latent usage: cannot fail" in reason
+
+
 def test_fig_5_12_on_par_is_judged_on_the_kl_range_both_curves_reach_and_names_the_rest_not_run():
     par = _results({"dreg16_kl.shared": 0.3, "vimco16_kl.shared": 0.3})
     claim = figure_claim(par, None, "5.12")

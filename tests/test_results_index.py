@@ -715,3 +715,43 @@ def test_the_notebooks_ordering_tables_name_a_table_no_part_of_which_ran():
     assert len(unjudged) == 1 and unjudged[0].startswith("M-T4.1: not judged (")
     claims, unjudged = ordering_claims(_lm_results(5.0)["lm_ptb"], ("M-T2.1", "M-T4.1"))
     assert [c.item for c in claims] == ["M-T2.1", "M-T4.1"] and unjudged == []
+
+
+def test_disclosures_a_skeptical_reader_needs_are_computed_from_the_results():
+    """Chapter-2 tables trained with Chrono initialisation say so; a tuning study whose best trial was still
+    improving says it; a reverse-copy run whose training loss blew up is named with the mean of the runs that did not;
+    M-F3.3's tuned baselines name their grids and a pick at a grid's end."""
+    from paperlib.compendium.results_index.averaging import _tuned_grids
+    from paperlib.compendium.results_index.language_models import (
+        _best_still_falling, _chrono, _reverse_copy_unstable, blown_up,
+    )
+
+    chrono = {"models": {"lstm": {"options": {"chrono_t_max": 70.0}}, "mogrifier": {"options": {}}}}
+    assert _chrono(chrono, "M-T2.1") == ("; Chrono initialisation (T_max 70) in some models, a ch. 4 setting: "
+                                         "Table 2.1's models have none")
+    assert _chrono(chrono, "M-T4.1") == "" and _chrono({"models": {"lstm": {"options": {}}}}, "M-T2.2") == ""
+
+    study = {"settings": {"models": {"lstm": {"cell": "lstm"}}},
+             "models": {"lstm": {"best": {"intermediate": [[1, 5.8], [2, 5.27], [3, 5.14]]}}}}
+    assert _best_still_falling(study) == ("; the best trial's validation loss still falling at its last evaluation "
+                                          "(LSTM 5.270 -> 5.140 nats): not converged")
+    study["models"]["lstm"]["best"]["intermediate"][-1][1] = 5.3
+    assert _best_still_falling(study) == ""
+
+    def curve(*losses):
+        return [{"step": 500 * (i + 1), "loss": x} for i, x in enumerate(losses)]
+
+    assert blown_up(curve(3.0, 1.9, 1.6, 3.1, 2.3)) == (2000, False)  # 3.1 > 1.25 x 1.6, never back to 1.6
+    assert blown_up(curve(3.0, 1.9, 2.5, 1.5)) == (1500, True) and blown_up(curve(3.0, 1.9, 2.2, 1.8)) is None
+    runs = [{"model": "mogrifier", "length": 30, "seed": s, "test_cross_entropy": ce, "train_curve": c}
+            for s, ce, c in ((1, 1.2, curve(3, 1.5, 1.2)), (2, 1.1, curve(3, 1.4, 1.1)), (3, 2.3, curve(3, 1.6, 3.1)))]
+    runs.append({"model": "lstm", "length": 30, "seed": 1, "test_cross_entropy": 0.6, "train_curve": curve(3, 1, .6)})
+    assert _reverse_copy_unstable({"runs": runs}) == (
+        "; training loss rose more than 25% above its lowest in 1 of 3 Mogrifier runs (length 30 seed 3 at step "
+        "1,500; none back at or below that lowest by the end); without them length 30 1.15 nats over 2 seed(s)")
+    assert _reverse_copy_unstable({"runs": runs[:2]}) == ""
+
+    averaging = {"averaging_ptb": {"settings": {"ta_starts": [0.25, 0.5, 0.75], "ema_decays": [0.99, 0.998]},
+                                   "summary": {"tuned_ta": "ta_0.75", "tuned_ema": "ema_0.99"}}}
+    assert _tuned_grids(averaging) == ("; tuned TA over starts 0.25 / 0.5 / 0.75 (0.75, the grid's end), EMA over "
+                                       "decays 0.99 / 0.998 (0.99, the grid's end) on this run's validation loss")

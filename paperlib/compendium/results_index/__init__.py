@@ -9,10 +9,10 @@ renders ``results/README.md``: a table that reads at a glance, then one detail s
 the full evidence; the DVC stage ``results_index`` calls it after every experiment stage.
 
 Modules: :mod:`.text` (the row record and its words), one module per experiment family building that family's rows
-from its results (:mod:`.language_models`, :mod:`.averaging`, :mod:`.dynamic_evaluation`, :mod:`.micmco_synthetic`,
-:mod:`.micmco_ptb`, :mod:`.word_generation`), :mod:`.rows` (the table of rows, one per seed item), :mod:`.quotes`
-(the seed sentences each row judges) and :mod:`.render` (reading results, writing the index and the README's
-summary).
+from its results (:mod:`.language_models`, :mod:`.averaging`, :mod:`.dynamic_evaluation` and
+:mod:`.dynamic_evaluation_char`, :mod:`.micmco_synthetic`, :mod:`.micmco_ptb`, :mod:`.word_generation`),
+:mod:`.rows` (the table of rows, one per seed item), :mod:`.quotes` (the seed sentences each row judges) and
+:mod:`.render` (reading results, writing the index and the README's summary).
 
 Verdict vocabulary (:data:`~paperlib.experiments.common.claims.VERDICTS`; its rules live in
 :mod:`paperlib.experiments.common.claims`, where experiments declare their claims): ``reproduced``, ``partly``,

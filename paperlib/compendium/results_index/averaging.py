@@ -25,7 +25,24 @@ def _avg_scale(results: Results) -> str:
     tokens = t["max_steps"] * t["batch_size"] * t["bptt"]
     return (f"{m['num_layers']}-layer {m['cell'].upper()} H={m['hidden_size']}, {t['max_steps']:,} {t['optimizer']} "
             f"steps × {t['batch_size']}×{t['bptt']} tokens ({tokens / 1e6:.1f}M) at a constant lr {t['lr']:g}, one "
-            f"trajectory; E = {t['eval_every']} steps, {st['valid_tokens']:,} validation tokens per evaluation")
+            f"trajectory; E = {t['eval_every']} steps, {st['valid_tokens']:,} validation tokens per evaluation"
+            + _tuned_grids(results))
+
+
+def _tuned_grids(results: Results) -> str:
+    """"; TA tuned over starts 0.25 / 0.5 / 0.75 (0.75, the grid's end), EMA over decays ...": the grids the tuned
+    baselines were picked from, and whether the pick sits at an end of its grid (the optimum then not bracketed)."""
+    st, summary = results["averaging_ptb"]["settings"], _avg(results)
+    shown = []
+    for name, grid_key, tuned_key in (("TA", "ta_starts", "tuned_ta"), ("EMA", "ema_decays", "tuned_ema")):
+        grid, tuned = st.get(grid_key), summary.get(tuned_key)
+        if not grid or not tuned:
+            continue
+        value = float(tuned.rsplit("_", 1)[1])
+        end = ", the grid's end" if value in (min(grid), max(grid)) else ""
+        what = "starts" if name == "TA" else "decays"
+        shown.append(f"{name} over {what} {' / '.join(f'{g:g}' for g in grid)} ({value:g}{end})")
+    return "; tuned " + ", ".join(shown) + " on this run's validation loss" if shown else ""
 
 
 def _avg_overfit_scale(results: Results) -> str:
@@ -109,8 +126,9 @@ def _avg_lengths_fig34_verdict(results: Results) -> tuple[str, str]:
 def _avg_overfit_ours(results: Results) -> str:
     resets = _avg(results)["overfit_resets"]
     curves = results["averaging_ptb"]["overfit"]["curves"]
+    best = min(curves["raw"]["valid_nll"])
     return (f"{len(resets)} resets (first at step {resets[0] if resets else '—'}); best valid loss raw "
-            f"{_f(min(curves['raw']['valid_nll']), 3)}, 2TA {_f(min(curves['2ta']['valid_nll']), 3)}")
+            f"{_f(best, 3)} (ppl {_f(math.exp(best), 0)}), 2TA {_f(min(curves['2ta']['valid_nll']), 3)}")
 
 
 def _basin_scale(results: Results) -> str:

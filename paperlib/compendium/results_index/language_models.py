@@ -100,7 +100,7 @@ def _lm_scale(name: str, item: str | None = None, shared_recipe: bool = False) -
                            + (f", {tokens / whole:.2f} epochs" if whole else "") + ")" for steps, tokens in budgets)
         thesis = f" (thesis: {THESIS_EPOCHS[item]})" if item in THESIS_EPOCHS else ""
         seeds = sorted({s["seeds"] for s in r["summary"].values()})
-        return (f"{sizes}; each {budget}{thesis}{_still_falling(r)}{_learning_rates(r)}; "
+        return (f"{sizes}; each {budget}{thesis}{_still_falling(r)}{_learning_rates(r)}{_chrono(r, item)}; "
                 f"{'/'.join(map(str, seeds))} seed(s) per model" + _eval_prefix(results, name, "valid")
                 + _test_prefix(results, name) + (_one_recipe(r) if shared_recipe else ""))
     return scale
@@ -122,6 +122,19 @@ def _still_falling(r: Results) -> str:
     last = sum(1 for h in histories if h[-1] <= min(h))
     return (f"; validation loss lowest at the last evaluation in {last} of {len(histories)} runs"
             + (" (still falling)" if last == len(histories) else ""))
+
+
+def _chrono(r: Results, item: str | None) -> str:
+    """"; Chrono initialisation (T_max 70) in every model, a ch. 4 setting: Table 2.1's models have none" for a
+    chapter-2 table whose models were trained with Chrono's forget-gate initialisation (§4.2), else ""."""
+    if item not in ("M-T2.1", "M-T2.2"):
+        return ""
+    maxima = {spec.get("options", {}).get("chrono_t_max") for spec in r["models"].values()}
+    if maxima == {None}:
+        return ""
+    which = "every model" if None not in maxima else "some models"
+    shown = "/".join(f"{m:g}" for m in sorted(m for m in maxima if m is not None))
+    return f"; Chrono initialisation (T_max {shown}) in {which}, a ch. 4 setting: Table {item[3:]}'s models have none"
 
 
 def _learning_rates(r: Results) -> str:
@@ -265,7 +278,55 @@ def _reverse_copy_scale(results: Results) -> str:
     return (f"vocabulary {st.get('vocab_size', 100)}, lengths {r['lengths'][0]}–{r['lengths'][-1]}, "
             f"{st['parameter_budget']:,} params, {st['steps']:,} steps; {_reverse_copy_seeds(st)}; {tuned} (thesis: "
             f"learning rate, L2 and embedding size tuned, and r and k for the Mogrifier, at "
-            f"{REVERSE_COPY['parameters'] / 1e6:.0f}M params, vocabulary {REVERSE_COPY['vocab_size']:,})")
+            f"{REVERSE_COPY['parameters'] / 1e6:.0f}M params, vocabulary {REVERSE_COPY['vocab_size']:,})"
+            + _reverse_copy_unstable(r))
+
+
+# A run whose training loss climbs more than this share above the lowest it had reached blew up: the stage's training
+# loss is a mean over hundreds of steps, whose changes between logs on a stable run are a few percent at most.
+BLOW_UP = 0.25
+
+
+def blown_up(curve: list[Mapping[str, Any]], share: float = BLOW_UP) -> tuple[int, bool] | None:
+    """(the step at which a training curve, ``{"step", "loss"}`` records, first rose more than ``share`` above its
+    running minimum; whether its last loss was back at or below that minimum), or None when it never did."""
+    lowest = math.inf
+    for record in curve:
+        if record["loss"] > (1 + share) * lowest:
+            return record["step"], curve[-1]["loss"] <= lowest
+        lowest = min(lowest, record["loss"])
+    return None
+
+
+def _reverse_copy_unstable(r: Results) -> str:
+    """"; training loss blew up ... in 3 of 12 Mogrifier runs (...); without them ...": the runs whose training loss
+    rose more than :data:`BLOW_UP` above its running minimum (:func:`blown_up`; the divergence check stops none of
+    them), and each affected length's test cross-entropy over the runs that did not, so a reader sees how much of a
+    model's mean the blow-ups carry."""
+    found: dict[str, list[tuple[int, int, int, bool]]] = {}
+    counts: dict[str, int] = {}
+    for run in r["runs"]:
+        counts[run["model"]] = counts.get(run["model"], 0) + 1
+        event = blown_up(run.get("train_curve", []))
+        if event is not None:
+            found.setdefault(run["model"], []).append((run["length"], run["seed"], *event))
+    if not found:
+        return ""
+    shown = []
+    for model, runs in found.items():
+        where = "; ".join(f"length {n} seed {seed} at step {step:,}" + (" (back by the end)" if back else "")
+                          for n, seed, step, back in runs)
+        if not any(back for *_, back in runs):
+            where += "; none back at or below that lowest by the end"
+        rest = []
+        for n in sorted({run[0] for run in runs}):
+            kept = [x["test_cross_entropy"] for x in r["runs"] if x["model"] == model and x["length"] == n
+                    and blown_up(x.get("train_curve", [])) is None]
+            rest.append(f"length {n} " + (f"{sum(kept) / len(kept):.2f} nats over {len(kept)} seed(s)" if kept
+                                          else "none left"))
+        shown.append(f"{len(runs)} of {counts[model]} {_COPY_MODELS.get(model, model)} runs ({where}); without them "
+                     + ", ".join(rest))
+    return f"; training loss rose more than {BLOW_UP:.0%} above its lowest in " + "; ".join(shown)
 
 
 def _reverse_copy_verdict(results: Results) -> tuple[str, str]:
@@ -326,9 +387,25 @@ def _tuning_scale(results: Results) -> str:
     whole = results.get("data_summary", {}).get(st.get("corpus"), {}).get("splits", {})
     epochs = (f", {tokens / whole['train']['tokens']:.2f} epochs" if whole.get("train", {}).get("tokens") else "")
     return (f"2 layers: {models}; {train['max_steps']:,} steps of {train['batch_size']}×{train['bptt']} tokens per "
-            f"trial ({tokens / 1e6:.2f}M tokens{epochs}){_trial_scoring(st, whole.get('valid', {}).get('tokens'))}; "
+            f"trial ({tokens / 1e6:.2f}M tokens{epochs}){_trial_scoring(st, whole.get('valid', {}).get('tokens'))}"
+            f"{_best_still_falling(r)}; "
             f"{st['trials']} trials + {st.get('neighbours', 0)} neighbours + {st.get('reruns', 0)} reruns per model "
             f"(thesis: {TUNING['parameters'] / 1e6:.0f}M params, full runs, hundreds of trials)")
+
+
+def _best_still_falling(r: Results) -> str:
+    """"; the best LSTM trial's validation loss still falling at its last evaluation (5.266 -> 5.139 nats)": for each
+    study whose best trial had not stopped improving when its budget ended (its intermediate validation losses), so
+    a reader knows the landscape around it is one of unconverged models, not the thesis' converged ones."""
+    falling = []
+    for m, rec in r["models"].items():
+        history = [value for _, value in (rec.get("best") or {}).get("intermediate", [])]
+        if len(history) >= 2 and history[-1] < history[-2]:
+            falling.append(f"{model_name(r['settings']['models'][m]['cell'])} {history[-2]:.3f} -> {history[-1]:.3f}")
+    if not falling:
+        return ""
+    return ("; the best trial's validation loss still falling at its last evaluation (" + ", ".join(falling)
+            + " nats): not converged")
 
 
 def _trial_scoring(settings: Results, valid_tokens: int | None) -> str:
@@ -396,8 +473,8 @@ def _byte_lm_scale(results: Results) -> str:
     seen = max(run["train_tokens"] for run in runs) if runs else 0
     low, high = (f"{p / 1e6:.2f}" for p in (params[0], params[-1]))
     size = low if low == high else f"{low}–{high}"
-    return (f"1 layer, {size}M params each, {seen / 1e6:.1f}M of "
-            f"{r['train_bytes'] / 1e6:.1f}M training bytes ({train['max_steps']:,} steps), "
+    return (f"1 layer, {size}M params each, {seen / 1e6:.1f}M training bytes ({seen / r['train_bytes']:.2f} passes "
+            f"over the {r['train_bytes'] / 1e6:.1f}M of the training split; {train['max_steps']:,} steps), "
             f"{r['eval_bytes']['test']:,} test bytes, {max(s['seeds'] for s in r['summary'].values())} seed(s)")
 
 

@@ -19,8 +19,8 @@ from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.micmco.ptb.claims import (
     ALIKE, BEST_FIT, BOTH_TERMS, DEGRADES, DISCRETE, DISCRETE_GAIN, DISCRETE_TRAILS, DROPOUT, FRONTIER, GENERALISE,
     KEEPS_ORDER, LADDER_ITEMS, LOW_LATENTS, MASKS, NO_GAIN, ON_PAR, PERPLEXITY, POWER, RENYI_HIGH, SAMPLES,
-    SMALLER_GAIN, SPREAD, TABLE, TRADEOFF, Reading, Untestable, diverged_trials, figure_claim, frontier_tie, lowest_nll,
-    readings, table_cells, table_claim,
+    SMALLER_GAIN, SPREAD, TABLE, TRADEOFF, Reading, Untestable, diverged_trials, figure_claim, frontier_tie,
+    ladder_cannot_fail, lowest_nll, readings, table_cells, table_claim,
 )
 from paperlib.experiments.micmco.ptb.claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
 from paperlib.experiments.micmco.synthetic.claims import hv_tie
@@ -197,15 +197,17 @@ _PTB_LADDER_SUBJECTS = {"5.8": "16 vs 1", "5.9": "16 vs 1", "5.10": "shared vs n
 
 
 def _ptb_ladder_reason(results: Results, item: str) -> str:
-    """The readings of row ``item``'s budget ladders for its reason ("ladder: no trend"); empty for a row without
-    one, or with one of another profile."""
+    """The readings of row ``item``'s budget ladders for its reason ("ladder: no trend", or "cannot fail" for one
+    the claim names as not run, :func:`~paperlib.experiments.micmco.ptb.claims.ladder_cannot_fail`); empty for a row
+    without one, or with one of another profile."""
     keys = LADDER_ITEMS.get(item, ())
     ladder = results.get("micmco_ptb_ladder")
     if not keys or ladder is None or ladder["profile"] != results["micmco_ptb"]["profile"]:
         return ""
     read = [k for k in keys if ladder["ladders"].get(k, {}).get("reading")]
     return "; ".join(f"ladder{' ' + _PTB_LADDER_SUBJECTS[k] if len(keys) > 1 else ''}: "
-                     f"{ladder['ladders'][k]['reading']}" for k in read)
+                     + ("cannot fail" if ladder_cannot_fail(ladder, k) else ladder["ladders"][k]["reading"])
+                     for k in read)
 
 
 def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from paperlib.experiments.music.claims import CORPUS_NAMES, RULE_NAMES, table_claim
+from paperlib.experiments.music.claims import CORPUS_NAMES, MIRROR_CORPORA, RULE_NAMES, table_claim
 from paperlib.reference.music import TABLE_4_6, TABLE_4_6_CORPORA, THESIS_LSTM_NADE
 
 from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note
 
 _ROWS = ("static", "sgd", "global_rms")
-_MIRROR = ("jsb_chorales", "nottingham")
 
 
 def _music(results: Results) -> dict[str, Any]:
@@ -21,14 +20,15 @@ def music_paper() -> str:
     """K-T4.6: Table 4.6's LSTM-NADE rows per corpus, the corpora outside the data mirror named."""
     values = {key: dict(zip(TABLE_4_6_CORPORA, row)) for key, _, row in TABLE_4_6}
     chains = "; ".join(f"{CORPUS_NAMES[c]} " + " → ".join(_f(values[k][c]) for k in _ROWS) for c in TABLE_4_6_CORPORA)
-    outside = ", ".join(CORPUS_NAMES[c] for c in TABLE_4_6_CORPORA if c not in _MIRROR)
+    outside = ", ".join(CORPUS_NAMES[c] for c in TABLE_4_6_CORPORA if c not in MIRROR_CORPORA)
     return (f"test log-likelihood per frame (nats), static → SGD → global RMS: {chains} "
             f"({THESIS_LSTM_NADE['parameters'] / 1e6:.1f}M-parameter LSTM-NADE; {outside} not in the data mirror)")
 
 
 def music_paper_short() -> str:
     values = {key: dict(zip(TABLE_4_6_CORPORA, row)) for key, _, row in TABLE_4_6}
-    return "; ".join(f"{CORPUS_NAMES[c]} " + " → ".join(_f(values[k][c]) for k in _ROWS) for c in _MIRROR) + " nats/frame"
+    return "; ".join(f"{CORPUS_NAMES[c]} " + " → ".join(_f(values[k][c]) for k in _ROWS)
+                     for c in MIRROR_CORPORA) + " nats/frame"
 
 
 def music_ours(results: Results) -> str:

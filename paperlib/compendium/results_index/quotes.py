@@ -100,7 +100,10 @@ QUOTES: dict[str, list[tuple[str, str, str]]] = {
                 "losses with 2TA are much better."),
                ("000", "§3.6, Figure 3.3",
                 "2TA has no hyperparameters and produces much better early solutions." + ELLIPSIS
-                + "Additionally, the noise in the raw loss is effectively smoothed out.")],
+                + "Additionally, the noise in the raw loss is effectively smoothed out."),
+               ("000", "§3.6 Experiments",
+                "On this particular language modelling task, the best validation loss with the modified algorithm "
+                "worsened moderately (3.93 vs 3.92) and was well below the raw validation loss (4.02).")],
     "M-F3.4": [("000", "§3.6, Figure 3.4",
                 "Figure 3.4: Length of the long average (L) vs number of evaluations of 2TA in Figure 3.3. Note how "
                 "the heights of both peaks and valleys increase almost monotonically.")],
@@ -396,7 +399,9 @@ QUOTES: dict[str, list[tuple[str, str, str]]] = {
                 "These experiments showed that momentum still hurt performance with adaptive learning rates, and "
                 "that the bias correction of Adam helped slightly (Adam without momentum could be seen as bias "
                 "corrected RMSprop)." + ELLIPSIS + "from these experiments is that RMSprop and Adam perform much "
-                "worse than even vanilla SGD in a dynamic evaluation setting.")],
+                "worse than even vanilla SGD in a dynamic evaluation setting. This could be seen as surprising, "
+                "because the optimizer originally presented for dynamic evaluation that worked noticeably better "
+                "than SGD had an update rule similar to RMSprop.")],
     "K-T5.5": [("002", "§5.4.3 Hybridizing RMSprop and SGD",
                 "The performance of RMSprop peaked at slightly better than SGD for an  $\\epsilon$  value of 0.01, "
                 "suggesting that there was a slight benefit to using adaptive learning rates if carefully hybridized "
@@ -448,7 +453,13 @@ QUOTES: dict[str, list[tuple[str, str, str]]] = {
              ("004", "§5.3, Table 3",
               "We also report ID for F_g for completeness but note that it is by design unsitted for this contextual "
               "setting.")],
-    "S-F1": [("004", "§5.4 Noise Model Analysis", "Figures 1 and 1b show \\bar{I} for all trained models.")],
+    "S-F1": [("004", "§5.4 Noise Model Analysis", "Figures 1 and 1b show \\bar{I} for all trained models."),
+             ("004", "§2.1 State space model",
+              "Thus in this model, all entropy about possible sequence continuations must arise from the noise process "
+              "ξ , which cannot be ignored in a successfully trained model."),
+             ("004", "§4.2 Entropy Inspection",
+              "For a model ignoring the noise variables, knowledge of ξ_t does not reduce the uncertainty about w_t , "
+              "so that I(t) = 0.")],
     "S-F2": [("004", "§5.4 Noise Model Analysis",
               "As initial tokens are more important to remember, it should not come as a surprise that I(t) is "
               "largest first and decreases over time, yet with increased variance."),

@@ -13,7 +13,6 @@ from paperlib.experiments.common.claims import VERDICTS
 from paperlib.compendium.results_index.quotes import QUOTES, SEEDS
 
 from paperlib.compendium.results_index.text import INDEX, Results, SEED_ITEMS, _PART, _top_level, plain, shorten
-from paperlib.compendium.results_index.word_generation import WG_NOISE_USED
 from paperlib.compendium.results_index.rows import ROWS
 
 
@@ -292,7 +291,8 @@ def render_definitions() -> list[str]:
         f"  \"near-optimal\" (M-F5.6) is within {NEAR_OPTIMAL_NATS} nats of ln V at MI = {HIGH_MI_FRACTION:g} ln V; "
         f"Table 5.1's \"barely",
         f"  changes\" is within {PPL_TOLERANCE:.0%} perplexity and its \"low latent usage\" at most {LOW_KL} nats "
-        f"of KL per token, judged only in the cells whose curve has a trial above {LOW_KL} (elsewhere the line cannot fail);",
+        f"of KL per token, judged only in the cells whose curve has a trial above {LOW_KL}, and on its budget ladder only",
+        f"  when a trial of the ladder's curves at some rung and seed is above {LOW_KL} (elsewhere the line cannot fail);",
         f"  single-sample runs \"similar\" at zero latent usage (M-F5.14, M-F5.25) within {PPL_TOLERANCE:.0%} perplexity;",
         f"  a gain \"not nearly\" the training fit's (M-F5.10) below {SMALLER_SHARE:.0%} of it, judged only where the training-fit gain",
         f"  clears the hypervolume tie; \"on par up to an average KL of about {ON_PAR_KL}\" (M-F5.12) within the tie over the KL range",
@@ -301,8 +301,7 @@ def render_definitions() -> list[str]:
         f"  reach) and 16 samples gaining \"only with the Rényi at high latent usage\" (M-F5.8: at a KL of {ON_PAR_KL}, the level of",
         "  Fig. 5.12's \"on par\") compare two frontier NLLs there (the lowest NLL among a curve's trials at that KL or above),",
         f"  apart by more than {frontier_tie():.4f} nats (ln(1 + {PPL_TOLERANCE:.0%})), and are named as not run where the trials do not",
-        "  reach above the run's best fit (M-F5.13, M-F5.24) or up to that KL (M-F5.8);",
-        f"  a DSSM \"uses its noise\" (S-F1) when Ī > {WG_NOISE_USED}.",
+        "  reach above the run's best fit (M-F5.13, M-F5.24) or up to that KL (M-F5.8).",
         "- **Scale ladders** (S-T1, M-F5.2, M-F5.3, M-F5.6, M-F5.8, M-F5.9, M-F5.11, M-F5.12, M-T5.1): a",
         "  claim's gap measured at training budgets growing geometrically (×4 per rung; ×2 for the PTB MICMCO",
         "  ladder at `cpu`), with a margin at each rung: twice the standard error over seeds (for a synthetic MICMCO",

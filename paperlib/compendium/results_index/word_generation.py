@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 from paperlib.experiments.common.claims import mean_margin
-from paperlib.experiments.word_generation.claims import NOISE_USED as WG_NOISE_USED, figure1_claim, paper_i_bar_range
+from paperlib.experiments.word_generation.claims import figure1_claim, paper_i_bar_range, untrained_i_bar
 from paperlib.reference.word_generation import (PAPER_NGRAM_ORDERS, PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3,
                                                 PAPER_TABLE3_FLOWS)
 
@@ -88,7 +89,35 @@ def _wg_mi_paper_short() -> str:
 def _wg_scale(results: Results) -> str:
     s = _wg(results)["scale"]
     return (f"wordfreq list ({s['top_n']:,} words; stand-in for BooksCorpus), {s['steps']:,} steps per model, "
-            f"{len(s['seeds'])} seed(s)" + _wg_training_note(results))
+            f"{len(s['seeds'])} seed(s)" + _wg_training_note(results) + _wg_uniform_note(results))
+
+
+def _wg_uniform_note(results: Results) -> str:
+    """Where the trained rows' H_test stands against ln V, the test cross-entropy of a uniform distribution over the V
+    words of the vocabulary: ours against our V, the paper's Table 1 (the same DSSM rows) against its V."""
+    main = _wg(results)
+    rows = [r for r in main["table1"] if r.get("H_test") is not None and "ORACLE" not in r["model"]]
+    if not rows:
+        return ""
+    ours, paper = main["data"]["types"], main["data"]["paper"]["types"]
+    dssms = [r for r in rows if "BASELINE" not in r["model"]]
+    grus = [r for r in rows if "BASELINE" in r["model"]]
+
+    def span(values: list[float]) -> str:
+        return f"{_f(min(values))}–{_f(max(values))}" if len(values) > 1 else _f(values[0])
+
+    def count(values: list[float], side: str, level: float) -> str:
+        n = sum(v > level if side == "above" else v < level for v in values)
+        return f"{'every one' if n == len(values) else f'{n} of {len(values)}'} {side} it"
+
+    trained = "; ".join(f"{name} {span([r['H_test'] for r in group])}" for name, group in (("DSSMs", dssms),
+                                                                                          ("GRUs", grus)) if group)
+    paper_dssms = [PAPER_TABLE1[r["model"]]["H_test"][0] for r in dssms if r["model"] in PAPER_TABLE1]
+    theirs = (f"; the paper's ln {paper:,} = {_f(math.log(paper))}, its same DSSM rows {span(paper_dssms)}, "
+              f"{count(paper_dssms, 'below', math.log(paper))}" if paper_dssms else "")
+    return (f"; H_test against ln V, the cross-entropy of a uniform distribution over the vocabulary's V words: ours "
+            f"ln {ours:,} = {_f(math.log(ours))} nats, the trained rows ({trained}) "
+            f"{count([r['H_test'] for r in rows], 'above', math.log(ours))}{theirs}")
 
 
 def _wg_training_note(results: Results) -> str:
@@ -132,8 +161,26 @@ def _wg_t2_scale(results: Results) -> str:
     return (_wg_scale(results) + f"; n-gram perplexities of {s['ngram_words']:,} generated words per run (the DSSM "
             f"emitting its argmax) under Witten–Bell character models fitted on the alternative split's train+test "
             f"({split['train_types'] + split['test_types']:,} types) or on its {split['test_types']:,} test-only "
-            f"types (the paper's: a tenth of {main['data']['paper']['types']:,}), so absolute perplexities are far "
-            "from the paper's")
+            f"types (the paper's: a tenth of {main['data']['paper']['types']:,}), each type weighted by its token "
+            f"count in the virtual corpus ({split['train_tokens'] + split['test_tokens']:,} and "
+            f"{split['test_tokens']:,} tokens). Witten–Bell gives a context's unseen continuations the share "
+            "T / (N + T) of its probability, T the context's distinct continuations and N its count, so with counts "
+            "in the millions a letter sequence the fitted types do not continue gets almost none, and words unlike "
+            "the fitted types get perplexities far above the paper's, most under the test-only models at the higher "
+            f"orders{_wg_oracle_note(main)}; the paper does not say how it weighted the words it fitted")
+
+
+def _wg_oracle_note(main: Mapping[str, Any]) -> str:
+    """ORACLE-TRAIN's test-only perplexity at the highest order beside the paper's: training words, none of them a
+    test type, under the test-only n-gram model."""
+    orders = main["scale"].get("ngram_orders") or list(PAPER_NGRAM_ORDERS)
+    row = next((r for r in main["table2"] if r["model"] == "ORACLE-TRAIN"), None)
+    top = orders[-1]
+    if row is None or row.get(f"ppl_test_{top}") is None or top not in PAPER_NGRAM_ORDERS:
+        return ""
+    paper = PAPER_TABLE2["ORACLE-TRAIN"]["test"][PAPER_NGRAM_ORDERS.index(top)]
+    return (f" (the training oracle, whose words are no test type, has test-only P{top} "
+            f"{_f(row[f'ppl_test_{top}'], 1)} against the paper's {_f(paper, 1)})")
 
 
 def _pm(row: Mapping[str, Any], key: str, digits: int = 2) -> str:
@@ -202,8 +249,12 @@ def _wg_t3_ours(results: Results) -> str:
 
 
 def _wg_mi_ours(results: Results) -> str:
+    """S-F1: the Table 1 DSSMs' Ī and the untrained model's, which the row measures them against."""
     rows = {r["model"]: r for r in _wg(results)["table1"]}
-    return "Ī: " + ", ".join(f"{k} {_f(v.get('I_bar'))}" for k, v in rows.items() if v.get("I_bar") is not None)
+    base = untrained_i_bar(_wg(results))
+    untrained = f"; untrained {base['model']} {_f(base['I_bar'])} (Fig. 3 at step 0)" if base else ""
+    shown = ", ".join(f"{k} {_pm(v, 'I_bar')}" for k, v in rows.items() if v.get("I_bar") is not None)
+    return f"Ī: {shown}{untrained}"
 
 
 def _wg_mi_verdict(results: Results) -> tuple[str, str]:

@@ -224,6 +224,15 @@ def seen_claim(results: Results) -> Claim:
     ))
 
 
+def further_distinct(extra: Results) -> str:
+    """The further targets of Table 5.2's probe counted as distinct words, e.g. " (16 distinct words)", where some
+    word is a target more than once; empty where each is distinct or the results do not list them."""
+    words = extra.get("words")
+    if not words or len(set(words)) == len(words):
+        return ""
+    return f" ({len(set(words))} distinct words)"
+
+
 def related_claim(results: Results) -> Claim:
     """Table 5.2 and §5.3's sentence on it, "Updating on the observation of the word “production” also increases the
     log probability of words with similar word embeddings": one update on the target word raises its probability,
@@ -250,18 +259,19 @@ def related_claim(results: Results) -> Claim:
     ]
     not_run = []
     means = ("mean_top_delta", "mean_target_delta", "mean_median_delta")
+    targets = f"{ex['count']} further targets{further_distinct(ex)}"
     if all(k in ex for k in means):
         parts.append(_strict(
             "related words gain for further targets", f"averaged over the further targets, each target's {top} "
             "related words gain probability", ex["mean_top_delta"],
-            f"mean over {ex['count']} further targets: {top} related words {ex['mean_top_delta']:+.2f}, the target "
+            f"mean over {targets}: {top} related words {ex['mean_top_delta']:+.2f}, the target "
             f"{ex['mean_target_delta']:+.2f}, the median word {ex['mean_median_delta']:+.2f} Δ log p"))
     else:
         not_run.append("related words gain for further targets")
     parts.append(_strict(
         "related words above the median for further targets", f"for most further targets the {top} related words' "
         "mean Δ log p lies above the vocabulary median's", ex["top_mean_above_median"] - ex["count"] / 2,
-        f"{ex['top_mean_above_median']} of {ex['count']} further targets"
+        f"{ex['top_mean_above_median']} of {targets}"
         + (f"; means {ex['mean_top_delta']:+.2f} vs {ex['mean_median_delta']:+.2f}" if all(k in ex for k in means)
            else "")))
     return Claim("K-T5.2", tuple(parts), tuple(not_run))
@@ -283,11 +293,47 @@ def momentum_steps(results: Results) -> list[dict[str, Any]]:
     return steps
 
 
+def momentum_best(results: Results) -> dict[str, Any] | None:
+    """Table 5.3's lowest validation perplexity when a μ > 0 has it: ``mu``, ``ppl``, ``below`` (how far below μ = 0,
+    in perplexity) and, with per-block validation losses, the paired bootstrap's ``gap`` and ``margin`` against
+    μ = 0 (nats per token, positive the thesis' way); None when μ = 0 is lowest or was not run."""
+    o = results["optimizers"]
+    rows = o["momentum"]
+    plain = next((r for r in rows if r["settings"]["momentum"] == 0), None)
+    best = min(rows, key=lambda r: r["valid_ppl"])
+    if plain is None or best is plain or best["valid_ppl"] >= plain["valid_ppl"]:
+        return None
+    out = {"mu": best["settings"]["momentum"], "ppl": best["valid_ppl"],
+           "below": plain["valid_ppl"] - best["valid_ppl"]}
+    if "valid_block_tokens" in o and "valid_blocks" in best and "valid_blocks" in plain:
+        gap, se = paired_bootstrap(best["valid_blocks"], plain["valid_blocks"], o["valid_block_tokens"])
+        out.update(gap=gap, margin=2 * se)
+    return out
+
+
+def lr_grid_tie(row: Results, within: float) -> tuple[float, float, float, float] | None:
+    """Where ``row``'s learning-rate sweep (``sweep``: lr, nll) scores a grid point next to the chosen learning rate
+    within ``within`` perplexity of it: (chosen lr, its perplexity, that neighbour's lr, its perplexity), the nearer
+    neighbour; None otherwise. The row's best learning rate then likely lies between the two grid points, and its
+    perplexity is known only to the grid's resolution, coarser than a gap of ``within``."""
+    sweep = sorted(row.get("sweep", []), key=lambda p: p["lr"])
+    at = next((i for i, p in enumerate(sweep) if math.isclose(p["lr"], row["lr"], rel_tol=1e-9)), None)
+    if at is None:
+        return None
+    ppl = [math.exp(min(p["nll"], 700.0)) for p in sweep]  # a diverged point's loss is astronomically large
+    near = [i for i in (at - 1, at + 1) if 0 <= i < len(sweep) and abs(ppl[i] - ppl[at]) < within]
+    if not near:
+        return None
+    i = min(near, key=lambda i: abs(ppl[i] - ppl[at]))
+    return sweep[at]["lr"], ppl[at], sweep[i]["lr"], ppl[i]
+
+
 def momentum_claim(results: Results) -> Claim:
     """Table 5.3: momentum always hurts dynamic evaluation; μ = 0 (plain SGD) has the best validation perplexity and
     perplexity rises with μ (needs three μ values; the first is μ = 0), each step between successive μ its own
-    comparison (a step the other way fails the part at any size, as every comparison does). The thesis' larger μ
-    that our sweep leaves out are named as not run."""
+    comparison (a step the other way fails the part at any size, as every comparison does). Where a μ > 0 is lowest,
+    the evidence names it (:func:`momentum_best`) and whether μ = 0's learning-rate sweep is flatter than that gap
+    (:func:`lr_grid_tie`). The thesis' larger μ that our sweep leaves out are named as not run."""
     rows = results["optimizers"]["momentum"]
     ppl = [r["valid_ppl"] for r in rows]
     ran = [r["settings"]["momentum"] for r in rows]
@@ -297,6 +343,14 @@ def momentum_claim(results: Results) -> Claim:
     parts, not_run = [], []
     study = results["optimizers"]
     if len(rows) >= 2 and rows[0]["settings"]["momentum"] == 0:
+        best = momentum_best(results)
+        if best:
+            evidence += f"; lowest: μ {best['mu']:g}, {best['below']:.2f} ppl below μ 0"
+            tie = lr_grid_tie(rows[0], best["below"])
+            if tie:
+                evidence += (f"; μ 0's sweep scores {tie[1]:.2f} at lr {tie[0]:.3g} and {tie[3]:.2f} at lr "
+                             f"{tie[2]:.3g}, closer than that gap: its best lr likely lies between these grid points, "
+                             f"so its {tie[1]:.2f} is an upper bound")
         parts.append(_study_part("plain SGD is best", "no momentum μ > 0 beats μ = 0", study,
                                  [(rows[0], r) for r in rows[1:]], evidence))
     else:
@@ -317,9 +371,16 @@ def momentum_claim(results: Results) -> Claim:
     return Claim("K-T5.3", tuple(parts), tuple(not_run))
 
 
+# §5.4.2, right after "RMSprop and Adam perform much worse than even vanilla SGD"; the optimizer is ch. 4's global RMS
+GLOBAL_RMS_SENTENCE = ("the optimizer originally presented for dynamic evaluation that worked noticeably better than "
+                       "SGD had an update rule similar to RMSprop")
+
+
 def adaptive_claim(results: Results) -> Claim:
-    """Table 5.4: RMSprop and Adam (PyTorch defaults but the learning rate) lose to plain SGD and to global RMS;
-    momentum hurts Adam too; Adam without momentum (bias-corrected RMSprop) beats RMSprop (α = 0.999) slightly."""
+    """Table 5.4: RMSprop and Adam (PyTorch defaults but the learning rate) lose to plain SGD; momentum hurts Adam
+    too; Adam without momentum (bias-corrected RMSprop) beats RMSprop (α = 0.999) slightly. Table 5.4 has no global
+    RMS row: that they lose to global RMS too is judged from §5.4.2's next sentence (:data:`GLOBAL_RMS_SENTENCE`),
+    against our global RMS without the decay prior (Table 5.5's row)."""
     o = results["optimizers"]
     adaptive = o["adaptive"]
     best = min(r["valid_ppl"] for r in adaptive)
@@ -330,7 +391,9 @@ def adaptive_claim(results: Results) -> Claim:
                     [(o["sgd"], r) for r in adaptive], f"best adaptive {_f(best)} vs SGD {_f(o['sgd']['valid_ppl'])}"),
         _study_part("lose to global RMS", "every RMSprop/Adam setting is worse than global RMS", o,
                     [(o["global_rms"], r) for r in adaptive],
-                    f"best adaptive {_f(best)} vs global RMS {_f(o['global_rms']['valid_ppl'])}"),
+                    f"best adaptive {_f(best)} vs global RMS without the decay prior "
+                    f"{_f(o['global_rms']['valid_ppl'])}; Table 5.4 has no global RMS row: judged from §5.4.2's "
+                    f"'{GLOBAL_RMS_SENTENCE}'"),
     ]
     not_run = []
     if 0.9 in adam and 0.0 in adam:
@@ -383,7 +446,7 @@ def epsilon_claim(results: Results) -> Claim:
     """Table 5.5: RMSprop is very sensitive to ε and peaks at an ε above the smallest: the best of the larger ε
     beats the smallest (needs two ε values); tuned ε gains slightly over SGD; at a very large ε (at least
     :data:`LARGE_EPS`) RMSprop scores as SGD does (:data:`IDENTICAL`); global RMS (no decay prior) beats RMSprop at
-    every ε."""
+    every ε. The thesis' ε that our sweep leaves out are named as not run."""
     o = results["optimizers"]
     rows = o["epsilon"]
     ppl = [r["valid_ppl"] for r in rows]
@@ -404,6 +467,10 @@ def epsilon_claim(results: Results) -> Claim:
         parts.append(_like_sgd(o, largest, o["sgd"]))
     else:
         not_run.append("RMSprop like SGD at large ε")
+    ran = [r["settings"]["eps"] for r in rows]
+    unrun = [e for e in DYNEVAL_EPSILON if not any(math.isclose(e, x, rel_tol=1e-6) for x in ran)]
+    if unrun:
+        not_run.append(f"the thesis' ε {', '.join(f'{e:g}' for e in unrun)}")
     if len(rows) < 2:
         return Claim("K-T5.5", tuple(parts), ("smallest ε not the best", *not_run))
     smallest = min(rows, key=lambda r: r["settings"]["eps"])

@@ -9,7 +9,8 @@ the rows of :data:`LADDER_ITEMS`, the budget ladder's parts; and (3) named as no
 run at the profile, a comparison that cannot be tested at this scale (:data:`UNTESTABLE`: a tie reading whose
 hypervolumes all lie below the tie, a validation gain without a training-fit gain beyond the tie, a Table 5.1 cell
 whose curve has no trial above the low-KL line, a latent usage the trials do not reach), the parts of a figure our
-trials do not reach (:data:`UNREACHED`), and a ladder that could not be read.
+trials do not reach (:data:`UNREACHED`), a ladder that could not be read, and a low-latent-usage ladder whose curves
+have no trial above the line (:func:`ladder_cannot_fail`).
 
 The numbers behind each comparison are recomputed from the results' curves and Table 5.1 rows as the stage computed
 them (:mod:`paperlib.experiments.micmco.ptb.comparisons`), never read back from the stage's evidence text, and every
@@ -502,10 +503,24 @@ LADDER_READINGS: dict[str, tuple[str, str]] = {
 }
 
 
+def ladder_cannot_fail(ladder: Results, key: str) -> str | None:
+    """Why ladder ``key`` cannot fail at this scale, or None: a low-latent-usage ladder whose curves have no validation
+    trial above the low-KL line at any rung or seed meets the line whatever the models do (as Table 5.1's cells,
+    :func:`_line_cannot_fail`). Judged when no trials were recorded to tell."""
+    entry, low = ladder.get("ladders", {}).get(key) or {}, ladder.get("low_kl")
+    kls = [t["kl"] for curve in entry.get("curves", ()) for by_step in ladder.get("trials", {}).get(curve, {}).values()
+           for trials in by_step.values() for t in trials if t.get("kl") is not None]
+    if entry.get("kind") != "latents" or not kls or max(kls) > low:
+        return None
+    return f"cannot fail at this scale: every trial of its curves at every rung and seed below {low} nats " \
+           f"(at most {max(kls):.3f})"
+
+
 def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[list[Part], list[str]]:
     """The budget ladder's parts of row ``item`` (relabelled where a ladder reads one of the row's sentences on
     other curves than the row's own part, :data:`LADDER_READINGS`) and what of it went unjudged (a ladder of another
-    profile, not run or not read); nothing for a row without a ladder."""
+    profile, not run or not read, or one that cannot fail at this scale, :func:`ladder_cannot_fail`); nothing for a
+    row without a ladder."""
     keys = LADDER_ITEMS.get(item, ())
     if not keys:
         return [], []
@@ -517,6 +532,10 @@ def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[l
 
     parts, unjudged = [], []
     for key in keys:
+        untestable = ladder_cannot_fail(ladder, key)
+        if untestable is not None:
+            unjudged.append(f"ladder: {ladder['ladders'][key]['claim']} — {untestable}")
+            continue
         part = ladder_claim_part(ladder, key)
         if part is not None and key in LADDER_READINGS:
             claim, how = LADDER_READINGS[key]
