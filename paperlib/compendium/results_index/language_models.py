@@ -7,7 +7,7 @@ import math
 from typing import Any, Callable, Mapping
 
 from paperlib.experiments.language_models.claims import (
-    TABLE_STAGES, ablation_claim, against, byte_comparison, on_par, ordering_claim, table_3_3_claim,
+    TABLE_STAGES, ablation_claim, against, byte_comparison, on_par, ordering_claim, recipe_options, table_3_3_claim,
     table_comparisons,
 )
 from paperlib.reference.byte_lm import BYTE_MLSTM, BYTE_MLSTM_SETUP, TABLE_3_3, TEST_BITS_PER_BYTE
@@ -152,11 +152,7 @@ def _one_recipe(r: Results) -> str:
     models = r["models"]
     if "lstm" not in models or len(models) < 2 or any("train" in spec for spec in models.values()):
         return ""
-
-    def shared(spec: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in spec.get("options", {}).items() if not k.startswith("mogrifier_")}
-
-    if any(shared(spec) != shared(models["lstm"]) for spec in models.values()):
+    if any(recipe_options(spec) != recipe_options(models["lstm"]) for spec in models.values()):
         return ""
     return ("; every model trains with one recipe, the LSTM's (learning rate, schedule, dropouts), none tuned for "
             "itself (the thesis tunes each)")

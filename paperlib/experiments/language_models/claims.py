@@ -239,12 +239,15 @@ def _low_rank(results: Results) -> list[str]:
     return [n for n in summary if n.startswith("mogrifier_r") and models[n]["cell"] == "mogrifier_lstm"]
 
 
+def recipe_options(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A model spec's options but the Mogrifier's own (rounds, rank, zigzag): what models of one recipe share."""
+    return {k: v for k, v in spec.get("options", {}).items() if not k.startswith("mogrifier_")}
+
+
 def _same_recipe(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether two model specs share hidden size, depth and every option but the Mogrifier's own."""
-    def rest(spec: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in spec.get("options", {}).items() if not k.startswith("mogrifier_")}
-    return (a.get("hidden_size"), a.get("num_layers"), rest(a)) == (b.get("hidden_size"), b.get("num_layers"),
-                                                                    rest(b))
+    return ((a.get("hidden_size"), a.get("num_layers"), recipe_options(a))
+            == (b.get("hidden_size"), b.get("num_layers"), recipe_options(b)))
 
 
 def _rounds_part(results: Results, metric: str) -> Part | None:
