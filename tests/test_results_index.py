@@ -723,7 +723,7 @@ def test_disclosures_a_skeptical_reader_needs_are_computed_from_the_results():
     M-F3.3's tuned baselines name their grids and a pick at a grid's end."""
     from paperlib.compendium.results_index.averaging import _tuned_grids
     from paperlib.compendium.results_index.language_models import (
-        _best_still_falling, _chrono, _reverse_copy_unstable, blown_up,
+        _best_still_falling, _chrono, _reverse_copy_picked, _reverse_copy_unstable, blown_up,
     )
 
     chrono = {"models": {"lstm": {"options": {"chrono_t_max": 70.0}}, "mogrifier": {"options": {}}}}
@@ -743,13 +743,26 @@ def test_disclosures_a_skeptical_reader_needs_are_computed_from_the_results():
 
     assert blown_up(curve(3.0, 1.9, 1.6, 3.1, 2.3)) == (2000, False)  # 3.1 > 1.25 x 1.6, never back to 1.6
     assert blown_up(curve(3.0, 1.9, 2.5, 1.5)) == (1500, True) and blown_up(curve(3.0, 1.9, 2.2, 1.8)) is None
-    runs = [{"model": "mogrifier", "length": 30, "seed": s, "test_cross_entropy": ce, "train_curve": c}
+    runs = [{"model": "mogrifier", "length": 30, "seed": s, "lr": 0.012, "test_cross_entropy": ce, "train_curve": c}
             for s, ce, c in ((1, 1.2, curve(3, 1.5, 1.2)), (2, 1.1, curve(3, 1.4, 1.1)), (3, 2.3, curve(3, 1.6, 3.1)))]
-    runs.append({"model": "lstm", "length": 30, "seed": 1, "test_cross_entropy": 0.6, "train_curve": curve(3, 1, .6)})
-    assert _reverse_copy_unstable({"runs": runs}) == (
+    runs.append({"model": "lstm", "length": 30, "seed": 1, "lr": 0.012, "test_cross_entropy": 0.6,
+                 "train_curve": curve(3, 1, .6)})
+    best = {"mogrifier": {"30": {"lr": 0.012}}, "lstm": {"30": {"lr": 0.012}}}
+    assert _reverse_copy_unstable({"runs": runs, "best": best}) == (
         "; training loss rose more than 25% above its lowest in 1 of 3 Mogrifier runs (length 30 seed 3 at step "
         "1,500; none back at or below that lowest by the end); without them length 30 1.15 nats over 2 seed(s)")
-    assert _reverse_copy_unstable({"runs": runs[:2]}) == ""
+    assert _reverse_copy_unstable({"runs": runs[:2], "best": best}) == ""
+    # a grid of two learning rates: only the picked point's runs make the numbers; blow-ups elsewhere are counted apart
+    lower = [dict(run, lr=0.006, test_cross_entropy=run["test_cross_entropy"] - 0.1) for run in runs]
+    lower[2]["train_curve"] = curve(3, 1.6, 1.5)  # stable at the lower rate
+    grid = {"runs": runs + lower, "best": {"mogrifier": {"30": {"lr": 0.006}}, "lstm": {"30": {"lr": 0.012}}},
+            "lengths": [30]}
+    assert _reverse_copy_unstable(grid) == ("; no run of the picked settings blew up (training loss never rose more "
+                                            "than 25% above its lowest); at the settings not picked, 1 Mogrifier run "
+                                            "blew up")
+    assert _reverse_copy_picked(grid) == ("; picked per model and length by the seeds' mean validation cross-entropy "
+                                          "(lengths 30): Mogrifier learning rate 0.006, LSTM learning rate 0.012")
+    assert _reverse_copy_picked({"runs": runs, "best": best, "lengths": [30]}) == ""
 
     averaging = {"averaging_ptb": {"settings": {"ta_starts": [0.25, 0.5, 0.75], "ema_decays": [0.99, 0.998]},
                                    "summary": {"tuned_ta": "ta_0.75", "tuned_ema": "ema_0.99"}}}

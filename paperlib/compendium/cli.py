@@ -110,6 +110,7 @@ RUNNERS = {
     "micmco_ptb_ladder": "paperlib.experiments.micmco.ptb.ladder:run_micmco_ptb_ladder",
     "word_generation": "paperlib.experiments.word_generation.word_generation:run_word_generation",
     "word_generation_ladder": "paperlib.experiments.word_generation.ladder:run_word_generation_ladder",
+    "word_generation_ngram": "paperlib.experiments.word_generation.word_generation_ngram:run_word_generation_ngram",
     "dyneval": "paperlib.experiments.dynamic_evaluation.dyneval:run_dyneval",
     "reverse_copy": "paperlib.experiments.reverse_copy.reverse_copy:run_reverse_copy",
     "tuning_ptb": "paperlib.experiments.language_models.tuning_ptb:run_tuning",

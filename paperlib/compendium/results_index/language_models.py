@@ -275,7 +275,34 @@ def _reverse_copy_scale(results: Results) -> str:
             f"{st['parameter_budget']:,} params, {st['steps']:,} steps; {_reverse_copy_seeds(st)}; {tuned} (thesis: "
             f"learning rate, L2 and embedding size tuned, and r and k for the Mogrifier, at "
             f"{REVERSE_COPY['parameters'] / 1e6:.0f}M params, vocabulary {REVERSE_COPY['vocab_size']:,})"
-            + _reverse_copy_unstable(r))
+            + _reverse_copy_picked(r) + _reverse_copy_unstable(r))
+
+
+# What a reverse-copy grid point varies besides the seed, with the words the scale uses for each.
+_COPY_GRID = {"lr": "learning rate", "l2": "L2", "embedding_size": "embedding", "mogrifier_rounds": "r",
+              "mogrifier_rank": "k"}
+
+
+def _picked(r: Results, run: Mapping[str, Any]) -> bool:
+    """Whether ``run`` belongs to the grid point the stage picked for its model and length (the one whose seeds'
+    mean validation cross-entropy is lowest), whose seeds make the reported numbers."""
+    best = r["best"][run["model"]][str(run["length"])]
+    return all(run.get(k) == best.get(k) for k in _COPY_GRID)
+
+
+def _reverse_copy_picked(r: Results) -> str:
+    """"; picked on validation: LSTM learning rate 0.012 / 0.006 / ... at lengths ...": per model, each setting its
+    grid gave more than one value, at every length; empty when the grid has one point per model."""
+    shown = []
+    for model, by_length in r["best"].items():
+        varied = [k for k in _COPY_GRID if len({run.get(k) for run in r["runs"] if run["model"] == model}) > 1]
+        for key in varied:
+            values = " / ".join(f"{by_length[str(n)][key]:g}" for n in r["lengths"])
+            shown.append(f"{_COPY_MODELS.get(model, model)} {_COPY_GRID[key]} {values}")
+    if not shown:
+        return ""
+    return (f"; picked per model and length by the seeds' mean validation cross-entropy (lengths "
+            f"{' / '.join(map(str, r['lengths']))}): " + ", ".join(shown))
 
 
 # A run whose training loss climbs more than this share above the lowest it had reached blew up: the stage's training
@@ -301,13 +328,21 @@ def _reverse_copy_unstable(r: Results) -> str:
     model's mean the blow-ups carry."""
     found: dict[str, list[tuple[int, int, int, bool]]] = {}
     counts: dict[str, int] = {}
+    elsewhere: dict[str, int] = {}  # blow-ups at grid points the stage did not pick
     for run in r["runs"]:
-        counts[run["model"]] = counts.get(run["model"], 0) + 1
         event = blown_up(run.get("train_curve", []))
+        if not _picked(r, run):
+            elsewhere[run["model"]] = elsewhere.get(run["model"], 0) + (event is not None)
+            continue
+        counts[run["model"]] = counts.get(run["model"], 0) + 1
         if event is not None:
             found.setdefault(run["model"], []).append((run["length"], run["seed"], *event))
+    other = "".join(f"; at the settings not picked, {elsewhere[m]} {_COPY_MODELS.get(m, m)} run"
+                    f"{'s' if elsewhere[m] != 1 else ''} blew up" for m in elsewhere if elsewhere[m])
     if not found:
-        return ""
+        picked = sum(counts.values()) < len(r["runs"])
+        return (f"; no run of the picked settings blew up (training loss never rose more than {BLOW_UP:.0%} above its "
+                f"lowest){other}" if picked else "")
     shown = []
     for model, runs in found.items():
         where = "; ".join(f"length {n} seed {seed} at step {step:,}" + (" (back by the end)" if back else "")
@@ -317,12 +352,12 @@ def _reverse_copy_unstable(r: Results) -> str:
         rest = []
         for n in sorted({run[0] for run in runs}):
             kept = [x["test_cross_entropy"] for x in r["runs"] if x["model"] == model and x["length"] == n
-                    and blown_up(x.get("train_curve", [])) is None]
+                    and _picked(r, x) and blown_up(x.get("train_curve", [])) is None]
             rest.append(f"length {n} " + (f"{sum(kept) / len(kept):.2f} nats over {len(kept)} seed(s)" if kept
                                           else "none left"))
         shown.append(f"{len(runs)} of {counts[model]} {_COPY_MODELS.get(model, model)} runs ({where}); without them "
                      + ", ".join(rest))
-    return f"; training loss rose more than {BLOW_UP:.0%} above its lowest in " + "; ".join(shown)
+    return f"; training loss rose more than {BLOW_UP:.0%} above its lowest in " + "; ".join(shown) + other
 
 
 def _reverse_copy_verdict(results: Results) -> tuple[str, str]:

@@ -167,7 +167,40 @@ def _wg_t2_scale(results: Results) -> str:
             "T / (N + T) of its probability, T the context's distinct continuations and N its count, so with counts "
             "in the millions a letter sequence the fitted types do not continue gets almost none, and words unlike "
             "the fitted types get perplexities far above the paper's, most under the test-only models at the higher "
-            f"orders{_wg_oracle_note(main)}; the paper does not say how it weighted the words it fitted")
+            f"orders{_wg_oracle_note(main)}; the paper does not say how it weighted the words it fitted"
+            + _wg_ngram_calibration(results))
+
+
+def _wg_ngram_calibration(results: Results) -> str:
+    """What the ``word_generation_ngram`` stage measured on the oracle rows (no trained model): per word list and
+    weighting, the oracle cells near the paper's (:func:`~paperlib.experiments.word_generation.word_generation_ngram.
+    calibration_summary`) and the farthest one; empty without that stage's results or when they were made at another
+    profile or word list."""
+    from paperlib.experiments.word_generation.claims import NEAR, calibration_summary
+
+    ref, main = results.get("word_generation_ngram"), _wg(results)
+    if not ref or ref.get("profile") != main.get("profile") or ref["main"]["top_n"] != main["data"]["top_n"]:
+        return ""
+    names = {"tokens": "weighted by token counts", "types": "each type counted once"}
+    oracles = {"ORACLE-TRAIN": "training oracle's", "ORACLE-TEST": "test oracle's"}
+
+    def one(s: Mapping[str, Any]) -> str:
+        far = s["farthest"]
+        return (f"{s['types']:,} types {names[s['weighting']]}: {s['near']} of {s['cells']} within ×{NEAR:g} of the "
+                f"paper's, farthest the {oracles[far['oracle']]} {far['fitted on']} P{far['order']} "
+                f"{'∞' if far['ours'] is None else _f(far['ours'], 1)} "
+                f"(paper {_f(far['paper'], 1)})")
+
+    summary = calibration_summary(ref)
+    ours = {s["weighting"]: s["near"] for s in summary if s["top_n"] == main["data"]["top_n"]}
+    reading = ""
+    if len(ours) > 1 and ours.get("tokens", -1) != max(ours.values()):
+        reading = "; counting each type once puts more oracle cells near the paper's than the token weights we use"
+    elif len(ours) > 1 and sorted(ours.values())[-1] > sorted(ours.values())[-2]:
+        reading = "; the token weights we use put more oracle cells near the paper's than counting each type once"
+    return (f". On the oracle rows, which need no trained model, the same n-gram models fitted on our list and on "
+            f"lists of other sizes: " + "; ".join(one(s) for s in summary)
+            + reading)
 
 
 def _wg_oracle_note(main: Mapping[str, Any]) -> str:

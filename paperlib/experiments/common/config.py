@@ -294,6 +294,7 @@ EXPERIMENT_HOMES: dict[str, str] = {
     "micmco_ptb_ladder": "paperlib.experiments.micmco.ptb.ladder",
     "word_generation": "paperlib.experiments.word_generation.settings",
     "word_generation_ladder": "paperlib.experiments.word_generation.ladder",
+    "word_generation_ngram": "paperlib.experiments.word_generation.word_generation_ngram",
     "music": "paperlib.experiments.music.music",
 }
 SECTION_HOMES: dict[str, str] = {

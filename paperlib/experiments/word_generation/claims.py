@@ -324,6 +324,39 @@ SHORTER_ORDERS = (2, 3)
 NGRAM_MODELS = {"full": "train+test", "test": "test-only"}
 
 
+# -- the n-gram metric on the oracle rows (results/word_generation_ngram.json) ----------------------------
+
+# An oracle cell counts as near the paper's within this factor either way: a loose "same level" for numbers measured
+# once on another corpus, small beside the factors by which the weighting and the word list move the cells.
+NEAR = 1.25
+
+
+def calibration_summary(results: Mapping[str, Any], near: float = NEAR) -> list[dict[str, Any]]:
+    """Per (word list, weighting) of ``results/word_generation_ngram.json``: how many of the oracle cells (oracle x
+    fitted-on x order) lie within ``near`` of the paper's, of how many, and the farthest cell (ratio ours / paper
+    furthest from 1, either way; an infinite perplexity, None, is the farthest of all)."""
+    if near <= 1:
+        raise ValueError(f"near must exceed 1, got {near}")
+    paper, out = results["paper"], []
+    for vocab in results["vocabularies"]:
+        for weighting, by_oracle in vocab["perplexities"].items():
+            cells = []  # (|log(ours / paper)|, oracle, source, order, ours, paper)
+            for oracle, by_source in by_oracle.items():
+                for source, values in by_source.items():
+                    for n in results["main"]["ngram_orders"]:
+                        if n not in paper["orders"]:
+                            continue
+                        theirs, ours = paper["oracles"][oracle][source][paper["orders"].index(n)], values[str(n)]
+                        distance = math.inf if ours is None else abs(math.log(ours / theirs))
+                        cells.append((distance, oracle, source, n, ours, theirs))
+            far = max(cells)
+            out.append({"types": vocab["types"], "top_n": vocab["top_n"], "weighting": weighting,
+                        "near": sum(c[0] <= math.log(near) for c in cells), "cells": len(cells),
+                        "farthest": {"oracle": far[1], "fitted on": NGRAM_MODELS[far[2]], "order": far[3],
+                                     "ours": far[4], "paper": far[5]}})
+    return out
+
+
 def _ngram_comparison(rows: Mapping[str, Mapping[str, Any]], worse: str, better: str, source: str,
                       order: int) -> tuple[str, str] | None:
     """(part verdict, evidence) of ``better`` having the lower perplexity than ``worse`` under the ``source``
