@@ -628,13 +628,20 @@ def test_lm_scales_state_epochs_convergence_learning_rates_and_the_validation_pr
 
 
 def test_the_small_rows_say_what_was_run_and_what_was_not():
-    """M-F2.4: one grid point per model, none tuned, and Fig. 2.4b named as not run; M-F3.5: the overfitting run's
-    own scale; M-T2.6: the dyneval stage's grids against Table 2.6's ranges."""
+    """M-F2.4: the grid each model trained at (with the picked point where there are several), and Fig. 2.4b named
+    as not run; M-F3.5: the overfitting run's own scale; M-T2.6: the dyneval stage's grids against Table 2.6's
+    ranges."""
     results = ri.load_results(REPO)
     if not {"reverse_copy", "averaging_ptb", "dyneval"} <= set(results):
         pytest.skip("results not present")
     copy = ri.ROWS["M-F2.4"].render(results)
-    assert "one setting per model, none tuned: learning rate 0.012, L2 0" in copy["scale"]
+    lrs = results["reverse_copy"]["settings"]["learning_rates"]
+    shown = " / ".join(f"{lr:g}" for lr in lrs)
+    if len(lrs) == 1:
+        assert f"one setting per model, none tuned: learning rate {shown}, L2 0" in copy["scale"]
+    else:  # the picked rate per model and length is named
+        assert f"a grid of {len(lrs)} settings per model: learning rate {shown}, L2 0" in copy["scale"]
+        assert "; picked per model and length by the seeds' mean validation cross-entropy" in copy["scale"]
     assert "k <= 0: full rank" in copy["scale"] and "at 10M params, vocabulary 1,000" in copy["scale"]
     assert "not run: embedding sizes not tuned, Fig. 2.4b (a larger model and vocabulary)" in copy["verdict"]
     overfit = ri.ROWS["M-F3.5"].render(results)["scale"]
