@@ -11,11 +11,11 @@ from paperlib.data.wordlist import english_word_list
 from paperlib.experiments.common.config import experiment_params
 from paperlib.experiments.word_generation.data import fit_ngram_models, make_splits, oracle_rows
 from paperlib.experiments.word_generation.claims import calibration_summary
-from paperlib.experiments.word_generation.word_generation_ngram import (NgramReferenceParams, fit_reference_models,
-                                                                        reference_rows, run_reference,
-                                                                        score_vocabulary)
+from paperlib.experiments.word_generation.word_generation_ngram import (NgramReferenceParams, counted_once,
+                                                                        fit_reference_models, reference_rows,
+                                                                        run_reference, score_vocabulary)
 from paperlib.reference.word_generation import PAPER_NGRAM_ORDERS, PAPER_TABLE2
-from paperlib.word_metrics import char_ngram_perplexity
+from paperlib.word_metrics import char_ngram_perplexity, fit_char_ngram
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +58,21 @@ def test_token_weights_are_the_stage_models_and_type_counts_are_not(split, main)
         char_ngram_perplexity(tokens["test"][4], seen), rel=1e-3)
     with pytest.raises(ValueError, match="weighting"):
         fit_reference_models(split, orders, "bytes")
+
+
+def test_types_counted_once_are_the_unweighted_fit(split):
+    """Counting each type once is fit_char_ngram without counts, on train+test (the halves share no type) and on
+    the test types alone; the split's words and the original counts are left as they were."""
+    once = counted_once(split)
+    assert not set(split.train.words) & set(split.test.words)
+    assert once.train.words == split.train.words and once.test.words == split.test.words
+    assert set(once.train.counts.tolist()) == {1} and split.train.counts.max() > 1
+    models = fit_reference_models(split, [3], "types")
+    words = split.test.words[:30] + split.train.words[:30]
+    unweighted = {"full": fit_char_ngram(split.train.words + split.test.words, 3),
+                  "test": fit_char_ngram(split.test.words, 3)}
+    for source in ("full", "test"):
+        assert char_ngram_perplexity(models[source][3], words) == char_ngram_perplexity(unweighted[source], words)
 
 
 def test_the_stage_list_with_token_weights_reproduces_the_oracle_rows(split, main):

@@ -29,19 +29,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import torch
+import numpy as np
 
 from paperlib.atomic_files import write_json_atomic
-from paperlib.data.wordlist import english_word_list
+from paperlib.data.wordlist import WordList, english_word_list
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.config import register_experiment
 from paperlib.experiments.common.provenance import provenance
 from paperlib.experiments.common.stage import results_path
-from paperlib.experiments.word_generation.data import (SplitData, finite_or_none, make_splits, sample_words,
+from paperlib.experiments.word_generation.data import (SplitData, fit_ngram_models, make_splits, oracle_rows,
                                                       word_list_sha256)
 from paperlib.experiments.word_generation.settings import WordGenerationParams
 from paperlib.reference.word_generation import PAPER_NGRAM_ORDERS, PAPER_TABLE2
-from paperlib.word_metrics import char_ngram_perplexity, fit_char_ngram
 
 NAME = "word_generation_ngram"
 MAIN = "word_generation"
@@ -72,49 +71,38 @@ class NgramReferenceParams:
             raise ValueError(f"weightings must be distinct values of {list(WEIGHTINGS)}, got {self.weightings}")
 
 
+def counted_once(split: SplitData) -> SplitData:
+    """``split`` with every type's count set to 1 (its words, vocabulary and encoded training words unchanged): what
+    the n-gram fit sees when each type enters once. The alternative split's halves share no type, so the train+test
+    fit also counts each type once."""
+    once = {part: WordList(getattr(split, part).words, np.ones(len(getattr(split, part)), dtype=np.int64))
+            for part in ("train", "test")}
+    return dataclasses.replace(split, **once)
+
+
 def fit_reference_models(split: SplitData, orders: list[int], weighting: str) -> dict[str, dict[int, Any]]:
     """Table 2's Witten–Bell character models of ``split`` (the alternative split), ``{"full": {n: lm}, "test": {n:
-    lm}}``: fitted on train+test and on the test types only, each type weighted by its token count (``tokens``; the
-    ``word_generation`` stage's models) or counted once (``types``)."""
+    lm}}`` (:func:`~paperlib.experiments.word_generation.data.fit_ngram_models`): fitted on train+test and on the
+    test types only, each type weighted by its token count (``tokens``; the ``word_generation`` stage's models) or
+    counted once (``types``, :func:`counted_once`)."""
     if weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
-    full: dict[str, float] = {}
-    for part in (split.train, split.test):
-        for w, c in zip(part.words, part.counts.tolist()):
-            full[w] = full.get(w, 0.0) + c
-    test_counts = split.test.counts.tolist()
-    by_tokens = weighting == "tokens"
-    return {"full": {n: fit_char_ngram(list(full), n, list(full.values()) if by_tokens else None) for n in orders},
-            "test": {n: fit_char_ngram(split.test.words, n, test_counts if by_tokens else None) for n in orders}}
-
-
-def oracle_words(split: SplitData, main: WordGenerationParams) -> dict[str, list[str]]:
-    """The words Table 2's oracle rows are scored on, drawn as the ``word_generation`` stage draws them
-    (:func:`~paperlib.experiments.word_generation.data.oracle_rows`: per oracle a generator seeded with the stage's
-    first seed, ``generated_words`` draws for the data-space metrics, then ``ngram_words`` for the n-grams)."""
-    words = {}
-    for name, source in zip(ORACLES, (split.train, split.test)):
-        gen = torch.Generator().manual_seed(min(main.seeds))
-        sample_words(source, main.generated_words, gen)
-        words[name] = sample_words(source, main.ngram_words, gen)
-    return words
+    return fit_ngram_models(split if weighting == "tokens" else counted_once(split), orders)
 
 
 def score_vocabulary(top_n: int | None, main: WordGenerationParams, weightings: list[str]) -> dict[str, Any]:
     """One word list: its alternative split's sizes and, per weighting, each oracle's perplexity under the
     train+test and test-only models of every order, ``{"perplexities": {weighting: {oracle: {source: {n: P}}}}}``;
-    None where a word holds a letter the fitted types never show (an infinite perplexity, as the stage records it)."""
+    None where a word holds a letter the fitted types never show (an infinite perplexity, as the stage records it).
+    The oracles' words are those of the ``word_generation`` stage's Table 2 rows
+    (:func:`~paperlib.experiments.word_generation.data.oracle_rows`, drawn with the stage's first seed)."""
     data = english_word_list(main.min_len, main.max_len, main.min_count, main.total_tokens, top_n)
     split = make_splits(data, main.test_fraction, main.split_seed)["types"]
-    words = oracle_words(split, main)
     perplexities = {}
     for weighting in weightings:
-        models = fit_reference_models(split, main.ngram_orders, weighting)
-        perplexities[weighting] = {
-            oracle: {source: {str(n): finite_or_none(char_ngram_perplexity(lm, words[oracle]))
-                               for n, lm in by_order.items()}
-                     for source, by_order in models.items()}
-            for oracle in ORACLES}
+        rows = oracle_rows(split, main, min(main.seeds), fit_reference_models(split, main.ngram_orders, weighting))
+        perplexities[weighting] = {oracle: {source: rows[oracle][f"ppl_{source}"] for source in SOURCES}
+                                   for oracle in ORACLES}
     return {"top_n": top_n, "types": len(data), "train_types": len(split.train), "test_types": len(split.test),
             "train_tokens": int(split.train.counts.sum()), "test_tokens": int(split.test.counts.sum()),
             "word_list_sha256": word_list_sha256(data), "perplexities": perplexities}
@@ -181,5 +169,5 @@ def run_word_generation_ngram(profile: str | None = None, progress: bool = True)
     return out
 
 
-__all__ = ["NgramReferenceParams", "fit_reference_models", "oracle_words", "reference_rows", "run_reference",
+__all__ = ["NgramReferenceParams", "counted_once", "fit_reference_models", "reference_rows", "run_reference",
            "run_word_generation_ngram", "score_vocabulary"]
