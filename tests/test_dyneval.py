@@ -374,6 +374,42 @@ def test_sgd_with_momentum_matches_eqs_5_10_and_5_11():
 
 
 @pytest.mark.numerics
+@pytest.mark.parametrize("mu", [0.5, 0.984375])
+def test_momentum_scaled_by_one_minus_mu_takes_plain_sgds_step(mu):
+    """Under a constant gradient g, eqs. 5.10-5.11 with η' = η(1-μ) move the weights by η'g(1-μ^k)/(1-μ) =
+    ηg(1-μ^k) at step k: the step each μ's sweep starts near approaches plain SGD's step ηg."""
+    lr, g, steps = 0.03, [0.5, -1.0, 2.0], 400
+    params = {"w": torch.tensor(THETA, dtype=torch.float64)}
+    update = make_update_rule("sgd", params, {"w": torch.tensor(THETA_G, dtype=torch.float64)},
+                              lr=lr * (1 - mu), momentum=mu)
+    for _ in range(steps):
+        before = params["w"].clone()
+        update.step(params, {"w": torch.tensor(g, dtype=torch.float64)})
+    step = (params["w"] - before).tolist()
+    # float64, a few hundred accumulations of numbers of order 1: 1e-12 is far above rounding, far below 1-μ^k's change
+    assert step == pytest.approx([-lr * x * (1 - mu**steps) for x in g], rel=1e-12)
+    assert 1 - mu**steps > 0.99  # the steady state is reached: the step is plain SGD's within 1%
+
+
+@pytest.mark.parametrize("factor", [3.0, 1.5])
+def test_each_momentums_sweep_starts_on_the_shared_grid_near_plain_sgds_step(factor):
+    """Each μ's start is a point start·factor^k of the sweep's grid, the one nearest start·(1-μ) on a log scale; μ = 0
+    starts where plain SGD does, and larger μ never start higher."""
+    from paperlib.experiments.dynamic_evaluation.studies import _momentum_start
+
+    start, mus = 0.03, [0.0, 0.5, 0.75, 0.875, 0.9375, 0.96875, 0.984375]
+    starts = [_momentum_start(start, mu, factor) for mu in mus]
+    assert starts[0] == start and starts == sorted(starts, reverse=True)
+    for mu, lr in zip(mus, starts):
+        k = math.log(lr / start) / math.log(factor)
+        assert abs(k - round(k)) < 1e-9  # on the grid
+        assert abs(math.log(lr / (start * (1 - mu)))) <= math.log(factor) / 2 + 1e-12  # the nearest grid point
+    assert _momentum_start(start, 0.984375, 3.0) == pytest.approx(start / 81)  # 1/64 lies nearest 3^-4
+    with pytest.raises(ValueError, match="μ < 1"):
+        _momentum_start(start, 1.0, factor)
+
+
+@pytest.mark.numerics
 def test_rmsprop_matches_eqs_2_51_and_5_12():
     lr, alpha, eps = 0.1, 0.9, 0.01
     ms, theta = [0.0] * 3, list(THETA)

@@ -637,6 +637,18 @@ def test_the_studies_scales_say_what_each_study_ran_on():
     assert "independent stream of 2,001 tokens" in table["K-T5.7"]["scale"]
     assert "32 independent sequences of 400 words" in table["K-F5.1"]["scale"]
     assert "one global RMS update" in table["K-T5.2"]["scale"]
+    firsts = [row["sweep"][0]["lr"] for row in o["momentum"]]
+    said = f"each μ's sweep starts at the grid point nearest {firsts[0]:g}·(1-μ)"
+    assert (said in table["K-T5.3"]["scale"]) == (len(set(firsts)) > 1)  # said where the starts differ
+    shared = copy.deepcopy(results)
+    for row in shared["dyneval"]["optimizers"]["momentum"]:
+        row["sweep"][0]["lr"] = 0.03
+    assert said not in ri.ROWS["K-T5.3"].render(shared)["scale"]
+    starts = [0.03, 0.01, 0.01, 0.0033, 0.0011, 0.0011, 0.00037]
+    for row, lr in zip(shared["dyneval"]["optimizers"]["momentum"], starts):
+        row["sweep"][0]["lr"] = lr
+    assert ("each μ's sweep starts at the grid point nearest 0.03·(1-μ), lr 0.03 / 0.01 / 0.01 / 0.0033 / 0.0011 / "
+            "0.0011 / 0.00037") in ri.ROWS["K-T5.3"].render(shared)["scale"]
 
 
 def test_the_studies_paper_texts_print_the_thesis_tables_in_full():

@@ -85,6 +85,18 @@ def _lr_sweep(model: nn.Module, valid: Tensor, segment_len: int, label: str, sta
 
 
 
+def _momentum_start(start: float, mu: float, factor: float) -> float:
+    """Eqs. 5.10-5.11 move the weights by about η/(1-μ) per step once the velocity settles, and §5.4.1 notes that
+    larger μ need smaller learning rates: each μ's sweep starts near the step that plain SGD's start takes,
+    ``start``·(1-μ), rounded to the sweep's own grid ``start``·``factor``^k so that every μ is scored on the same
+    learning rates. The thesis starts every μ "sufficiently low" and raises η by 20%; our sweep also moves down
+    (:func:`~paperlib.dyneval.tune.learning_rate_sweep`), and with its coarse grid and few evaluations a start shared
+    by every μ left the largest μ's optimum unbracketed."""
+    if not 0.0 <= mu < 1.0 or not factor > 1.0:
+        raise ValueError(f"need 0 <= μ < 1 and factor > 1, got {mu}, {factor}")
+    return start * factor ** round(math.log(1.0 - mu) / math.log(factor))
+
+
 def _rmsprop_start(start: float, eps: float) -> float:
     """For ε well above √MS, RMSprop is SGD with learning rate η/ε (§5.4.3): start the sweep proportionally higher."""
     return start * max(1.0, eps / 1e-3)
@@ -101,7 +113,8 @@ def _optimizer_study(settings, model: nn.Module, valid: Tensor, ms_full: Params,
     starts = opt["lr_start"]
     static_res = static_evaluate(model, valid)
     static, block_tokens = static_res.mean_nll(), static_res.block_means(settings.test_block)[1]
-    momentum = [sweep(f"SGD, momentum {mu}", starts["sgd"], rule="sgd", momentum=mu) for mu in opt["momentum"]]
+    momentum = [sweep(f"SGD, momentum {mu}", _momentum_start(starts["sgd"], mu, opt["lr_factor"]), rule="sgd",
+                      momentum=mu) for mu in opt["momentum"]]
     sgd = next((r for r, mu in zip(momentum, opt["momentum"]) if mu == 0.0), None) or sweep("SGD", starts["sgd"], rule="sgd")
     adaptive = [sweep(f"RMSprop, alpha {a}", starts["rmsprop"], rule="rmsprop", alpha=a) for a in opt["rmsprop_alpha"]]
     adaptive += [sweep(f"Adam, alpha 0.999, mu {mu}", starts["adam"], rule="adam", alpha=0.999, momentum=mu)
