@@ -252,10 +252,11 @@ def _optimizer_scale(item: str) -> Callable[[Results], str]:
                 f"{_valid_prefix(results, o['valid_tokens'], o['valid_block_tokens'], o['corpus'])}")
         if "optimizers" in params:
             text += f"; {_lr_grid(params['optimizers'])}"
-        firsts = [row["sweep"][0]["lr"] for row in o["momentum"] if row.get("sweep")]
-        if item == "K-T5.3" and len(set(firsts)) > 1:  # the sweeps start lower for larger μ (eqs. 5.10-5.11)
-            text += (f"; each μ's sweep starts at the grid point nearest {firsts[0]:g}·(1-μ), "
-                     f"lr {' / '.join(f'{lr:.2g}' for lr in firsts)}")
+            firsts = [row["sweep"][0]["lr"] for row in o["momentum"] if row.get("sweep")] if item == "K-T5.3" else []
+            if len(set(firsts)) > 1:  # the sweeps start lower for larger μ (eqs. 5.10-5.11)
+                text += (f"; each μ's sweep starts at the grid point nearest "
+                         f"{params['optimizers']['lr_start']['sgd']:g}·(1-μ), "
+                         f"lr {' / '.join(f'{lr:.2g}' for lr in firsts)}")
         if item != "K-T5.3" and params.get("gradient_stats"):
             text += f"; {_gradient_stats(params['gradient_stats'])}; {_RMS_NORM}"
         return text
