@@ -70,6 +70,25 @@ def test_wrong_type_missing_profile_and_unknown_experiment_are_clear(raw):
         validate_params(bad)
 
 
+def _keys(node, path=()):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield (*path, str(key))
+            yield from _keys(value, (*path, str(key)))
+    elif isinstance(node, list):
+        for value in node:
+            yield from _keys(value, path)
+
+
+def test_no_profile_stops_training_on_the_clock(raw):
+    """Every profile's training ends on steps, epochs or a learning-rate floor: a wall-clock limit (the trainers'
+    ``max_seconds``) would make a stage's numbers depend on how fast the machine that ran it was, so the same
+    ``dvc repro`` would train other models on a slower or busier CPU."""
+    assert ("experiments", "music", "cpu", "train", "jsb_chorales", "max_epochs") in set(_keys(raw))  # the walk reads
+    clocked = [".".join(path) for path in _keys(raw["experiments"], ("experiments",)) if path[-1] == "max_seconds"]
+    assert not clocked, f"training stopped by the clock: {clocked}"
+
+
 def test_profile_resolution_order(raw, monkeypatch):
     monkeypatch.delenv("PAPERLIB_PROFILE", raising=False)
     assert active_profile(None, raw) == raw["profile"]
