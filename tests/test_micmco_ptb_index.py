@@ -37,7 +37,7 @@ def test_the_scale_states_budget_subsets_and_ladder_beside_the_thesis_from_the_r
            in scale
     assert "the budget ladder (3 seeds, up to 1,200 steps, 8× this budget) finds 8 of the 9 curves it trains still " \
            "improving at its top rung" in scale
-    assert ri.ROWS["M-T5.1"].render(results)["scale"] == scale  # one scale for every PTB row
+    assert scale.startswith(ri.ROWS["M-T5.1"].render(results)["scale"])  # one scale for every PTB row, then the box
     # read from the results, not written in: other numbers, another text
     other = copy.deepcopy(results)
     other["micmco_ptb"]["data"].update(test_tokens=5000, train_eval_sentences=200)
@@ -89,9 +89,18 @@ def test_a_reading_that_cannot_be_tested_at_this_scale_is_named_as_not_run_in_th
 
 
 def test_the_dropout_ladder_reads_as_the_shared_mask_reading_of_the_sentence(results):
+    """Named so whether it is judged (runs that complete passes over the training data) or not (ours: the top rung
+    saw 46% of one pass, where no run can overfit)."""
     assert ri.micmco_ptb._PTB_LADDER_SUBJECTS["5.11-dropout"] == "shared-mask dropout vs L2"
-    assert "ladder: shared-mask dropout reaches a lower best NLL than L2 (DReG 16 Rényi, validation)" in \
-        ri.ROWS["M-F5.11"].render(results)["verdict"]
+    label = "ladder: shared-mask dropout reaches a lower best NLL than L2 (DReG 16 Rényi, validation)"
+    assert f"{label} — cannot be tested at this scale" in ri.ROWS["M-F5.11"].render(results)["verdict"]
+    other = copy.deepcopy(results)
+    other["micmco_ptb_ladder"]["data"]["train_sentences"] = 1000
+    verdict = ri.ROWS["M-F5.11"].render(other)["verdict"]
+    assert label in verdict and f"{label} — cannot be tested" not in verdict
+    # the row's reason says which: a ladder that cannot be tested is not one that cannot fail
+    assert "ladder shared-mask dropout vs L2: cannot be tested" in ri.micmco_ptb._ptb_ladder_reason(results, "M-F5.11")
+    assert "ladder shared-mask dropout vs L2: cannot" not in ri.micmco_ptb._ptb_ladder_reason(other, "M-F5.11")
 
 
 def _diverge(curve):
@@ -133,3 +142,19 @@ def test_a_smaller_validation_gain_needs_room_below_the_tie_to_be_judged():
 
     assert why(0.03) is not None and why(-0.1) is not None  # 0.015 of a 0.03 gain is inside the 0.02 tie
     assert why(1.01 * hv_tie() / SMALLER_SHARE) is None
+
+
+def test_a_figures_scale_says_how_far_its_trials_reach_into_its_hypervolume_box(results):
+    """The most KL of a trial below the figure's reference NLL bounds every normalised hypervolume of the figure
+    (KL / the box's KL cap); a trial above the reference NLL, however high its KL, adds no area and is not counted."""
+    other = copy.deepcopy(results)
+    r = other["micmco_ptb"]
+    figure = r["figures"]["5.8"]
+    trials = r["curves"][figure["curves"][0]]["trials"]
+    trials[0].update(nll=figure["reference_nll"] - 0.01, kl=1.0)
+    trials[1].update(nll=figure["reference_nll"] + 0.01, kl=1.5)
+    scale = ri.ROWS["M-F5.8"].render(other)["scale"]
+    assert scale.endswith("on this figure's common box (the hypervolumes under Ours) its trials reach at most KL "
+                          "1.000 nats per token of the box's 2.0, so none of those hypervolumes can exceed 0.500, "
+                          "against the 0.02 tie")
+    assert "at most KL 1.000" not in ri.ROWS["M-F5.9"].render(other)["scale"]  # another figure, its own box

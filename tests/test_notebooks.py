@@ -2,6 +2,7 @@
 when or where they ran, and a repository whose committed results are the ones dvc.lock records."""
 
 import hashlib
+import json
 import math
 import subprocess
 from pathlib import Path
@@ -143,6 +144,30 @@ def test_every_committed_result_file_is_the_one_dvc_lock_records():
     executed = {f"results/notebooks/{p.stem}.ipynb" for p in (REPO / "notebooks").glob("*.ipynb")}
     assert executed <= tracked, "every notebook's executed copy is in the repository"
     assert checked > 50
+
+
+@pytest.mark.parametrize("stage, key, column, cell", [
+    ("micmco_ptb_ladder", "ladder", "best NLL {}",
+     lambda c: f"{c['best_nll']:.3f} ± {c['best_nll_sd']:.3f}" if c["best_nll"] is not None else "every trial diverged"),
+    ("micmco_synthetic_ladder", "figure", "HV {}", lambda c: f"{c['hv']:.3f} ± {c['hv_sd']:.3f}"),
+])
+def test_the_committed_ladder_tables_put_each_curves_numbers_under_its_own_name(stage, key, column, cell):
+    """A rung keeps its curves by name (the JSON sorts them), while a ladder lists its labels in its own order:
+    the table must join them by name, never by position, or two curves' numbers trade columns."""
+    path = REPO / "results" / f"{stage}.json"
+    if not path.exists():
+        pytest.skip(f"no committed {stage} results")
+    ladder = json.loads(path.read_text())
+    table = pd.read_csv(REPO / "results" / f"{stage}.csv", dtype=str).set_index([key, "steps"])
+    checked = swapped_order = 0
+    for name in ladder["settings"]["figures"]:
+        lad = ladder["ladders"][name]
+        for rung in lad["rungs"]:
+            swapped_order += list(rung["curves"]) != lad["curves"]
+            for label, curve in zip(lad["labels"], lad["curves"]):
+                assert table.loc[(name, str(rung["steps"])), column.format(label)] == cell(rung["curves"][curve])
+                checked += 1
+    assert checked and swapped_order, "some rung lists its curves in another order than its ladder's labels"
 
 
 def test_saved_figures_and_inline_images_name_no_software_and_no_date(tmp_path):

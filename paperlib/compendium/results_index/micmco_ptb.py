@@ -197,16 +197,17 @@ _PTB_LADDER_SUBJECTS = {"5.8": "16 vs 1", "5.9": "16 vs 1", "5.10": "shared vs n
 
 
 def _ptb_ladder_reason(results: Results, item: str) -> str:
-    """The readings of row ``item``'s budget ladders for its reason ("ladder: no trend", or "cannot fail" for one
-    the claim names as not run, :func:`~paperlib.experiments.micmco.ptb.claims.ladder_cannot_fail`); empty for a row
-    without one, or with one of another profile."""
+    """The readings of row ``item``'s budget ladders for its reason ("ladder: no trend", or "cannot fail" / "cannot
+    be tested" for one the claim names as not run, :func:`~paperlib.experiments.micmco.ptb.claims.ladder_cannot_fail`);
+    empty for a row without one, or with one of another profile."""
     keys = LADDER_ITEMS.get(item, ())
     ladder = results.get("micmco_ptb_ladder")
     if not keys or ladder is None or ladder["profile"] != results["micmco_ptb"]["profile"]:
         return ""
     read = [k for k in keys if ladder["ladders"].get(k, {}).get("reading")]
     return "; ".join(f"ladder{' ' + _PTB_LADDER_SUBJECTS[k] if len(keys) > 1 else ''}: "
-                     + ("cannot fail" if ladder_cannot_fail(ladder, k) else ladder["ladders"][k]["reading"])
+                     + (why.split(" at this scale")[0] if (why := ladder_cannot_fail(ladder, k))
+                        else ladder["ladders"][k]["reading"])
                      for k in read)
 
 
@@ -338,6 +339,26 @@ def _micmco_ptb_scale(results: Results) -> str:
         f"{len(r['curves'])} curves", _scored_on(r), _ladder_budget(results, st["steps"]),
         (f"hypervolume box per figure: NLL up to the lowest NLL of its curves + {st['hv_margin']} nats, KL from 0 to "
          f"{st['kl_cap']} nats per token" if "hv_margin" in st and "kl_cap" in st else "")) if x)
+
+
+def _micmco_ptb_figure_scale(fig: str) -> Callable[[Results], str]:
+    """The shared PTB scale and how far the figure's trials reach into its common hypervolume box (the one the row's
+    Ours shows; a comparison on a box of its own, capped lower or with another reference, says so in its evidence):
+    the most KL per token of a trial below the box's reference NLL, and so the largest normalised hypervolume any of
+    its curves could have there (a single trial at that KL with the lowest NLL), beside the tie."""
+    def scale(results: Results) -> str:
+        r = results["micmco_ptb"]
+        figure, st = r.get("figures", {}).get(fig, {}), r["settings"]
+        reference, cap = figure.get("reference_nll"), st.get("kl_cap")
+        kls = [t["kl"] for name in figure.get("curves", ()) for t in r["curves"].get(name, {}).get("trials", ())
+               if reference is not None and t.get("nll") is not None and t["nll"] < reference
+               and t.get("kl") is not None]
+        top = min(max(kls), cap) if kls and cap else None
+        reach = (f"on this figure's common box (the hypervolumes under Ours) its trials reach at most KL {top:.3f} nats "
+                 f"per token of the box's {cap}, so none of those hypervolumes can exceed {top / cap:.3f}, against the "
+                 f"{hv_tie()} tie" if top is not None else "")
+        return "; ".join(x for x in (_micmco_ptb_scale(results), reach) if x)
+    return scale
 
 
 def _of(count: int | None, split: str, total: int | None) -> str:

@@ -42,8 +42,8 @@ from paperlib.compendium.results_index.word_generation import (
 )
 from paperlib.compendium.results_index.micmco_ptb import (
     _MICMCO_PTB_LADDER_ITEMS, _MICMCO_PTB_SAYS, _THESIS_TABLE_5_1, _micmco_ptb_figure_ours,
-    _micmco_ptb_figure_ours_short, _micmco_ptb_figure_verdict, _micmco_ptb_scale, _micmco_ptb_table_ours,
-    _micmco_ptb_table_ours_short, _micmco_ptb_table_verdict, _table_5_1_short,
+    _micmco_ptb_figure_ours_short, _micmco_ptb_figure_scale, _micmco_ptb_figure_verdict, _micmco_ptb_scale,
+    _micmco_ptb_table_ours, _micmco_ptb_table_ours_short, _micmco_ptb_table_verdict, _table_5_1_short,
 )
 
 
@@ -139,7 +139,7 @@ for _fig in _MICMCO_PTB_SAYS:
     ROWS[f"M-F{_fig}"] = Row(file=f"`notebooks/micmco_ptb.ipynb`, `{micmco_ptb_figure_file(_fig)}`"
                              + (_PTB_LADDER_FILE if _ladder else ""), paper=f"(figure) {_MICMCO_PTB_SAYS[_fig]}",
                              ours=_micmco_ptb_figure_ours(_fig), ours_short=_micmco_ptb_figure_ours_short(_fig),
-                             scale=_micmco_ptb_scale, verdict=_micmco_ptb_figure_verdict(_fig),
+                             scale=_micmco_ptb_figure_scale(_fig), verdict=_micmco_ptb_figure_verdict(_fig),
                              needs=("micmco_ptb", "micmco_ptb_ladder") if _ladder else ("micmco_ptb",))
 ROWS["M-T5.1"] = Row(file="`notebooks/micmco_ptb.ipynb`, `results/micmco_ptb.json` (`table_5_1`)" + _PTB_LADDER_FILE,
                      paper="test perplexity, " + "; ".join(

@@ -8,18 +8,22 @@ figure's own comparisons when a claim spans several figures (its outcome over al
 the rows of :data:`LADDER_ITEMS`, the budget ladder's parts; and (3) named as not run: a claim whose curves did not
 run at the profile, a comparison that cannot be tested at this scale (:data:`UNTESTABLE`: a tie reading whose
 hypervolumes all lie below the tie, a validation gain without a training-fit gain beyond the tie, a Table 5.1 cell
-whose curve has no trial above the low-KL line, a latent usage the trials do not reach), the parts of a figure our
-trials do not reach (:data:`UNREACHED`), a ladder that could not be read, and a low-latent-usage ladder whose curves
-have no trial above the line (:func:`ladder_cannot_fail`).
+whose curve has no trial above the low-KL line, a latent usage the trials do not reach, a sentence about
+regularisation where no compared run completed one pass over the training data), the parts of a figure our trials do
+not reach (:data:`UNREACHED`), a ladder that could not be read, a low-latent-usage ladder whose curves have no trial
+above the line, and a ladder about regularisation that stays under one pass (:func:`ladder_cannot_fail`).
 
 The numbers behind each comparison are recomputed from the results' curves and Table 5.1 rows as the stage computed
 them (:mod:`paperlib.experiments.micmco.ptb.comparisons`), never read back from the stage's evidence text, and every
 comparison is judged again here (:data:`HELD`): a hypervolume gap (:data:`DIRECTIONAL`) beyond the 0.02 tie holds,
 the thesis' way inside it is within noise, no lead or the other way is not reproduced; where the budget ladder
-measured the seed spread of the very same gap at the stage's budget (:func:`seed_margins`), twice its standard error
-replaces the tie. Frontier NLLs at one KL (:data:`FRONTIER`) are read against :func:`frontier_tie`, the stage's
-perplexity tolerance in nats. Some claims are read more strictly or closer to the thesis' words than the stage
-recorded them (their rules in :data:`RULES`, claim 11's in :data:`KEEPS_ORDER_RULE`): orders kept under batch size
+measured the seed spread of a gap between the same two curves at the stage's budget (:func:`seed_margins`), twice
+the standard deviation of one seed's gap is shown beside the comparison, and replaces the tie (never falling below
+it) only where the ladder's rung repeated the stage's run on the same reference, which at ``cpu`` it does not (the
+stage adds trials from the GP sampler). Frontier NLLs at one KL (:data:`FRONTIER`) are read against
+:func:`frontier_tie`, the stage's perplexity tolerance in nats. Some claims are read more strictly or closer to the
+thesis' words than the stage recorded them (their rules in :data:`RULES`, claim 11's in :data:`KEEPS_ORDER_RULE`):
+orders kept under batch size
 and length only when a pair is separated the same way at both settings; "dropout" against L2 as Fig. 5.10's naive
 dropout, strictly (the ladder reads the sentence with shared masks); 16x compute's tradeoff at the highest latent
 usage both curves reach, its better best fit a part of its own; Table 5.1's low latent usage only where the line can
@@ -37,11 +41,11 @@ from typing import Any, Callable, Mapping
 
 from paperlib.experiments.common.claims import Claim, Part, Unjudged, part_word
 from paperlib.experiments.micmco.ptb.comparisons import (  # noqa: F401 (diverged_trials, lead: exported for the index)
-    _BASES, ON_PAR_KL, SMALLER_SHARE, Margins, Measured, Results, _alike, _base, _best_fit, _both_terms,
+    _BASES, ON_PAR_KL, SMALLER_SHARE, Measured, Results, Spreads, _alike, _base, _best_fit, _both_terms,
     _configurations, _degrades, _discrete, _discrete_gain, _discrete_trails, _dropout, _dropout_keys,
     _equal_compute_keys, _generalise, _hv, _low_latents, _masks, _max_kl, _no_gain, _objectives, _on_par, _perplexity,
     _power, _present, _ran, _renyi_high, _samples, _smaller_gain, _tradeoff, discrete_cap, diverged_trials,
-    frontier_tie, hv_tie, lead, lowest_nll, plain_key, seed_margins,
+    frontier_tie, hv_tie, lead, lowest_nll, passes, plain_key, seed_margins,
 )
 from paperlib.experiments.micmco.ptb.robustness import KEEPS_ORDER_RULE, _order, _order_keys, _spread
 
@@ -178,7 +182,8 @@ class Reading:
         if seeded:
             tally = tally.replace(f"beyond the {hv_tie()} tie margin", "beyond their margins")
             tally += (f"; {len(seeded)} of them against the seed margin the budget ladder measured at this budget "
-                      f"({', '.join(f'{m:.4f}' for m in seeded)}: twice the standard error over its seeds), the "
+                      f"({', '.join(f'{m:.4f}' for m in seeded)}: twice the spread of one seed's gap over its seeds, "
+                      f"at least the tie), the "
                       f"others against the {hv_tie()} tie")
         pooled = [f"over all the claim's figures {self.pooled[0]} of {self.pooled[1]} comparisons hold"] \
             if self.pooled else []
@@ -268,6 +273,32 @@ def _line_cannot_fail(c: Comparison) -> str | None:
             if top is not None and top <= LOW_KL and c.numbers["kl"] <= LOW_KL else None)
 
 
+def _short_of_one_pass(share: float | None, run: str, so: str) -> str | None:
+    """Why a sentence cannot be tested where the ``run`` run compared saw ``share`` (< 1) of one pass over the
+    training sentences, or None where it saw at least one pass (or the results do not say)."""
+    if share is None or share >= 1:
+        return None
+    return f"cannot be tested at this scale: the {run} run compared saw {share:.0%} of one pass over the training " \
+           f"sentences, {so}"
+
+
+def _cannot_overfit(c: Comparison) -> str | None:
+    """Dropout's best NLL below L2's, a sentence about regularisation, read where no compared run completed one pass
+    over the training data: none can overfit, so regularisation has nothing yet to improve on and the less
+    regularised run leads by learning faster."""
+    return _short_of_one_pass(c.numbers.get("most passes"), "longest-trained",
+                              "so none could overfit and regularisation had nothing yet to improve on")
+
+
+def _undertrained(c: Comparison) -> str | None:
+    """The single-sample runs alike at zero latent usage, the thesis' expectation for runs trained to their best
+    validation loss (their dropouts making up for the regularising effect of fewer steps and smaller batches), read
+    where the least-trained run compared did not complete one pass over the training data: it is still far from its
+    best, so the runs differ by the training the shorter one never had."""
+    return _short_of_one_pass(c.numbers.get("least passes"), "least-trained",
+                              "far from its best validation loss, so the runs differ by the training it never had")
+
+
 def _too_short(c: Comparison) -> str | None:
     """An equal-compute tradeoff whose shared KL range ends at or below the run's best fit."""
     if not c.numbers["short"]:
@@ -290,6 +321,7 @@ def _high_kl_unreached(c: Comparison) -> str | None:
 UNTESTABLE: dict[str, Callable[[Comparison], str | None]] = {
     **dict.fromkeys(TIE_THRESHOLDS, _every_hv_below_tie), SMALLER_GAIN: _no_training_gain,
     LOW_LATENTS: _line_cannot_fail, TRADEOFF: _too_short, RENYI_HIGH: _high_kl_unreached,
+    DROPOUT: _cannot_overfit, ALIKE: _undertrained,
 }
 
 
@@ -420,24 +452,24 @@ def _notes(results: Results, name: str, figures: list[str]) -> list[str]:
 # -- claims -------------------------------------------------------------------------------------------------------
 
 
-def _judge(results: Results, name: str, key: str, recorded: bool | None, margins: Margins | None) -> Comparison:
+def _judge(results: Results, name: str, key: str, recorded: bool | None, spreads: Spreads | None) -> Comparison:
     """Comparison ``key`` of claim ``name``: measured, and held as judged here (:data:`HELD`) or as the stage
     recorded it (``recorded``)."""
     measure = MEASURES[name]
-    shown, gap, numbers = measure(results, key, margins) if name in SEEDED else measure(results, key)
+    shown, gap, numbers = measure(results, key, spreads) if name in SEEDED else measure(results, key)
     held = HELD[name](gap, numbers) if name in HELD else bool(recorded)
     return Comparison(key, shown, bool(held), gap, numbers)
 
 
-def reading(results: Results, record: Mapping[str, Any], where: str, margins: Margins | None = None
+def reading(results: Results, record: Mapping[str, Any], where: str, spreads: Spreads | None = None
             ) -> Reading | None:
     """The claim ``record`` (from ``results["claims"]``, or one judged here with its keys, :func:`readings`) read on
     figure ``where`` (or Table 5.1): the comparisons keyed by that figure when the claim keys its comparisons by
     figure, else all of them (a claim over several figures' curves, e.g. shared against naive masks); None when it
-    compared nothing there. Each comparison is judged again here (:data:`HELD`; a seed margin from ``margins``,
-    :func:`seed_margins`, replaces the fixed tie where the budget ladder measured one), a comparison that cannot be
-    tested at this scale (:data:`UNTESTABLE`) is set aside as untested rather than judged, and a claim spanning other
-    figures counts its tested comparisons there as judged here."""
+    compared nothing there. Each comparison is judged again here (:data:`HELD`; a seed spread from ``spreads``,
+    :func:`seed_margins`, replaces the fixed tie only where the budget ladder repeated the stage's run), a comparison
+    that cannot be tested at this scale (:data:`UNTESTABLE`) is set aside as untested rather than judged, and a claim
+    spanning other figures counts its tested comparisons there as judged here."""
     name, wins = record["claim"], dict(record.get("wins", {}))
     if name == KEEPS_ORDER:  # every pair of every figure, re-judged by KEEPS_ORDER_RULE
         wins = dict.fromkeys(_order_keys(wins))
@@ -445,7 +477,7 @@ def reading(results: Results, record: Mapping[str, Any], where: str, margins: Ma
     own = [k for k in wins if k.split(" ", 1)[0] == where] if figures else list(wins)
     if not own:  # nothing compared, or nothing on this figure of a claim keyed by figure
         return None
-    judged = {key: _judge(results, name, key, wins[key], margins) for key in (wins if len(own) < len(wins) else own)}
+    judged = {key: _judge(results, name, key, wins[key], spreads) for key in (wins if len(own) < len(wins) else own)}
     why = {key: UNTESTABLE.get(name, lambda c: None)(c) for key, c in judged.items()}
     tested = [key for key in judged if why[key] is None]
     pooled = (sum(judged[key].held for key in tested), len(tested)) if len(own) < len(wins) else None
@@ -474,10 +506,10 @@ def _read(results: Results, where: str, ladder: Results | None) -> tuple[list[Re
     and the comparisons that could not be tested at this scale (:attr:`Reading.not_run`)."""
     records = _records(results)
     names = TABLE_CLAIMS if where == TABLE else FIGURE_CLAIMS.get(where, ())
-    margins = seed_margins(results, ladder)
+    spreads = seed_margins(results, ladder)
     judged, not_run = [], []
     for name in names:
-        read = reading(results, records[name], where, margins) if name in records else None
+        read = reading(results, records[name], where, spreads) if name in records else None
         if read is None:
             not_run.append(f"{name} (its curves did not run at this profile)")
             continue
@@ -488,7 +520,7 @@ def _read(results: Results, where: str, ladder: Results | None) -> tuple[list[Re
 
 
 def readings(results: Results, where: str, ladder: Results | None = None) -> list[Reading]:
-    """The claims figure ``where`` (or Table 5.1) is read for, each on its comparisons there, with the seed margins
+    """The claims figure ``where`` (or Table 5.1) is read for, each on its comparisons there, with the seed spreads
     the budget ladder (``ladder``; None: none) measured where it did; those that judged nothing at this profile (no
     curves, or no comparison that could be tested) are left out (:func:`figure_claim` names them as not run)."""
     return _read(results, where, ladder)[0]
@@ -503,11 +535,24 @@ LADDER_READINGS: dict[str, tuple[str, str]] = {
 }
 
 
+REGULARISATION_LADDERS = frozenset({"5.11-dropout"})  # ladders reading a sentence about regularisation
+
+
 def ladder_cannot_fail(ladder: Results, key: str) -> str | None:
-    """Why ladder ``key`` cannot fail at this scale, or None: a low-latent-usage ladder whose curves have no validation
-    trial above the low-KL line at any rung or seed meets the line whatever the models do (as Table 5.1's cells,
-    :func:`_line_cannot_fail`). Judged when no trials were recorded to tell."""
+    """Why ladder ``key`` cannot fail (or be tested) at this scale, or None: a low-latent-usage ladder whose curves
+    have no validation trial above the low-KL line at any rung or seed meets the line whatever the models do (as
+    Table 5.1's cells, :func:`_line_cannot_fail`), judged when no trials were recorded to tell; a ladder on a sentence
+    about regularisation (:data:`REGULARISATION_LADDERS`) whose top rung stays under one pass over the training
+    sentences, where no run can overfit (as :func:`_cannot_overfit`)."""
     entry, low = ladder.get("ladders", {}).get(key) or {}, ladder.get("low_kl")
+    if key in REGULARISATION_LADDERS:
+        top = max((r["steps"] for r in entry.get("rungs", ())), default=0)
+        share = max(passes(top, ladder.get("training", {}).get("batch_size", 0),
+                           ladder.get("data", {}).get("train_sentences"), entry.get("curves", ())), default=None)
+        if share is None or share >= 1:
+            return None
+        return (f"cannot be tested at this scale: its top rung ({top:,} steps) saw {share:.0%} of one pass over the "
+                "training sentences, so no run could overfit and regularisation had nothing yet to improve on")
     kls = [t["kl"] for curve in entry.get("curves", ()) for by_step in ladder.get("trials", {}).get(curve, {}).values()
            for trials in by_step.values() for t in trials if t.get("kl") is not None]
     if entry.get("kind") != "latents" or not kls or max(kls) > low:
@@ -534,7 +579,8 @@ def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[l
     for key in keys:
         untestable = ladder_cannot_fail(ladder, key)
         if untestable is not None:
-            unjudged.append(f"ladder: {ladder['ladders'][key]['claim']} — {untestable}")
+            name = LADDER_READINGS[key][0] if key in LADDER_READINGS else ladder["ladders"][key]["claim"]
+            unjudged.append(f"ladder: {name} — {untestable}")
             continue
         part = ladder_claim_part(ladder, key)
         if part is not None and key in LADDER_READINGS:

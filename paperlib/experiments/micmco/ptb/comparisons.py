@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
+
+from paperlib.experiments.micmco.seed_spread import Spread, ladder_spreads
 
 Results = Mapping[str, Any]
-# The seed margins a budget ladder measured for hypervolume gaps at the stage's budget, keyed by the ladder's two
+# The seed spreads a budget ladder measured for hypervolume gaps at the stage's budget, keyed by the ladder's two
 # curves (:func:`seed_margins`).
-Margins = Mapping[tuple[str, str], float]
+Spreads = Mapping[tuple[str, str], Spread]
 # Melis §5.7.2 on Fig. 5.12: discrete and continuous latents on par "up to an average KL of about 0.5"; the same level
 # stands for Fig. 5.8's "high latent usage", which the thesis gives no number for.
 ON_PAR_KL = 0.5
@@ -94,9 +97,27 @@ def _configurations(fig: str) -> list[str]:
     return list(FIGURES[fig].configurations)
 
 
+def passes(steps: int, batch_size: int, sentences: int | None, names: Sequence[str]) -> list[float]:
+    """How many passes over the ``sentences`` training sentences each of curves ``names`` trained for, at a budget
+    of ``steps`` steps of ``batch_size`` sentences times each curve's compute factors; empty where the training split
+    is not recorded."""
+    from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES
+
+    if not sentences:
+        return []
+    return [steps * CURVES[n].steps_factor * batch_size * CURVES[n].batch_factor / sentences for n in names]
+
+
+def _passes(results: Results, names: Sequence[str]) -> list[float]:
+    """:func:`passes` at the stage's own budget."""
+    st = results["settings"]
+    return passes(st.get("steps", 0), st.get("batch_size", 0), results.get("data", {}).get("train_sentences"), names)
+
+
 def lead(better: str, worse: str, x: float, y: float, seed_margin: float | None = None) -> tuple[str, float]:
     """ "HV <better> x vs <worse> y, <reading>" and the gap x - y (the thesis: positive, beyond the margin): the
-    fixed hypervolume tie, or ``seed_margin`` where the seeds measured one (:func:`seed_margins`)."""
+    fixed hypervolume tie, or ``seed_margin`` where a budget ladder's seed spread stands in for it
+    (:func:`seed_margins`)."""
     tie, gap = (hv_tie(), x - y) if seed_margin is None else (seed_margin, x - y)
     margin = f"the {tie} tie margin" if seed_margin is None else f"the {tie:.4f} seed margin"
     by = f"{abs(gap):.3f}"
@@ -168,19 +189,22 @@ def discrete_cap(results: Results) -> float:
     return min(st["kl_cap"], latents * math.log(st["categories"]) * sentences / tokens)
 
 
-def seed_margins(results: Results, ladder: Results | None) -> dict[tuple[str, str], float]:
-    """The hypervolume gaps whose seed spread was measured: (better curve, worse curve) -> twice the standard error
-    over seeds that the budget ladder (same profile) measured for that gap at the stage's own budget, where one of
-    its "better" ladders compares exactly these two curves. A comparison found here is judged against this margin
-    instead of the fixed tie; every other one keeps the tie."""
-    if not ladder or ladder.get("profile") != results.get("profile"):
-        return {}
-    steps, out = results["settings"].get("steps"), {}
-    for entry in ladder.get("ladders", {}).values():
-        rung = next((r for r in entry.get("rungs", []) if r.get("steps") == steps and "margin" in r), None)
-        if entry.get("kind") == "better" and rung is not None:
-            out[tuple(entry["curves"])] = rung["margin"]
-    return out
+def seed_margins(results: Results, ladder: Results | None) -> Spreads:
+    """The hypervolume gaps whose seed spread was measured: (better curve, worse curve) -> the spread of one seed's
+    gap that the budget ladder (same profile) measured at the stage's budget, where one of its "better" ladders
+    compares exactly these two curves (:func:`paperlib.experiments.micmco.seed_spread.ladder_spreads`). It replaces
+    the fixed tie (never falling below it) only where the ladder's rung repeated the stage's run; elsewhere the tie
+    decides and the spread is shown beside it."""
+    return ladder_spreads(results, ladder, hv_tie())
+
+
+def _margin(spread: Spread | None) -> float | None:
+    """The seed margin a comparison is judged against: the spread's, where it applies; else None (the tie)."""
+    return spread.margin if spread is not None and spread.applies else None
+
+
+def _beside(spread: Spread | None) -> str:
+    return "" if spread is None else f" ({spread.shown(hv_tie())})"
 
 
 def _seeded(margin: float | None) -> dict:
@@ -191,23 +215,27 @@ def _present(results: Results, names: list[str]) -> list[str]:
     return [n for n in names if n in results["curves"]]
 
 
-def _masks(results: Results, key: str, margins: Margins | None = None) -> Measured:
+def _masks(results: Results, key: str, spreads: Spreads | None = None) -> Measured:
     # key: a 16-sample estimator, e.g. "dreg16_kl"
     shared, naive = f"{key}.shared", f"{key}.naive"
-    hv, margin = _hv(results, [shared, naive]), (margins or {}).get((shared, naive))
-    shown, gap, numbers = _led("shared", "naive", hv[shared], hv[naive], margin)
-    return f"{plain_key(key, results['curves'])}: {shown}", gap, numbers
+    hv, spread = _hv(results, [shared, naive]), (spreads or {}).get((shared, naive))
+    shown, gap, numbers = _led("shared", "naive", hv[shared], hv[naive], _margin(spread))
+    return f"{plain_key(key, results['curves'])}: {shown}{_beside(spread)}", gap, numbers
 
 
-def _samples(results: Results, key: str, margins: Margins | None = None) -> Measured:
+def _samples(results: Results, key: str, spreads: Spreads | None = None) -> Measured:
     # key: "<figure> <16-sample curve>"
     name = key.split(" ", 1)[1]
     base, regime = _base(name), name.split(".", 1)[1]
     one = f"{base}1.{regime}"
     hv = _hv(results, [one, *(f"{base}16_{o}.{regime}" for o in ("kl", "renyi"))])
-    margin = (margins or {}).get((name, one))
-    shown, gap, numbers = _led("16", "1", hv[name], hv[one], margin)
-    return f"{plain_key(key, results['curves'])}: {shown}", gap, numbers
+    spread = (spreads or {}).get((name, one))
+    if spread is not None:  # the ladder's gap is on the two curves' reference, this one on the three curves'
+        spread = replace(spread, differs="; ".join(x for x in (
+            spread.differs, "the ladder's gap is on the reference of its two curves, the stage's on that of the 1-, "
+            "16 KL- and 16 Rényi-sample curves") if x))
+    shown, gap, numbers = _led("16", "1", hv[name], hv[one], _margin(spread))
+    return f"{plain_key(key, results['curves'])}: {shown}{_beside(spread)}", gap, numbers
 
 
 def _discrete(results: Results, key: str) -> Measured:  # key: the objective
@@ -424,7 +452,8 @@ def _alike(results: Results, key: str) -> Measured:  # key: the figure
     kls = " / ".join(f"{lowest[n]['kl']:.3f}" for n in runs)
     return (f"Fig. {key}: lowest validation NLL {labels} = {values} (at KL {kls}), {spread:.3f} nats apart, "
             f"{100 * change:.0f}% in perplexity (at most {PPL_TOLERANCE:.0%})", None,
-            {"holds": float(change <= PPL_TOLERANCE), "spread": spread})
+            {"holds": float(change <= PPL_TOLERANCE), "spread": spread,
+             "least passes": min(_passes(results, runs), default=None)})
 
 
 def _table_rows(results: Results, hidden: int) -> dict[str, Mapping[str, Any]]:
@@ -474,7 +503,8 @@ def _dropout(results: Results, key: str) -> Measured:  # key: the estimator fami
                f"dropout higher by {by}: the opposite of the thesis")
     trials = len(results["curves"][dropout]["trials"])
     return (f"{_BASES[key]}: best validation NLL naive dropout {x:.4f} ({label[dropout]}) vs L2 {y:.4f} "
-            f"({label[l2]}), {reading} (each the lowest of one seed's {trials} tuned trials per curve)", gap, {})
+            f"({label[l2]}), {reading} (each the lowest of one seed's {trials} tuned trials per curve)", gap,
+            {"most passes": max(_passes(results, [dropout, l2]), default=None)})
 
 
 # -- which comparisons the curves that ran allow ---------------------------------------------------------------

@@ -14,10 +14,11 @@ With one sample in the divergence term the KL and Rényi objectives are one obje
 divergence estimate is ln q(z|x) - ln p(z) under both), so a figure reading that pairs such a curve's KL run
 with the same reference as its Rényi run counts one comparison ("DReG 1 K/R", as the PTB family names its
 single curve), which holds only where both runs do (:func:`rule_part`). Where the budget ladder measured the seed
-spread of a compared gap at the main stage's budget, twice its standard error stands beside the comparison
-(:func:`ladder_spreads`); it replaces the tie only where the ladder's rung ran exactly the main stage's trials
-(same budget, settings and trial design), which at ``cpu`` it does not (the ladder's trials all come from the
-Halton start design, the main stage's last ones from the GP sampler).
+spread of a compared gap at the main stage's budget, twice the standard deviation of one seed's gap stands beside
+the comparison (:mod:`paperlib.experiments.micmco.seed_spread`); it replaces the tie (never falling below it) only
+where the ladder's rung ran exactly the main stage's trials (same budget, settings and trial design), which at
+``cpu`` it does not (the ladder's trials all come from the Halton start design, the main stage's last ones from the
+GP sampler).
 
 Fig. 5.6's "VIMCO 16 near-optimal" is re-read at index time (:func:`high_mi_excess`): trials whose MI estimate
 exceeded ln V (capped there for the frontiers) with an NLL above 2 ln V are left out before interpolating the
@@ -32,11 +33,12 @@ the rung's last quarter, and for Fig. 5.6 how many seeds' frontiers reach the MI
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from paperlib.experiments.common.claims import Claim, Part, direction_word, part_word, strict_word
 from paperlib.experiments.common.ladder import claim_part
+from paperlib.experiments.micmco import seed_spread
+from paperlib.experiments.micmco.seed_spread import Spread
 
 
 def hv_tie() -> float:
@@ -173,40 +175,11 @@ def blown_text(names: Sequence[str], blown: Mapping[str, tuple[int, int]], label
     return out
 
 
-@dataclass(frozen=True)
-class Spread:
-    """The seed spread the budget ladder measured for one gap at the main stage's budget."""
-
-    two_se: float  # twice the standard error of the gap over seeds
-    margin: float  # the ladder's margin (the larger of 2 SE and the tie)
-    seeds: int
-    steps: int
-    differs: str  # how the ladder's rung differs from the main stage's run ("" when it ran exactly those trials)
-
-
 def ladder_spreads(results: Mapping[str, Any], ladder: Mapping[str, Any] | None) -> dict[tuple[str, str], Spread]:
     """(better curve, worse curve) -> the seed spread the budget ladder (same profile) measured for that very gap at
-    the main stage's budget, for each of its "better" ladders with a rung at that budget. The spread replaces the
-    tie only where ``differs`` is empty: the rung ran the main stage's settings and trial design exactly."""
-    st, out = results.get("settings", {}), {}
-    if not ladder or ladder.get("profile") != results.get("profile") or "steps" not in st:
-        return {}
-    steps = st["steps"]
-    differs = []
-    if ladder["settings"].get("trials") != st.get("trials"):
-        differs.append(f"the ladder tunes {ladder['settings'].get('trials')} trials per curve, the stage "
-                       f"{st.get('trials')}")
-    if st.get("startup_trials", 0) < st.get("trials", 0):
-        differs.append(f"the ladder's trials all come from the Halton start design, the stage's last "
-                       f"{st['trials'] - st['startup_trials']} of {st['trials']} from the GP sampler")
-    differs += [f"its {k} is {v}, the stage's {st.get(k)}" for k, v in ladder.get("training", {}).items()
-                if st.get(k) != v]
-    for entry in ladder.get("ladders", {}).values():
-        rung = next((r for r in entry.get("rungs", []) if r.get("steps") == steps and "margin" in r), None)
-        if entry.get("kind") == "better" and rung is not None:
-            out[tuple(entry["curves"][:2])] = Spread(2 * rung["se"], rung["margin"], len(rung["per_seed"]), steps,
-                                                     "; ".join(differs))
-    return out
+    the main stage's budget (:func:`paperlib.experiments.micmco.seed_spread.ladder_spreads` with the hypervolume
+    tie): the margin only where the rung repeated the stage's run, else shown beside the tie."""
+    return seed_spread.ladder_spreads(results, ladder, hv_tie())
 
 
 def _grouped(pairs: Sequence[tuple[str, str]], same: frozenset[str]) -> list[list[tuple[str, str]]]:
@@ -246,7 +219,7 @@ def rule_part(text: str, pairs: Sequence[tuple[str, str]], hv: Mapping[str, floa
     for group in _grouped(run, same):
         gap = min((hv[b] - hv[a]) if bound else (hv[a] - hv[b]) for a, b in group)
         spread = spreads.get(group[0]) if len(group) == 1 else None
-        margin = spread.margin if spread is not None and not spread.differs else tie
+        margin = spread.margin if spread is not None and spread.applies else tie
         replaced |= margin != tie
         compared.append((comparison_word(gap >= -margin if bound else gap > margin, gap), gap))
         firsts, seconds = (list(dict.fromkeys(p[i] for p in group)) for i in (0, 1))
@@ -254,15 +227,12 @@ def rule_part(text: str, pairs: Sequence[tuple[str, str]], hv: Mapping[str, floa
         if len(group) > 1:
             merged.append(name(firsts if len(firsts) > 1 else seconds))
         if spread is not None:
-            text_ += (f" (2 SE of this gap over {spread.seeds} seeds at {spread.steps:,} steps in the budget ladder: "
-                      f"{spread.two_se:.3f}, " + ("the margin here" if not spread.differs else
-                                                 f"shown beside the {tie} tie, not in its place: {spread.differs}")
-                      + ")")
+            text_ += f" ({spread.shown(tie)})"
         shown.append(text_)
     if bound:
         held, _, other, _, _ = tally(compared)
-        tally_text = (f"{held} of {len(compared)} comparisons lie above by no more than the {tie} tie margin"
-                      + (f", {other} by more" if other else ""))
+        tally_text = (f"in {held} of {len(compared)} comparisons the first lies below the second or above it by no "
+                      f"more than the {tie} tie margin" + (f", in {other} above it by more" if other else ""))
     else:
         tally_text = counts(compared) + ("; the ladder's seed margin in place of the tie where it stands" if replaced
                                          else "")
