@@ -45,9 +45,13 @@ from paperlib.experiments.micmco.ptb.comparisons import (  # noqa: F401 (diverge
     _configurations, _degrades, _discrete, _discrete_gain, _discrete_trails, _dropout, _dropout_keys,
     _equal_compute_keys, _generalise, _hv, _low_latents, _masks, _max_kl, _no_gain, _objectives, _on_par, _perplexity,
     _power, _present, _ran, _renyi_high, _samples, _smaller_gain, _tradeoff, discrete_cap, diverged_trials,
-    frontier_tie, hv_tie, lead, lowest_nll, passes, plain_key, seed_margins,
+    frontier_tie, hv_tie, lead, lowest_nll, plain_key, seed_margins,
 )
 from paperlib.experiments.micmco.ptb.robustness import KEEPS_ORDER_RULE, _order, _order_keys, _spread
+from paperlib.experiments.micmco.ptb.untestable import (  # noqa: F401 (ladder_cannot_fail: exported for the index)
+    _cannot_overfit, _every_hv_below_tie, _high_kl_unreached, _line_cannot_fail, _no_training_gain, _too_short,
+    _undertrained, ladder_cannot_fail,
+)
 
 MASKS = "shared dropout masks restore the validation frontiers"
 SAMPLES = "multiple samples improve latent usage"
@@ -245,76 +249,6 @@ HELD: dict[str, Callable[[float | None, Mapping[str, float | None]], bool]] = {
     KEEPS_ORDER: _beyond, DROPOUT: _beyond_frontier_tie,
     BEST_FIT: _beyond_frontier_tie, LOW_LATENTS: _meets, NO_GAIN: _meets, SMALLER_GAIN: _meets, ON_PAR: _meets, ALIKE: _meets,
 }
-
-
-def _every_hv_below_tie(c: Comparison) -> str | None:
-    """A tie reading ("no gain", "on par") whose hypervolumes all lie at or below the tie cannot fail."""
-    if c.numbers.get("reach", 1.0) <= 0:
-        return "cannot be tested at this scale: no KL range both curves' trials reach"
-    top = c.numbers.get("larger HV")
-    return ("cannot be tested at this scale: every hypervolume below the tie" if top is not None and top <= hv_tie()
-            else None)
-
-
-def _no_training_gain(c: Comparison) -> str | None:
-    """A validation gain "far below" the training fit's needs a training-fit gain whose share
-    :data:`SMALLER_SHARE` exceeds the tie: a smaller cut would fall inside the noise."""
-    train = c.numbers["training gain"]
-    return (f"no training-fit gain large enough to compare with: {SMALLER_SHARE:.0%} of it must exceed the tie"
-            if SMALLER_SHARE * train <= hv_tie() else None)
-
-
-def _line_cannot_fail(c: Comparison) -> str | None:
-    """A cell whose curve has no trial above the low-KL line (and whose test KL is not above it) cannot fail."""
-    from paperlib.experiments.micmco.ptb.micmco_ptb import LOW_KL
-
-    top = c.numbers["curve max"]
-    return (f"cannot fail at this scale: every trial of the curve below {LOW_KL} nats"
-            if top is not None and top <= LOW_KL and c.numbers["kl"] <= LOW_KL else None)
-
-
-def _short_of_one_pass(share: float | None, run: str, so: str) -> str | None:
-    """Why a sentence cannot be tested where the ``run`` run compared saw ``share`` (< 1) of one pass over the
-    training sentences, or None where it saw at least one pass (or the results do not say)."""
-    if share is None or share >= 1:
-        return None
-    return f"cannot be tested at this scale: the {run} run compared saw {share:.0%} of one pass over the training " \
-           f"sentences, {so}"
-
-
-def _cannot_overfit(c: Comparison) -> str | None:
-    """Dropout's best NLL below L2's, a sentence about regularisation, read where no compared run completed one pass
-    over the training data: none can overfit, so regularisation has nothing yet to improve on and the less
-    regularised run leads by learning faster."""
-    return _short_of_one_pass(c.numbers.get("most passes"), "longest-trained",
-                              "so none could overfit and regularisation had nothing yet to improve on")
-
-
-def _undertrained(c: Comparison) -> str | None:
-    """The single-sample runs alike at zero latent usage, the thesis' expectation for runs trained to their best
-    validation loss (their dropouts making up for the regularising effect of fewer steps and smaller batches), read
-    where the least-trained run compared did not complete one pass over the training data: it is still far from its
-    best, so the runs differ by the training the shorter one never had."""
-    return _short_of_one_pass(c.numbers.get("least passes"), "least-trained",
-                              "far from its best validation loss, so the runs differ by the training it never had")
-
-
-def _too_short(c: Comparison) -> str | None:
-    """An equal-compute tradeoff whose shared KL range ends at or below the run's best fit."""
-    if not c.numbers["short"]:
-        return None
-    return (f"cannot be tested at this scale: the KL range both curves' trials reach ends at {c.numbers['reach']:.3f}, "
-            f"not above the run's best fit at KL {c.numbers.get('best fit KL', 0.0):.3f}, so no higher latent usage is "
-            "left to compare")
-
-
-def _high_kl_unreached(c: Comparison) -> str | None:
-    """Fig. 5.8's high latent usage (KL :data:`ON_PAR_KL`) not reached by both DReG 16 training-fit curves."""
-    if not c.numbers["short"]:
-        return None
-    reach = " and ".join(f"{v:.3f} with {k.split(' ', 1)[1]}" for k, v in c.numbers.items() if k.startswith("reach "))
-    return (f"cannot be tested at this scale: high latent usage, read as a KL of {ON_PAR_KL} nats per token, lies "
-            f"beyond the DReG 16 training-fit trials, which reach at most KL {reach}")
 
 
 # The comparisons that cannot be tested at this scale, per claim: why (the claim's not-run entry), or None to judge.
@@ -533,32 +467,6 @@ LADDER_READINGS: dict[str, tuple[str, str]] = {
                      "the thesis' sentence on dropout against L2 read with shared-mask dropout, the ladder's curves "
                      "(the row's own dropout part reads it with Fig. 5.10's naive dropout)"),
 }
-
-
-REGULARISATION_LADDERS = frozenset({"5.11-dropout"})  # ladders reading a sentence about regularisation
-
-
-def ladder_cannot_fail(ladder: Results, key: str) -> str | None:
-    """Why ladder ``key`` cannot fail (or be tested) at this scale, or None: a low-latent-usage ladder whose curves
-    have no validation trial above the low-KL line at any rung or seed meets the line whatever the models do (as
-    Table 5.1's cells, :func:`_line_cannot_fail`), judged when no trials were recorded to tell; a ladder on a sentence
-    about regularisation (:data:`REGULARISATION_LADDERS`) whose top rung stays under one pass over the training
-    sentences, where no run can overfit (as :func:`_cannot_overfit`)."""
-    entry, low = ladder.get("ladders", {}).get(key) or {}, ladder.get("low_kl")
-    if key in REGULARISATION_LADDERS:
-        top = max((r["steps"] for r in entry.get("rungs", ())), default=0)
-        share = max(passes(top, ladder.get("training", {}).get("batch_size", 0),
-                           ladder.get("data", {}).get("train_sentences"), entry.get("curves", ())), default=None)
-        if share is None or share >= 1:
-            return None
-        return (f"cannot be tested at this scale: its top rung ({top:,} steps) saw {share:.0%} of one pass over the "
-                "training sentences, so no run could overfit and regularisation had nothing yet to improve on")
-    kls = [t["kl"] for curve in entry.get("curves", ()) for by_step in ladder.get("trials", {}).get(curve, {}).values()
-           for trials in by_step.values() for t in trials if t.get("kl") is not None]
-    if entry.get("kind") != "latents" or not kls or max(kls) > low:
-        return None
-    return f"cannot fail at this scale: every trial of its curves at every rung and seed below {low} nats " \
-           f"(at most {max(kls):.3f})"
 
 
 def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[list[Part], list[str]]:

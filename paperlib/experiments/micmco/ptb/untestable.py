@@ -1,0 +1,115 @@
+"""Which PTB MICMCO comparisons cannot be tested at this scale, and why: the reason a claim's comparison (or a
+budget ladder) is named as not run rather than judged (:data:`paperlib.experiments.micmco.ptb.claims.UNTESTABLE`
+maps each claim to its reason). A reading that could not fail whatever the models did (every hypervolume below the
+tie it must stay within, every trial below the low-KL line it must stay under), a quantity the trials do not reach
+(a KL level, a latent usage above the best fit), a training-fit gain too small to cut in half, and a sentence about
+regularisation or about runs trained to their best read where the runs have not completed one pass over the
+training data.
+
+Pure Python at import, as :mod:`~paperlib.experiments.micmco.ptb.claims`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from paperlib.experiments.micmco.ptb.comparisons import ON_PAR_KL, SMALLER_SHARE, Results, hv_tie, passes
+
+if TYPE_CHECKING:
+    from paperlib.experiments.micmco.ptb.claims import Comparison
+
+
+def _every_hv_below_tie(c: Comparison) -> str | None:
+    """A tie reading ("no gain", "on par") whose hypervolumes all lie at or below the tie cannot fail."""
+    if c.numbers.get("reach", 1.0) <= 0:
+        return "cannot be tested at this scale: no KL range both curves' trials reach"
+    top = c.numbers.get("larger HV")
+    return ("cannot be tested at this scale: every hypervolume below the tie" if top is not None and top <= hv_tie()
+            else None)
+
+
+def _no_training_gain(c: Comparison) -> str | None:
+    """A validation gain "far below" the training fit's needs a training-fit gain whose share
+    :data:`SMALLER_SHARE` exceeds the tie: a smaller cut would fall inside the noise."""
+    train = c.numbers["training gain"]
+    return (f"no training-fit gain large enough to compare with: {SMALLER_SHARE:.0%} of it must exceed the tie"
+            if SMALLER_SHARE * train <= hv_tie() else None)
+
+
+def _line_cannot_fail(c: Comparison) -> str | None:
+    """A cell whose curve has no trial above the low-KL line (and whose test KL is not above it) cannot fail."""
+    from paperlib.experiments.micmco.ptb.micmco_ptb import LOW_KL
+
+    top = c.numbers["curve max"]
+    return (f"cannot fail at this scale: every trial of the curve below {LOW_KL} nats"
+            if top is not None and top <= LOW_KL and c.numbers["kl"] <= LOW_KL else None)
+
+
+def _short_of_one_pass(share: float | None, run: str, so: str) -> str | None:
+    """Why a sentence cannot be tested where the ``run`` run compared saw ``share`` (< 1) of one pass over the
+    training sentences, or None where it saw at least one pass (or the results do not say)."""
+    if share is None or share >= 1:
+        return None
+    return f"cannot be tested at this scale: the {run} run compared saw {share:.0%} of one pass over the training " \
+           f"sentences, {so}"
+
+
+def _cannot_overfit(c: Comparison) -> str | None:
+    """Dropout's best NLL below L2's, a sentence about regularisation, read where no compared run completed one pass
+    over the training data: none can overfit, so regularisation has nothing yet to improve on and the less
+    regularised run leads by learning faster."""
+    return _short_of_one_pass(c.numbers.get("most passes"), "longest-trained",
+                              "so none could overfit and regularisation had nothing yet to improve on")
+
+
+def _undertrained(c: Comparison) -> str | None:
+    """The single-sample runs alike at zero latent usage, the thesis' expectation for runs trained to their best
+    validation loss (their dropouts making up for the regularising effect of fewer steps and smaller batches), read
+    where the least-trained run compared did not complete one pass over the training data: it is still far from its
+    best, so the runs differ by the training the shorter one never had."""
+    return _short_of_one_pass(c.numbers.get("least passes"), "least-trained",
+                              "far from its best validation loss, so the runs differ by the training it never had")
+
+
+def _too_short(c: Comparison) -> str | None:
+    """An equal-compute tradeoff whose shared KL range ends at or below the run's best fit."""
+    if not c.numbers["short"]:
+        return None
+    return (f"cannot be tested at this scale: the KL range both curves' trials reach ends at {c.numbers['reach']:.3f}, "
+            f"not above the run's best fit at KL {c.numbers.get('best fit KL', 0.0):.3f}, so no higher latent usage is "
+            "left to compare")
+
+
+def _high_kl_unreached(c: Comparison) -> str | None:
+    """Fig. 5.8's high latent usage (KL :data:`ON_PAR_KL`) not reached by both DReG 16 training-fit curves."""
+    if not c.numbers["short"]:
+        return None
+    reach = " and ".join(f"{v:.3f} with {k.split(' ', 1)[1]}" for k, v in c.numbers.items() if k.startswith("reach "))
+    return (f"cannot be tested at this scale: high latent usage, read as a KL of {ON_PAR_KL} nats per token, lies "
+            f"beyond the DReG 16 training-fit trials, which reach at most KL {reach}")
+
+
+REGULARISATION_LADDERS = frozenset({"5.11-dropout"})  # ladders reading a sentence about regularisation
+
+
+def ladder_cannot_fail(ladder: Results, key: str) -> str | None:
+    """Why ladder ``key`` cannot fail (or be tested) at this scale, or None: a low-latent-usage ladder whose curves
+    have no validation trial above the low-KL line at any rung or seed meets the line whatever the models do (as
+    Table 5.1's cells, :func:`_line_cannot_fail`), judged when no trials were recorded to tell; a ladder on a sentence
+    about regularisation (:data:`REGULARISATION_LADDERS`) whose top rung stays under one pass over the training
+    sentences, where no run can overfit (as :func:`_cannot_overfit`)."""
+    entry, low = ladder.get("ladders", {}).get(key) or {}, ladder.get("low_kl")
+    if key in REGULARISATION_LADDERS:
+        top = max((r["steps"] for r in entry.get("rungs", ())), default=0)
+        share = max(passes(top, ladder.get("training", {}).get("batch_size", 0),
+                           ladder.get("data", {}).get("train_sentences"), entry.get("curves", ())), default=None)
+        if share is None or share >= 1:
+            return None
+        return (f"cannot be tested at this scale: its top rung ({top:,} steps) saw {share:.0%} of one pass over the "
+                "training sentences, so no run could overfit and regularisation had nothing yet to improve on")
+    kls = [t["kl"] for curve in entry.get("curves", ()) for by_step in ladder.get("trials", {}).get(curve, {}).values()
+           for trials in by_step.values() for t in trials if t.get("kl") is not None]
+    if entry.get("kind") != "latents" or not kls or max(kls) > low:
+        return None
+    return f"cannot fail at this scale: every trial of its curves at every rung and seed below {low} nats " \
+           f"(at most {max(kls):.3f})"
