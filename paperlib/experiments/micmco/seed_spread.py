@@ -43,6 +43,12 @@ class Spread:
                 f"budget ladder: {self.two_sd:.4f}, {use}")
 
 
+def standing_in(spread: Spread | None) -> float | None:
+    """The margin a comparison is judged against in place of the tie: the spread's, where it applies; else None (the
+    tie decides)."""
+    return spread.margin if spread is not None and spread.applies else None
+
+
 def differences(results: Mapping[str, Any], ladder: Mapping[str, Any]) -> list[str]:
     """How the ladder's rungs differ from the stage's run, besides their budget: the number of trials per curve,
     the stage's trials from the GP sampler (the ladder's all come from the Halton start design), and any training

@@ -16,7 +16,7 @@ import re
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from paperlib.experiments.micmco.seed_spread import Spread, ladder_spreads
+from paperlib.experiments.micmco.seed_spread import Spread, ladder_spreads, standing_in
 
 Results = Mapping[str, Any]
 # The seed spreads a budget ladder measured for hypervolume gaps at the stage's budget, keyed by the ladder's two
@@ -198,11 +198,6 @@ def seed_margins(results: Results, ladder: Results | None) -> Spreads:
     return ladder_spreads(results, ladder, hv_tie())
 
 
-def _margin(spread: Spread | None) -> float | None:
-    """The seed margin a comparison is judged against: the spread's, where it applies; else None (the tie)."""
-    return spread.margin if spread is not None and spread.applies else None
-
-
 def _beside(spread: Spread | None) -> str:
     return "" if spread is None else f" ({spread.shown(hv_tie())})"
 
@@ -219,7 +214,7 @@ def _masks(results: Results, key: str, spreads: Spreads | None = None) -> Measur
     # key: a 16-sample estimator, e.g. "dreg16_kl"
     shared, naive = f"{key}.shared", f"{key}.naive"
     hv, spread = _hv(results, [shared, naive]), (spreads or {}).get((shared, naive))
-    shown, gap, numbers = _led("shared", "naive", hv[shared], hv[naive], _margin(spread))
+    shown, gap, numbers = _led("shared", "naive", hv[shared], hv[naive], standing_in(spread))
     return f"{plain_key(key, results['curves'])}: {shown}{_beside(spread)}", gap, numbers
 
 
@@ -234,7 +229,7 @@ def _samples(results: Results, key: str, spreads: Spreads | None = None) -> Meas
         spread = replace(spread, differs="; ".join(x for x in (
             spread.differs, "the ladder's gap is on the reference of its two curves, the stage's on that of the 1-, "
             "16 KL- and 16 Rényi-sample curves") if x))
-    shown, gap, numbers = _led("16", "1", hv[name], hv[one], _margin(spread))
+    shown, gap, numbers = _led("16", "1", hv[name], hv[one], standing_in(spread))
     return f"{plain_key(key, results['curves'])}: {shown}{_beside(spread)}", gap, numbers
 
 

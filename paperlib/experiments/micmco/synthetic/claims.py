@@ -219,7 +219,7 @@ def rule_part(text: str, pairs: Sequence[tuple[str, str]], hv: Mapping[str, floa
     for group in _grouped(run, same):
         gap = min((hv[b] - hv[a]) if bound else (hv[a] - hv[b]) for a, b in group)
         spread = spreads.get(group[0]) if len(group) == 1 else None
-        margin = spread.margin if spread is not None and spread.applies else tie
+        margin = seed_spread.standing_in(spread) or tie
         replaced |= margin != tie
         compared.append((comparison_word(gap >= -margin if bound else gap > margin, gap), gap))
         firsts, seconds = (list(dict.fromkeys(p[i] for p in group)) for i in (0, 1))
