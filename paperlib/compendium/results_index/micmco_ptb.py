@@ -23,6 +23,7 @@ from paperlib.experiments.micmco.ptb.claims import (
     ladder_cannot_fail, lowest_nll, readings, table_cells, table_claim,
 )
 from paperlib.experiments.micmco.ptb.claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
+from paperlib.experiments.micmco.ptb.comparisons import pass_share
 from paperlib.experiments.micmco.synthetic.claims import hv_tie
 
 from paperlib.compendium.results_index.text import (MissingResult, NotAttempted, REASON_CHARS, Results, _clip, _f,
@@ -332,7 +333,7 @@ def _micmco_ptb_scale(results: Results) -> str:
     thesis = " / ".join(map(str, MICMCO_PTB_TABLE_5_1))  # Table 5.1's hidden sizes
     budget = f"{st['steps']} steps × {st['batch_size']} sentences (thesis {_THESIS_STEPS:,} steps"
     if data.get("train_sentences"):
-        share = st["steps"] * st["batch_size"] / data["train_sentences"]
+        share = pass_share(st["steps"], st["batch_size"], data["train_sentences"])
         budget += f"; ours {share:.0%} of one pass over the {data['train_sentences']:,} training sentences"
     return "; ".join(x for x in (
         f"hidden {hidden} (thesis {thesis}), {vocab}, {budget}), {trials} tuned trials per curve from one seed, "

@@ -58,16 +58,18 @@ class Row:
         if missing:
             stages = ", ".join(f"`dvc repro {name}`" for name in missing)
             return self._unjudged(f"pending: {stages}", f"no results yet: run {stages}")
+        measured: dict[str, str] = {}  # ours and scale, kept when only the verdict declines to judge what ran
         try:
             ours, scale = (_text(part, results) for part in (self.ours, self.scale))
+            ours_short = _text(self.ours_short, results) if self.ours_short is not None else ours
+            measured = {"ours": ours, "ours_short": ours_short, "scale": scale}
+            paper_short = _text(self.paper_short, results) if self.paper_short is not None else self.paper
             judged = self.verdict(results) if callable(self.verdict) else self.verdict
             verdict, reason = judged if isinstance(judged, tuple) else (judged, None)
             if self.reason is not None:
                 reason = _text(self.reason, results)
-            ours_short = _text(self.ours_short, results) if self.ours_short is not None else ours
-            paper_short = _text(self.paper_short, results) if self.paper_short is not None else self.paper
         except NotAttempted as why:
-            return self._unjudged(f"not attempted: {why}", why.reason)
+            return {**self._unjudged(f"not attempted: {why}", why.reason), **measured}
         except (KeyError, IndexError, MissingResult) as error:
             return self._unjudged(f"pending: results lack {error}", f"results lack {error}")
         return {"ours": ours, "ours_short": ours_short, "paper_short": paper_short, "scale": scale,

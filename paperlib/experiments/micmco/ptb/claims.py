@@ -9,7 +9,8 @@ the rows of :data:`LADDER_ITEMS`, the budget ladder's parts; and (3) named as no
 run at the profile, a comparison that cannot be tested at this scale (:data:`UNTESTABLE`: a tie reading whose
 hypervolumes all lie below the tie, a validation gain without a training-fit gain beyond the tie, a Table 5.1 cell
 whose curve has no trial above the low-KL line, a latent usage the trials do not reach, a sentence about
-regularisation where no compared run completed one pass over the training data), the parts of a figure our trials do
+regularisation, overfitting or validation set against the training fit where no compared run completed one pass over
+the training data), the parts of a figure our trials do
 not reach (:data:`UNREACHED`), a ladder that could not be read, a low-latent-usage ladder whose curves have no trial
 above the line, and a ladder about regularisation that stays under one pass (:func:`ladder_cannot_fail`).
 
@@ -49,8 +50,8 @@ from paperlib.experiments.micmco.ptb.comparisons import (  # noqa: F401 (diverge
 )
 from paperlib.experiments.micmco.ptb.robustness import KEEPS_ORDER_RULE, _order, _order_keys, _spread
 from paperlib.experiments.micmco.ptb.untestable import (  # noqa: F401 (ladder_cannot_fail: exported for the index)
-    _cannot_overfit, _every_hv_below_tie, _high_kl_unreached, _line_cannot_fail, _no_training_gain, _too_short,
-    _undertrained, ladder_cannot_fail,
+    _cannot_overfit, _every_hv_below_tie, _high_kl_unreached, _line_cannot_fail, _no_training_gain,
+    _overfitting_unseen, _too_short, _undertrained, _validation_as_training, ladder_cannot_fail,
 )
 
 MASKS = "shared dropout masks restore the validation frontiers"
@@ -255,7 +256,7 @@ HELD: dict[str, Callable[[float | None, Mapping[str, float | None]], bool]] = {
 UNTESTABLE: dict[str, Callable[[Comparison], str | None]] = {
     **dict.fromkeys(TIE_THRESHOLDS, _every_hv_below_tie), SMALLER_GAIN: _no_training_gain,
     LOW_LATENTS: _line_cannot_fail, TRADEOFF: _too_short, RENYI_HIGH: _high_kl_unreached,
-    DROPOUT: _cannot_overfit, ALIKE: _undertrained,
+    DROPOUT: _cannot_overfit, ALIKE: _undertrained, GENERALISE: _overfitting_unseen, DEGRADES: _validation_as_training,
 }
 
 
@@ -306,7 +307,9 @@ RULES: dict[str, Callable[[Results], str]] = {
                                 f"({discrete_cap(r):.2f} nats)"),
     DEGRADES: lambda r: (f"HV(DReG 16) > HV(VIMCO 16) + {_tie_text()} per objective on validation with L2 (Fig. "
                          "5.11): the discrete latents' NLL rising faster with latent usage leaves them less area; KL "
-                         f"capped at the discrete latents' entropy per token ({discrete_cap(r):.2f} nats)"),
+                         f"capped at the discrete latents' entropy per token ({discrete_cap(r):.2f} nats); tested "
+                         "only where a run compared completed one pass over the training sentences (before, "
+                         "validation cannot part from the training fit)"),
     ON_PAR: lambda r: (f"|HV(VIMCO 16) - HV(DReG 16)| <= {_tie_text()} per objective with shared masks (Fig. 5.12), "
                        f"KL capped at the thesis' {ON_PAR_KL} or at the largest KL both curves' trials reach, "
                        "whichever is smaller; an objective whose hypervolumes both lie at or below the tie cannot fail "
@@ -329,7 +332,8 @@ RULES: dict[str, Callable[[Results], str]] = {
                         "one seed's tuned trials, whose spread one seed cannot measure)"),
     GENERALISE: lambda r: (f"max(HV(16 KL), HV(16 Rényi)) > HV(1 T×16) + {_tie_text()} and > HV(1 bs×16) + "
                            f"{_tie_text()} on validation (Figs. 5.14, 5.25), each on the reference of the three "
-                           "curves compared"),
+                           "curves compared; tested only where a run compared completed one pass over the training "
+                           "sentences (before, none can overfit)"),
     LOW_LATENTS: lambda r: _low_latents_rule(),
     RENYI_HIGH: lambda r: ("'only with the Rényi at high latent usage' read as: DReG 16 Rényi's frontier NLL at a "
                            f"KL of {ON_PAR_KL} nats per token (the lowest NLL among its trials with KL >= "

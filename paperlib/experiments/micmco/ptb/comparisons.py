@@ -97,6 +97,11 @@ def _configurations(fig: str) -> list[str]:
     return list(FIGURES[fig].configurations)
 
 
+def pass_share(steps: int, batch_size: int, sentences: int) -> float:
+    """How many passes over ``sentences`` training sentences ``steps`` steps of ``batch_size`` sentences make."""
+    return steps * batch_size / sentences
+
+
 def passes(steps: int, batch_size: int, sentences: int | None, names: Sequence[str]) -> list[float]:
     """How many passes over the ``sentences`` training sentences each of curves ``names`` trained for, at a budget
     of ``steps`` steps of ``batch_size`` sentences times each curve's compute factors; empty where the training split
@@ -105,7 +110,7 @@ def passes(steps: int, batch_size: int, sentences: int | None, names: Sequence[s
 
     if not sentences:
         return []
-    return [steps * CURVES[n].steps_factor * batch_size * CURVES[n].batch_factor / sentences for n in names]
+    return [pass_share(steps * CURVES[n].steps_factor, batch_size * CURVES[n].batch_factor, sentences) for n in names]
 
 
 def _passes(results: Results, names: Sequence[str]) -> list[float]:
@@ -289,7 +294,33 @@ def _equal_compute_lead(results: Results, key: str) -> Measured:
 
 
 def _generalise(results: Results, key: str) -> Measured:  # key: "<figure> 16 > 1 <T×16 or bs×16>"
-    return _equal_compute_lead(results, key)
+    """:func:`_equal_compute_lead`, with the passes over the training sentences of the longest-trained curve compared
+    (``numbers["most passes"]``: a sentence about overfitting is tested only where a run could overfit)."""
+    _, name, many, _ = _equal_compute(results, key)
+    shown, gap, numbers = _equal_compute_lead(results, key)
+    return shown, gap, {**numbers, "most passes": max(_passes(results, [name, *many]), default=None)}
+
+
+def _passes_note(results: Results, name: str, many: Sequence[str]) -> str:
+    """ "the run saw x% of one pass over the training sentences, the 16-sample curves y%" (empty where the training
+    split is not recorded): at equal compute the run sees 16 times the sentences, which decides its lead while
+    neither has completed a pass."""
+    shares = _passes(results, [name, *many])
+    if not shares:
+        return ""
+    return (f"the run saw {shares[0]:.0%} of one pass over the training sentences, the 16-sample curves "
+            f"{max(shares[1:], default=0.0):.0%}")
+
+
+def _point_note(curve: Mapping[str, Any], kl: float) -> str:
+    """How a curve's frontier point at ``kl`` stands in its own trials: how far above the curve's best NLL, and how
+    many of its trials reach that KL (with a handful of trials per curve, a point far above the best that one trial
+    alone reaches is a single draw of the search, not a tuned point of the tradeoff)."""
+    trials = curve["trials"]
+    above = frontier_nll(trials, kl) - lowest_nll(trials)
+    reach = sum(k >= kl for k, _ in _kls(trials))
+    return (f"{curve['label']}'s point lies {above:.3f} nats above its best NLL, and {reach} of its "
+            f"{len(trials)} trials reach{'es' if reach == 1 else ''} that KL")
 
 
 def _frontier_lead(better: str, worse: str, x: float, y: float, who: str) -> tuple[str, float]:
@@ -331,7 +362,10 @@ def _tradeoff(results: Results, key: str) -> Measured:  # key: "<figure> 1 <T×1
     if short or not math.isfinite(x) or not math.isfinite(y):
         return (f"Fig. {fig} {label}: {where}", None, {"short": 1.0, "reach": k, "best fit KL": best[0]})
     shown, gap = _frontier_lead(f"best 16 ({curves[better]['label']})", label, x, y, "16 samples")
-    return f"Fig. {fig} {label}: {where}, {shown}", gap, {"short": 0.0, "reach": k, "best fit KL": best[0]}
+    passes = _passes_note(results, name, many)
+    return (f"Fig. {fig} {label}: {where}, {shown} ({_point_note(curves[better], k)}; "
+            f"{_point_note(curves[name], k)}){'; ' + passes if passes else ''}", gap,
+            {"short": 0.0, "reach": k, "best fit KL": best[0]})
 
 
 def _renyi_high(results: Results, key: str) -> Measured:  # key: "5.8 Rényi vs KL"
@@ -356,9 +390,11 @@ def _best_fit(results: Results, key: str) -> Measured:  # key: "<figure> 1 <T×1
     best_16 = min(lowest_nll(results["curves"][n]["trials"]) for n in many)
     gap = best_16 - lowest
     trials = len(results["curves"][name]["trials"])
+    passes = _passes_note(results, name, many)
     return (f"Fig. {fig} {label}: lowest training NLL {lowest:.4f} vs the 16-sample estimators' {best_16:.4f}, "
             + (f"lower by {gap:.4f}" if gap > 0 else f"not lower ({-gap:.4f} higher)")
-            + f" (each the lowest of one seed's {trials} tuned trials per curve)", gap, {})
+            + f" (each the lowest of one seed's {trials} tuned trials per curve{'; ' + passes if passes else ''})",
+            gap, {})
 
 
 def _no_gain(results: Results, key: str) -> Measured:  # key: the objective
@@ -414,7 +450,12 @@ def _discrete_trails(results: Results, key: str) -> Measured:  # key: the object
 
 
 def _degrades(results: Results, key: str) -> Measured:  # key: the objective
-    return _discrete_against(results, key, "l2")
+    """:func:`_discrete_against` with L2, with the passes over the training sentences of the longest-trained curve
+    (``numbers["most passes"]``): the sentence sets validation against the training fit, which only overfitting can
+    part."""
+    shown, gap, numbers = _discrete_against(results, key, "l2")
+    shares = _passes(results, [f"dreg16_{key}.l2", f"vimco16_{key}.l2"])
+    return shown, gap, {**numbers, "most passes": max(shares, default=None), "least passes": min(shares, default=None)}
 
 
 def _on_par(results: Results, key: str) -> Measured:  # key: the objective
