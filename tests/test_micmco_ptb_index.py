@@ -165,4 +165,6 @@ def test_a_figure_whose_claims_cannot_be_tested_keeps_its_numbers_and_scale(resu
     shows the hypervolumes that ran and the scale they ran at."""
     rendered = ri.ROWS["M-F5.14"].render(results)
     assert rendered["status"] == "not attempted" and "saw 91% of one pass" in rendered["verdict"]
+    assert rendered["reason"] == ("ran, but its sentences need runs past one pass over the training data; ours saw at "
+                                  "most 91%")
     assert "VIMCO 1 K/R T×16 0.037" in rendered["ours"] and "6% of one pass" in rendered["scale"]

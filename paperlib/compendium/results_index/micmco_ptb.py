@@ -23,7 +23,7 @@ from paperlib.experiments.micmco.ptb.claims import (
     ladder_cannot_fail, lowest_nll, readings, table_cells, table_claim,
 )
 from paperlib.experiments.micmco.ptb.claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
-from paperlib.experiments.micmco.ptb.comparisons import pass_share
+from paperlib.experiments.micmco.ptb.comparisons import pass_share, passes
 from paperlib.experiments.micmco.synthetic.claims import hv_tie
 
 from paperlib.compendium.results_index.text import (MissingResult, NotAttempted, REASON_CHARS, Results, _clip, _f,
@@ -212,6 +212,18 @@ def _ptb_ladder_reason(results: Results, item: str) -> str:
                      for k in read)
 
 
+def _untestable_reason(r: Mapping[str, Any], fig: str, not_run: Sequence[str]) -> str:
+    """The one-line reason of a figure none of whose claims can be tested at this scale: the most of one pass over
+    the training sentences its curves saw, where every claim waits for a completed pass, else the plain fact."""
+    st = r["settings"]
+    shares = passes(st.get("steps", 0), st.get("batch_size", 0), r.get("data", {}).get("train_sentences"),
+                    [n for n in r["figures"].get(fig, {}).get("curves", ()) if n in r["curves"]])
+    if shares and all("of one pass over the training sentences" in why for why in not_run):
+        return (f"ran, but its sentences need runs past one pass over the training data; ours saw at most "
+                f"{max(shares):.0%}")
+    return "ran, but its claims cannot be judged at this profile"
+
+
 def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]:
     def verdict(results: Results) -> tuple[str, str]:
         """The figure's claim as :func:`paperlib.experiments.micmco.ptb.claims.figure_claim` judges it (the notebook
@@ -223,7 +235,7 @@ def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]
             claim = figure_claim(r, ladder, fig)
         except Untestable as why:
             raise NotAttempted(f"the curves ran at this profile, but {'; '.join(why.not_run)}",
-                               "ran, but its claims cannot be judged at this profile") from None
+                               _untestable_reason(r, fig, why.not_run)) from None
         except Unjudged:
             return (f"partly: {len(r['figures'][fig]['curves'])} curves drawn; no numeric rule for this figure's "
                     f"claim ('{_MICMCO_PTB_SAYS[fig]}') compared curves at this profile, compare the frontiers in "
