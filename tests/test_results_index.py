@@ -684,6 +684,8 @@ def test_reasons_count_parts_and_clip_to_one_line():
         "holds: a; within noise: b; fails: c")
     long = [(f"claim number {i} with a long label", "reproduced") for i in range(6)] + [("d", "not reproduced")]
     assert ri.grouped_reason(long) == "fails: d; the other 6 hold"
+    held = [(f"part number {i} of a long claim", "reproduced") for i in range(6)]
+    assert ri.grouped_reason(held, "not run: two corpora") == "all 6 parts hold; not run: two corpora"
     # a ladder's part is named as the budget ladder, not counted among the others
     claim = "VIMCO 16 reaches near-optimal NLL at high MI"
     ladder = [(claim, "not reproduced"), ("VIMCO 64 much worse than VIMCO 16", "not reproduced"),

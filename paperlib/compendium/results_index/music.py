@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from paperlib.experiments.music.claims import CORPUS_NAMES, MIRROR_CORPORA, RULE_NAMES, table_claim
+from paperlib.experiments.music.claims import CORPUS_NAMES, MIRROR_CORPORA, RULE_NAMES, adapted_seed, table_claim
 from paperlib.reference.music import TABLE_4_6, TABLE_4_6_CORPORA, THESIS_LSTM_NADE
 
 from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note
@@ -25,17 +25,19 @@ def music_paper() -> str:
             f"({THESIS_LSTM_NADE['parameters'] / 1e6:.1f}M-parameter LSTM-NADE; {outside} not in the data mirror)")
 
 
-def music_paper_short() -> str:
+def music_paper_short(results: Results) -> str:
+    """The thesis' chains for the corpora our results hold, joined by corpus key."""
     values = {key: dict(zip(TABLE_4_6_CORPORA, row)) for key, _, row in TABLE_4_6}
     return "; ".join(f"{CORPUS_NAMES[c]} " + " → ".join(_f(values[k][c]) for k in _ROWS)
-                     for c in MIRROR_CORPORA) + " nats/frame"
+                     for c in _music(results)["corpora"]) + " nats/frame"
 
 
 def music_ours(results: Results) -> str:
     parts = []
     for corpus, c in _music(results)["corpora"].items():
         rows = c["rows"]
-        spread = f" (seeds {_f(c['static_test_mean'], 3)} ± {_f(c['static_test_sd'], 3)})" if c.get("static_test_sd") else ""
+        spread = (f" (static over seeds: mean {_f(c['static_test_mean'], 3)}, s.d. {_f(c['static_test_sd'], 3)})"
+                  if c.get("static_test_sd") else "")
         parts.append(f"{CORPUS_NAMES[corpus]} " + " → ".join(_f(rows[k]["test_ll"], 3) for k in _ROWS) + spread)
     return "test nats/frame, static → SGD → global RMS: " + "; ".join(parts) + _profile_note(results, "music")
 
@@ -70,25 +72,49 @@ def _grid_note(c: dict[str, Any]) -> str:
 
 
 def _dyneval_seed_note(c: dict[str, Any]) -> str:
-    """Which seed's model dynamic evaluation adapted (the static row's), and where it stands among the seeds."""
+    """Which seed's model dynamic evaluation adapted (the static row's), and where it stands among the seeds by
+    validation and on test."""
     seeds = c["seeds"]
     static = c["rows"]["static"]["test_ll"]
-    seed = next((s["seed"] for s in seeds if s["test_ll"] == static), seeds[0]["seed"])
+    seed, by_valid = adapted_seed(c)
     if len(seeds) < 2:
         return f", dynamic evaluation of seed {seed}'s model"
-    rank = (" (the worst of the seeds)" if static == min(s["test_ll"] for s in seeds) else
-            " (the best of the seeds)" if static == max(s["test_ll"] for s in seeds) else "")
+    ranks = [("the worst of the seeds on test" if static == min(s["test_ll"] for s in seeds) else
+              "the best of the seeds on test" if static == max(s["test_ll"] for s in seeds) else ""),
+             f"{by_valid} by validation" if by_valid else ""]
+    rank = f" ({', '.join(r for r in ranks if r)})" if any(ranks) else ""
     return (f", dynamic evaluation of seed {seed}'s model only: static {_f(static, 3)}{rank}, seeds' mean "
-            f"{_f(c['static_test_mean'], 3)}")
+            f"{_f(c['static_test_mean'], 3)}"
+            + (f", its learning rates picked on {c['valid_songs']} validation songs" if c.get("valid_songs") else ""))
+
+
+def _model_note(corpus: str, c: dict[str, Any], params: dict[str, Any]) -> str:
+    """The corpus' network and training beside the thesis' (2 x 650 LSTM, NADE of 400, SGD with gradient-norm
+    clipping), each seed's best epoch against the epoch cap, and the frame NADE its static model is set against."""
+    model = params.get("model", {}).get(corpus, {})
+    train = params.get("train", {}).get(corpus, {})
+    shape = (f"{model['num_layers']} × {model['hidden_size']} LSTM, NADE of {model['nade_size']}"
+             if {"num_layers", "hidden_size", "nade_size"} <= model.keys() else "")
+    net = f"{c['parameters'] / 1e6:.2f}M params" + (f" ({shape})" if shape else "")
+    optimiser = (f", trained with {'Adam' if train['optimizer'] == 'adam' else train['optimizer']} (thesis: SGD with "
+                 "gradient-norm clipping)" if train.get("optimizer") and train["optimizer"] != "sgd" else "")
+    epochs = " / ".join(str(s["best_epoch"]) for s in c["seeds"] if s.get("best_epoch") is not None)
+    cap = f" of at most {train['max_epochs']}" if train.get("max_epochs") else ""
+    best = f", best epochs {epochs}{cap}" if epochs else ""
+    nade = c["rows"].get("nade", {}).get("test_ll")
+    learned = (f", static {_f(c['rows']['static']['test_ll'], 3)} against the frame NADE's {_f(nade, 3)}"
+               if nade is not None else "")
+    return f"{net}{optimiser}{best}{learned}"
 
 
 def music_scale(results: Results) -> str:
-    """K-T4.6: per corpus the model size, seeds and test songs; training seeds stopped at the epoch cap while still
-    improving, learning rates at an end of their grid, and the one seed whose model dynamic evaluation adapts."""
+    """K-T4.6: per corpus the network and its training beside the thesis', seeds and test songs; training seeds
+    stopped at the epoch cap while still improving, learning rates at an end of their grid, and the one seed whose
+    model dynamic evaluation adapts."""
     params = results.get("music.params", {})
     parts = []
     for corpus, c in _music(results)["corpora"].items():
-        parts.append(f"{CORPUS_NAMES[corpus]}: {c['parameters'] / 1e6:.2f}M params, {len(c['seeds'])} seeds"
+        parts.append(f"{CORPUS_NAMES[corpus]}: {_model_note(corpus, c, params)}, {len(c['seeds'])} seeds"
                      f"{_seeds_note(corpus, c, params)}, {c['test_songs']} test songs ({c['test_frames']:,} frames)"
                      f"{_dyneval_seed_note(c)}{_grid_note(c)}")
     corpora = _music(results)["corpora"]

@@ -268,7 +268,7 @@ ROWS.update({
                   verdict=_char_claim("K-T4.4"), needs=("dyneval_char",)),
     "K-T4.5": _not_attempted(_TEXT8_STAND_IN.format(item="K-T4.4")),
     "K-T4.6": Row(file="`notebooks/music.ipynb`, `figures/music.png`, `results/music.json`", paper=music_paper(),
-                  paper_short=music_paper_short(), ours=music_ours, ours_short=music_ours_short, scale=music_scale,
+                  paper_short=music_paper_short, ours=music_ours, ours_short=music_ours_short, scale=music_scale,
                   verdict=music_verdict, needs=("music",)),
     "K-F5.1": Row(file=_DYN_NB + " (panel 'time scales')",
                   paper="(figure) dynamic evaluation's advantage over static grows with words processed",

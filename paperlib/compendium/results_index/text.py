@@ -106,7 +106,7 @@ def grouped_reason(parts: Sequence[tuple[str, str]], note: str = "") -> str:
     When that is too long for a line, a budget ladder's part (its label starts with "ladder: ") is named "the
     budget ladder" instead of by its claim, and if it is still too long the parts that hold are counted instead of
     named (a ladder among them still named), so that a part holding only on the ladder is not hidden in a
-    count."""
+    count, nor ``note`` (what was not run) cut off behind a list of parts that all hold."""
     groups: dict[str, list[str]] = {}
     for label, word in parts:
         groups.setdefault(_GROUP[word], []).append(label)
@@ -127,17 +127,19 @@ def grouped_reason(parts: Sequence[tuple[str, str]], note: str = "") -> str:
     text = "; ".join(f"{g}: {', '.join(groups[g])}" for g in _GROUP.values() if g in groups) + tail
     if len(text) > REASON_CHARS and any(ladders(labels) for labels in groups.values()):
         text = "; ".join(named(g) for g in _GROUP.values() if g in groups) + tail
-    if len(text) > REASON_CHARS and "holds" in groups and len(groups) > 1:
+    if len(text) > REASON_CHARS and "holds" in groups and (len(groups) > 1 or tail):
         rest = [named(g) for g in list(_GROUP.values())[1:] if g in groups]
         n_ladders = ladders(groups["holds"])
         held = len(groups["holds"]) - n_ladders
-        if not n_ladders:
+        if not n_ladders and not rest:  # every part holds, and the note says what was not run
+            counted = "the one part holds" if held == 1 else f"all {held} parts hold"
+        elif not n_ladders:
             counted = "the other one holds" if held == 1 else f"the other {held} hold"
         elif not held:
             counted = f"holds: {ladder_name(n_ladders)}" if n_ladders == 1 else f"hold: {ladder_name(n_ladders)}"
         else:
             counted = f"{ladder_name(n_ladders)} and {held} other part{'s' if held > 1 else ''} hold"
-        text = "; ".join(rest) + f"; {counted}" + tail
+        text = "; ".join([*rest, counted]) + tail
     return _clip(text)
 
 
