@@ -37,7 +37,7 @@ from paperlib.compendium.results_index.music import (
 from paperlib.compendium.results_index.micmco_synthetic import _MICMCO_LADDERS, _micmco_figure, _micmco_scale
 from paperlib.compendium.results_index.word_generation import (
     _wg_entropy_ours, _wg_t2_verdict, _wg_t3_verdict, _wg_fig2_ours, _wg_fig2_verdict, _wg_fig3_verdict, _wg_mi_ours,
-    _wg_mi_paper, _wg_mi_paper_short, _wg_mi_verdict, _wg_scale, _wg_t1_ours, _wg_t1_paper, _wg_t1_verdict,
+    _wg_mi_paper, _wg_mi_paper_short, _wg_mi_verdict, _wg_scale, _wg_t1_ours, _wg_t1_paper, _wg_t1_scale, _wg_t1_verdict,
     _wg_t2_ours, _wg_t2_paper, _wg_t2_scale, _wg_t3_ours, _wg_t3_paper,
 )
 from paperlib.compendium.results_index.micmco_ptb import (
@@ -305,7 +305,7 @@ ROWS.update({
                   paper=_ood_paper(), ours=_char_ood_ours, scale=_char_ood_scale,
                   verdict=_char_claim("K-T6.4"), needs=("dyneval_char",)),
     "S-T1": Row(file=_WG_NB + ", `figures/word_generation_ladder.png`",
-                paper=_wg_t1_paper(), ours=_wg_t1_ours, scale=_wg_scale, verdict=_wg_t1_verdict,
+                paper=_wg_t1_paper(), ours=_wg_t1_ours, scale=_wg_t1_scale, verdict=_wg_t1_verdict,
                 needs=("word_generation", "word_generation_ladder")),
     "S-T2": Row(file=_WG_NB + ", `results/word_generation_ngram.json` (the n-gram metric on the oracle rows)",
                 paper=_wg_t2_paper(), ours=_wg_t2_ours, scale=_wg_t2_scale,
