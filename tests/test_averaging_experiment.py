@@ -238,3 +238,15 @@ def test_fig_3_3_judges_the_smoothing_and_says_2ta_was_still_falling():
     assert parts["noise smoothed out"].verdict == "reproduced"
     assert "2TA still falling by 0.0016-0.0036 nats per evaluation over the last 5" in \
         parts["on par with tuned TA"].evidence
+
+
+def test_the_fig_3_3_scale_sets_our_single_trajectory_beside_the_thesis_tuning():
+    """The thesis evaluated every 1,000 steps and tuned the network separately for 2TA, TA and EMA; ours share one
+    trajectory, which the scale of the averaging rows says."""
+    from paperlib.compendium import results_index as ri
+    from tests.conftest import REPO
+
+    _committed_averaging()
+    scale = ri.ROWS["M-F3.3"].render(ri.load_results(REPO))["scale"]
+    assert scale.endswith("the thesis evaluated every 1,000 steps and tuned the network's hyperparameters separately "
+                          "for 2TA, TA and EMA, where ours share one trajectory")

@@ -26,7 +26,8 @@ def _avg_scale(results: Results) -> str:
     return (f"{m['num_layers']}-layer {m['cell'].upper()} H={m['hidden_size']}, {t['max_steps']:,} {t['optimizer']} "
             f"steps × {t['batch_size']}×{t['bptt']} tokens ({tokens / 1e6:.1f}M) at a constant lr {t['lr']:g}, one "
             f"trajectory; E = {t['eval_every']} steps, {st['valid_tokens']:,} validation tokens per evaluation"
-            + _tuned_grids(results))
+            + _tuned_grids(results) + "; the thesis evaluated every 1,000 steps and tuned the network's "
+            "hyperparameters separately for 2TA, TA and EMA, where ours share one trajectory")
 
 
 def _tuned_grids(results: Results) -> str:
