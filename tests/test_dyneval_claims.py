@@ -657,3 +657,26 @@ def test_the_studies_paper_texts_print_the_thesis_tables_in_full():
         in table["K-T5.4"]["paper"]
     assert ("RMSprop ε 1e-6 / 1e-5 / 1e-4 / 1e-3 / 1e-2 / 1e-1 / 1 / 10: 57.5 / 56.3 / 55.2 / 54.6 / 54.4 / 54.6 / 54.7 "
             "/ 54.7 (best 54.4 at 1e-2); SGD 54.7, global RMS 52.7; static 59.7") in table["K-T5.5"]["paper"]
+
+
+def test_on_par_with_global_rms_takes_the_blocks_margin_as_identical_to_sgd_does():
+    """Table 5.7's 'on par': with per-block losses, the difference plus its margin within 1% holds, a difference
+    beyond both the margin and 1% fails, and one whose margin reaches past 1% is within noise."""
+    from paperlib.experiments.dynamic_evaluation.claims import statistics_locality_claim
+
+    results = constructed()
+    loc = results["statistics_locality"]
+    loc["valid_block_tokens"] = [100] * 40
+    wiggle = [0.02 if i % 2 else -0.02 for i in range(40)]  # margin ≈ 0.006 nats
+
+    def on_par(gap: float, spread=wiggle) -> str:
+        best = min(loc["nonlocal_rmsprop"], key=lambda r: r["valid_ppl"])
+        loc["global_rms"]["valid_blocks"] = [4.0] * 40
+        best["valid_blocks"] = [4.0 + gap + w for w in spread]
+        part = statistics_locality_claim(results).parts[1]
+        assert part.kind == "bootstrap margin + threshold" and "40 blocks" in part.evidence
+        return part.verdict
+
+    assert on_par(0.001) == "reproduced"  # 0.001 + 0.006 within ln 1.01 = 0.00995
+    assert on_par(0.03) == "not reproduced"  # beyond both
+    assert on_par(0.008) == "within noise"  # inside 1%, but its margin reaches past it

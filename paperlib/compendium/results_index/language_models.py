@@ -205,8 +205,10 @@ def _ordering_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
                            for c, w in zip(found, words))
         if all(w == "reproduced" for w in words):
             reason += ", each beyond seed noise" if len(words) > 1 else ", beyond seed noise"
-        elif all(w == "not reproduced" for w in words):
+        elif all(w == "not reproduced" for w in words) and all(against(c["pair"]) for c in found):
             reason = "the opposite: " + reason
+        elif all(w == "not reproduced" for w in words):
+            reason = "no lead beyond seed noise: " + reason
         return index_text(judged), _clip(reason + (f"; {judged.note}" if judged.note else ""))
     return verdict
 
