@@ -781,3 +781,12 @@ def test_disclosures_a_skeptical_reader_needs_are_computed_from_the_results():
                                    "summary": {"tuned_ta": "ta_0.75", "tuned_ema": "ema_0.99"}}}
     assert _tuned_grids(averaging) == ("; tuned TA over starts 0.25 / 0.5 / 0.75 (0.75, the grid's end), EMA over "
                                        "decays 0.99 / 0.998 (0.99, the grid's end) on this run's validation loss")
+
+
+def test_rows_no_profile_runs_show_the_thesis_numbers_they_would_compare():
+    """The enwik8 / text8 rows are not attempted, with why; their paper cell gives the thesis' numbers, as printed."""
+    for item, shown in (("K-T4.5", "text8 test bpc: mLSTM 1.27, mLSTM + dynamic eval 1.19"),
+                        ("K-T3.1", "unregularized mLSTM 1.40"),
+                        ("K-T6.2", "Transformer-XL + dynamic eval (global RMS, RMS decay) 1.038")):
+        row = ri.ROWS[item]
+        assert shown in row.paper and row.render({})["status"] == "not attempted", item

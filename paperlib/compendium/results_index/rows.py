@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from paperlib.experiments.language_models.claims import TABLE_STAGES
+from paperlib.reference.large_corpora import UNRUN_TABLES
 from paperlib.reference.language_models import LM_PTB, LM_PTB_CHAR, TABLE_2_3
 from paperlib.reference.names import model_name
 from paperlib.reference.tuning import TUNING
@@ -54,6 +55,14 @@ def _diagram(impl: str) -> Row:
 
 def _not_attempted(reason: str, file: str = "—", paper: str = "see the seed") -> Row:
     return Row(file=file, paper=paper, ours="—", scale="—", verdict=f"not attempted: {reason}")
+
+
+def _unrun(item: str, reason: str) -> Row:
+    """A row no profile runs, the thesis' numbers it compares shown as its paper cell
+    (:data:`paperlib.reference.large_corpora.UNRUN_TABLES`)."""
+    what, digits, rows = UNRUN_TABLES[item]
+    return _not_attempted(reason, paper=f"{what}: " + ", ".join(f"{name} {value:.{digits}f}" for name, value in
+                                                                 rows.items()))
 
 
 # The thesis' reading of each synthetic MICMCO figure (paperlib.experiments.micmco.synthetic.micmco_synthetic.FIGURES, without importing torch here).
@@ -252,8 +261,8 @@ ROWS.update({
     "K-F3.3": Row(file="`notebooks/dyneval_char.ipynb`, `figures/dyneval_char_recovery.png`",
                   paper=_recovery_paper(), ours=_recovery_ours, scale=_recovery_scale,
                   verdict=_char_claim("K-F3.3"), needs=("dyneval_char",)),
-    "K-T3.1": _not_attempted(_ENWIK8),
-    "K-T3.2": _not_attempted(_ENWIK8),
+    "K-T3.1": _unrun("K-T3.1", _ENWIK8),
+    "K-T3.2": _unrun("K-T3.2", _ENWIK8),
     "K-T3.3": Row(file="`notebooks/byte_lm.ipynb`, `figures/byte_lm.png`, `results/lm_wt2_bytes.json`",
                   paper=_byte_lm_paper(), ours=_byte_lm_ours, scale=_byte_lm_scale,
                   verdict=_byte_lm_verdict, needs=("lm_wt2_bytes",)),
@@ -262,11 +271,11 @@ ROWS.update({
     "K-T4.2": Row(file=_DYN_NB, paper=_dyn_paper("wikitext2"), ours=_dyn_table_ours("wikitext2"),
                   scale=_dyn_table_scale,
                   verdict=_dyn_claim("K-T4.2"), needs=("dyneval",)),
-    "K-T4.3": _not_attempted("text8 word-level needs the text8 corpus (no pinned checksum offline)"),
+    "K-T4.3": _unrun("K-T4.3", "text8 word-level needs the text8 corpus (no pinned checksum offline)"),
     "K-T4.4": Row(file="`notebooks/dyneval_char.ipynb`, `figures/dyneval_char.png`",
                   paper=_sparse_table_paper(), ours=_char_table_ours("mlstm"), scale=_char_scale,
                   verdict=_char_claim("K-T4.4"), needs=("dyneval_char",)),
-    "K-T4.5": _not_attempted(_TEXT8_STAND_IN.format(item="K-T4.4")),
+    "K-T4.5": _unrun("K-T4.5", _TEXT8_STAND_IN.format(item="K-T4.4")),
     "K-T4.6": Row(file="`notebooks/music.ipynb`, `figures/music.png`, `results/music.json`", paper=music_paper(),
                   paper_short=music_paper_short, ours=music_ours, ours_short=music_ours_short, scale=music_scale,
                   verdict=music_verdict, needs=("music",)),
@@ -292,12 +301,12 @@ ROWS.update({
                   scale=_statistics_scale("K-T5.6"), verdict=_dyn_claim("K-T5.6"), needs=("dyneval",)),
     "K-T5.7": Row(file=_DYN_NB, paper=_stats_local_paper(), ours=_stats_local_ours,
                   scale=_statistics_scale("K-T5.7"), verdict=_dyn_claim("K-T5.7"), needs=("dyneval",)),
-    "K-T5.8": _not_attempted("the model side needs text8 and the 1948 book up to the excerpt, neither available; the "
+    "K-T5.8": _unrun("K-T5.8", "the model side needs text8 and the 1948 book up to the excerpt, neither available; the "
                              "human numbers are Cover and King's"),
     "K-T6.1": Row(file="`notebooks/dyneval_char.ipynb`",
                   paper=_transformer_table_paper(), ours=_char_table_ours("transformer"), scale=_char_scale,
                   verdict=_char_claim("K-T6.1"), needs=("dyneval_char",)),
-    "K-T6.2": _not_attempted(_TEXT8_STAND_IN.format(item="K-T6.1")),
+    "K-T6.2": _unrun("K-T6.2", _TEXT8_STAND_IN.format(item="K-T6.1")),
     "K-T6.3": Row(file="`notebooks/dyneval.ipynb` (section 'Table 6.3')", paper=_word_transformer_paper(),
                   ours=_word_transformer_ours, scale=_word_transformer_scale, verdict=_word_transformer_verdict,
                   needs=("dyneval_transformer",)),
