@@ -735,9 +735,8 @@ def test_disclosures_a_skeptical_reader_needs_are_computed_from_the_results():
     improving says it; a reverse-copy run whose training loss blew up is named with the mean of the runs that did not;
     M-F3.3's tuned baselines name their grids and a pick at a grid's end."""
     from paperlib.compendium.results_index.averaging import _tuned_grids
-    from paperlib.compendium.results_index.language_models import (
-        _best_still_falling, _chrono, _reverse_copy_picked, _reverse_copy_unstable, blown_up,
-    )
+    from paperlib.compendium.results_index.language_models import _best_still_falling, _chrono
+    from paperlib.compendium.results_index.reverse_copy import _reverse_copy_picked, _reverse_copy_unstable, blown_up
 
     chrono = {"models": {"lstm": {"options": {"chrono_t_max": 70.0}}, "mogrifier": {"options": {}}}}
     assert _chrono(chrono, "M-T2.1") == ("; Chrono initialisation (T_max 70) in some models, a ch. 4 setting: "
@@ -790,3 +789,27 @@ def test_rows_no_profile_runs_show_the_thesis_numbers_they_would_compare():
                         ("K-T6.2", "Transformer-XL + dynamic eval (global RMS, RMS decay) 1.038")):
         row = ri.ROWS[item]
         assert shown in row.paper and row.render({})["status"] == "not attempted", item
+
+
+def test_lm_scales_set_the_training_setup_beside_the_thesis():
+    """Ch. 4's tables: our batch, BPTT and single dropout sample beside §4.6's (128 × 70 with 8 samples for words);
+    ch. 2's: the Monte Carlo masks beside §2.3's 200."""
+    results = ri.load_results(REPO)
+    if "lm_ptb" not in results:
+        pytest.skip("no committed lm_ptb results")
+    train = results["lm_ptb"]["train"]
+    scale = ri.ROWS["M-T4.1"].render(results)["scale"]
+    assert (f"batch {train['batch_size']} × BPTT {train['bptt']} with 1 dropout sample (thesis: 128 × 70 with 8, "
+            "§4.6; §4.7 credits the multiple samples with most of ch. 4's gain)") in scale
+    masks = results["lm_ptb"]["mc_samples"]
+    assert f"Monte Carlo dropout averages {masks} masks (thesis: 200)" in ri.ROWS["M-T2.1"].render(results)["scale"]
+
+
+def test_the_reverse_copy_scale_says_which_of_our_lengths_stand_for_the_thesis():
+    results = ri.load_results(REPO)
+    if "reverse_copy" not in results:
+        pytest.skip("no committed reverse_copy results")
+    scale = ri.ROWS["M-F2.4"].render(results)["scale"]
+    lengths = results["reverse_copy"]["lengths"]
+    assert f"our shorter lengths ({lengths[0]} and {lengths[1]}) stand for the thesis' 50 and 100" in scale
+    assert "both models solve " in scale and "(below 0.05 nats)" in scale

@@ -1,9 +1,9 @@
 """Index rows of the language-model experiments: Melis chs. 2 and 4 (PTB words and characters, the
-Mogrifier ablation), reverse copy, the tuning studies and Krause's byte-level WikiText-2 table."""
+Mogrifier ablation), the tuning studies and Krause's byte-level WikiText-2 table (reverse copy:
+:mod:`paperlib.compendium.results_index.reverse_copy`)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Mapping
 
 from paperlib.experiments.language_models.claims import (
@@ -12,10 +12,8 @@ from paperlib.experiments.language_models.claims import (
 )
 from paperlib.reference.byte_lm import BYTE_MLSTM, BYTE_MLSTM_SETUP, TABLE_3_3, TEST_BITS_PER_BYTE
 from paperlib.reference.language_models import CHAPTER_4_MOGRIFIER
-from paperlib.experiments.common.claims import Claim, Unjudged
-from paperlib.experiments.reverse_copy.claims import claim as reverse_copy_claim, thesis_lengths
+from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.language_models.claims import neighbourhood_claim, neighbourhood_numbers
-from paperlib.reference.reverse_copy import REVERSE_COPY
 from paperlib.reference.tuning import TUNING
 
 from paperlib.compendium.results_index.text import (
@@ -73,6 +71,10 @@ def _lm_paper(rows: list[dict[str, Any]], unit: str, short: bool = False, baseli
 THESIS_EPOCHS = {"M-T2.1": "964 epochs (§2.3.1)", "M-T4.1": "about 400 epochs (§4.6)",
                  "M-T2.2": "about 200 epochs (twice Table 4.2's, §4.7)", "M-T4.2": "100 epochs (§4.6)",
                  "M-T2.3": "145 epochs (§2.3.1)", "M-F2.3": "145 epochs (§2.3.1)"}
+# §4.6's training of ch. 4's PTB models: (batch size, BPTT window, dropout samples in the objective); §4.7 credits
+# the multiple dropout samples with most of ch. 4's gain over ch. 2's baseline.
+THESIS_CH4_TRAINING = {"M-T4.1": (128, 70, 8), "M-T4.2": (128, 200, 4)}
+THESIS_MC_MASKS = 200  # §2.3: Monte Carlo dropout averages 200 masks
 
 
 def _lm_paper_mc(rows: list[dict[str, Any]], digits: int) -> str:
@@ -100,7 +102,8 @@ def _lm_scale(name: str, item: str | None = None, shared_recipe: bool = False) -
                            + (f", {tokens / whole:.2f} epochs" if whole else "") + ")" for steps, tokens in budgets)
         thesis = f" (thesis: {THESIS_EPOCHS[item]})" if item in THESIS_EPOCHS else ""
         seeds = sorted({s["seeds"] for s in r["summary"].values()})
-        return (f"{sizes}; each {budget}{thesis}{_still_falling(r)}{_learning_rates(r)}{_chrono(r, item)}; "
+        return (f"{sizes}; each {budget}{thesis}{_still_falling(r)}{_learning_rates(r)}{_chrono(r, item)}"
+                f"{_training_setup(r, item)}; "
                 f"{'/'.join(map(str, seeds))} seed(s) per model" + _eval_prefix(results, name, "valid")
                 + _test_prefix(results, name) + (_one_recipe(r) if shared_recipe else ""))
     return scale
@@ -122,6 +125,21 @@ def _still_falling(r: Results) -> str:
     last = sum(1 for h in histories if h[-1] <= min(h))
     return (f"; validation loss lowest at the last evaluation in {last} of {len(histories)} runs"
             + (" (still falling)" if last == len(histories) else ""))
+
+
+def _training_setup(r: Results, item: str | None) -> str:
+    """Our batch, BPTT window and dropout samples beside §4.6's for a ch. 4 table, and our Monte Carlo dropout masks
+    beside §2.3's 200 for a ch. 2 table that evaluates with them; "" elsewhere."""
+    train = r.get("train", {})
+    if item in THESIS_CH4_TRAINING and {"batch_size", "bptt"} <= train.keys():
+        batch, bptt, samples = THESIS_CH4_TRAINING[item]
+        ours = train.get("num_samples", 1)
+        return (f"; batch {train['batch_size']} × BPTT {train['bptt']} with {ours} dropout sample{'s' * (ours > 1)} "
+                f"(thesis: {batch} × {bptt} with {samples}, §4.6; §4.7 credits the multiple samples with most of "
+                "ch. 4's gain)")
+    if item in ("M-T2.1", "M-T2.2") and r.get("mc_samples"):
+        return f"; Monte Carlo dropout averages {r['mc_samples']} masks (thesis: {THESIS_MC_MASKS})"
+    return ""
 
 
 def _chrono(r: Results, item: str | None) -> str:
@@ -224,149 +242,6 @@ def _ablation_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
     def verdict(results: Results) -> tuple[str, str]:
         return _claim_verdict(ablation_claim(results["lm_ptb_ablation"], item))
     return verdict
-
-
-# -- reverse copy ------------------------------------------------------------------------------
-
-
-def _reverse_copy_paper() -> str:
-    """M-F2.4: the lengths both models solve and those the Mogrifier is better at (Fig. 2.4a)."""
-    solved, better = (thesis_lengths(k) for k in ("solved_by_both", "mogrifier_better"))
-    return f"both solve lengths {solved}; Mogrifier clearly better at {better}"
-
-
-def _reverse_copy_ours(results: Results) -> str:
-    r = results["reverse_copy"]
-    ce = r["cross_entropy"]
-    lengths = " / ".join(str(n) for n in r["lengths"])
-    return (f"lengths {lengths}: LSTM {' / '.join(_f(x) for x in ce['lstm'])}, Mogrifier "
-            f"{' / '.join(_f(x) for x in ce['mogrifier'])} nats" + _profile_note(results, "reverse_copy"))
-
-
-def _reverse_copy_seeds(settings: Results) -> str:
-    """M-F2.4's seeds per model and length (results without ``seeds`` name their one ``seed``)."""
-    seeds = settings.get("seeds", [settings.get("seed")])
-    if len(seeds) == 1:
-        return f"one seed ({seeds[0]}) per model and length, so no seed spread is measured"
-    return f"{len(seeds)} seeds ({', '.join(map(str, seeds))}) per model and length, the tie margin their spread"
-
-
-# Fig. 2.4b: the reverse-copy task with a larger model and vocabulary (§2.3.3), which no profile runs.
-_FIG_2_4B = "Fig. 2.4b (a larger model and vocabulary)"
-_COPY_MODELS = {"lstm": "LSTM", "mogrifier": "Mogrifier"}  # the reverse-copy stage's model keys
-
-
-def _reverse_copy_scale(results: Results) -> str:
-    """M-F2.4's scale: vocabulary, lengths, size, steps and seeds, and the grid each model was trained at (one
-    setting per model is none tuned), beside what the thesis tunes."""
-    r = results["reverse_copy"]
-    st, models = r["settings"], r["settings"]["models"]
-    grid = {"learning rate": st["learning_rates"], "L2": st["l2_penalties"],
-            **{f"{_COPY_MODELS.get(m, m)} embedding": models[m]["embedding_sizes"] for m in models},
-            "Mogrifier r": models.get("mogrifier", {}).get("rounds", []),
-            "Mogrifier k": models.get("mogrifier", {}).get("ranks", [])}
-    points = 1
-    for values in grid.values():
-        points *= max(1, len(values))
-    shown = ", ".join(f"{name} {' / '.join(f'{v:g}' for v in values)}" for name, values in grid.items() if values)
-    rank = models.get("mogrifier", {}).get("ranks", [])
-    full = " (k <= 0: full rank)" if rank and all(k <= 0 for k in rank) else ""
-    tuned = ("one setting per model, none tuned" if points == 1 else f"a grid of {points} settings per model") \
-        + f": {shown}{full}"
-    return (f"vocabulary {st.get('vocab_size', 100)}, lengths {r['lengths'][0]}–{r['lengths'][-1]}, "
-            f"{st['parameter_budget']:,} params, {st['steps']:,} steps; {_reverse_copy_seeds(st)}; {tuned} (thesis: "
-            f"learning rate, L2 and embedding size tuned, and r and k for the Mogrifier, at "
-            f"{REVERSE_COPY['parameters'] / 1e6:.0f}M params, vocabulary {REVERSE_COPY['vocab_size']:,})"
-            + _reverse_copy_picked(r) + _reverse_copy_unstable(r))
-
-
-# What a reverse-copy grid point varies besides the seed, with the words the scale uses for each.
-_COPY_GRID = {"lr": "learning rate", "l2": "L2", "embedding_size": "embedding", "mogrifier_rounds": "r",
-              "mogrifier_rank": "k"}
-
-
-def _picked(r: Results, run: Mapping[str, Any]) -> bool:
-    """Whether ``run`` belongs to the grid point the stage picked for its model and length (the one whose seeds'
-    mean validation cross-entropy is lowest), whose seeds make the reported numbers."""
-    best = r["best"][run["model"]][str(run["length"])]
-    return all(run.get(k) == best.get(k) for k in _COPY_GRID)
-
-
-def _reverse_copy_picked(r: Results) -> str:
-    """"; picked on validation: LSTM learning rate 0.012 / 0.006 / ... at lengths ...": per model, each setting its
-    grid gave more than one value, at every length; empty when the grid has one point per model."""
-    shown = []
-    for model, by_length in r["best"].items():
-        varied = [k for k in _COPY_GRID if len({run.get(k) for run in r["runs"] if run["model"] == model}) > 1]
-        for key in varied:
-            values = " / ".join(f"{by_length[str(n)][key]:g}" for n in r["lengths"])
-            shown.append(f"{_COPY_MODELS.get(model, model)} {_COPY_GRID[key]} {values}")
-    if not shown:
-        return ""
-    return (f"; picked per model and length by the seeds' mean validation cross-entropy (lengths "
-            f"{' / '.join(map(str, r['lengths']))}): " + ", ".join(shown))
-
-
-# A run whose training loss climbs more than this share above the lowest it had reached blew up: the stage's training
-# loss is a mean over hundreds of steps, whose changes between logs on a stable run are a few percent at most.
-BLOW_UP = 0.25
-
-
-def blown_up(curve: list[Mapping[str, Any]], share: float = BLOW_UP) -> tuple[int, bool] | None:
-    """(the step at which a training curve, ``{"step", "loss"}`` records, first rose more than ``share`` above its
-    running minimum; whether its last loss was back at or below that minimum), or None when it never did."""
-    lowest = math.inf
-    for record in curve:
-        if record["loss"] > (1 + share) * lowest:
-            return record["step"], curve[-1]["loss"] <= lowest
-        lowest = min(lowest, record["loss"])
-    return None
-
-
-def _reverse_copy_unstable(r: Results) -> str:
-    """"; training loss blew up ... in 3 of 12 Mogrifier runs (...); without them ...": the runs whose training loss
-    rose more than :data:`BLOW_UP` above its running minimum (:func:`blown_up`; the divergence check stops none of
-    them), and each affected length's test cross-entropy over the runs that did not, so a reader sees how much of a
-    model's mean the blow-ups carry."""
-    found: dict[str, list[tuple[int, int, int, bool]]] = {}
-    counts: dict[str, int] = {}
-    elsewhere: dict[str, int] = {}  # blow-ups at grid points the stage did not pick
-    for run in r["runs"]:
-        event = blown_up(run.get("train_curve", []))
-        if not _picked(r, run):
-            elsewhere[run["model"]] = elsewhere.get(run["model"], 0) + (event is not None)
-            continue
-        counts[run["model"]] = counts.get(run["model"], 0) + 1
-        if event is not None:
-            found.setdefault(run["model"], []).append((run["length"], run["seed"], *event))
-    other = "".join(f"; at the settings not picked, {elsewhere[m]} {_COPY_MODELS.get(m, m)} run"
-                    f"{'s' if elsewhere[m] != 1 else ''} blew up" for m in elsewhere if elsewhere[m])
-    if not found:
-        picked = sum(counts.values()) < len(r["runs"])
-        return (f"; no run of the picked settings blew up (training loss never rose more than {BLOW_UP:.0%} above its "
-                f"lowest){other}" if picked else "")
-    shown = []
-    for model, runs in found.items():
-        where = "; ".join(f"length {n} seed {seed} at step {step:,}" + (" (back by the end)" if back else "")
-                          for n, seed, step, back in runs)
-        if not any(back for *_, back in runs):
-            where += "; none back at or below that lowest by the end"
-        rest = []
-        for n in sorted({run[0] for run in runs}):
-            kept = [x["test_cross_entropy"] for x in r["runs"] if x["model"] == model and x["length"] == n
-                    and _picked(r, x) and blown_up(x.get("train_curve", [])) is None]
-            rest.append(f"length {n} " + (f"{sum(kept) / len(kept):.2f} nats over {len(kept)} seed(s)" if kept
-                                          else "none left"))
-        shown.append(f"{len(runs)} of {counts[model]} {_COPY_MODELS.get(model, model)} runs ({where}); without them "
-                     + ", ".join(rest))
-    return f"; training loss rose more than {BLOW_UP:.0%} above its lowest in " + "; ".join(shown) + other
-
-
-def _reverse_copy_verdict(results: Results) -> tuple[str, str]:
-    """M-F2.4's claim (:func:`paperlib.experiments.reverse_copy.claims.claim`), with Fig. 2.4b (no stage runs it)
-    named as not run."""
-    judged = reverse_copy_claim(results["reverse_copy"])
-    return _claim_verdict(Claim(judged.item, judged.parts, judged.not_run + (_FIG_2_4B,)))
 
 
 # -- tuning studies (Melis §2.A/2.B) -----------------------------------------------------------------

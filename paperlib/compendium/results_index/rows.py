@@ -12,9 +12,11 @@ from paperlib.compendium.figure_style import micmco_ptb_figure_file
 from paperlib.compendium.results_index.text import Row
 from paperlib.compendium.results_index.language_models import (
     _ablation_ours, _ablation_verdict, _byte_lm_ours, _byte_lm_paper, _byte_lm_scale, _byte_lm_verdict,
-    _dyneval_grids_ours, _lm_ours, _lm_paper, _lm_paper_mc, _lm_scale, _ordering_verdict, _reverse_copy_ours,
-    _reverse_copy_paper, _reverse_copy_scale, _reverse_copy_verdict, _tuning_ours, _tuning_paper, _tuning_scale,
-    _tuning_verdict,
+    _dyneval_grids_ours, _lm_ours, _lm_paper, _lm_paper_mc, _lm_scale, _ordering_verdict, _tuning_ours, _tuning_paper,
+    _tuning_scale, _tuning_verdict,
+)
+from paperlib.compendium.results_index.reverse_copy import (
+    _reverse_copy_ours, _reverse_copy_paper, _reverse_copy_scale, _reverse_copy_verdict,
 )
 from paperlib.compendium.results_index.averaging import (
     _avg_claim, _avg_lengths_fig34_ours, _avg_lengths_fig34_verdict, _avg_lengths_ours, _avg_main_ours,
