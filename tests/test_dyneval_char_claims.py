@@ -402,3 +402,15 @@ def test_the_time_scale_text_names_an_advantage_that_peaks_before_the_last_bin()
     text = _char_timescale_ours({"dyneval_char": r})
     assert "in domain: static − dynamic from 0.010 to 0.200;" in text
     assert "out of domain: static − dynamic from 0.100 to 0.200, largest 0.500 in the bin ending at character 300" in text
+
+
+def test_two_recovery_gaps_read_opposite_ways_but_inside_their_margins_say_so():
+    """The mLSTM's gap just past its margin (reproduced) and the Mogrifier's just inside it (within noise) differ by
+    less than their margins: both parts say the two readings cannot be told apart; gaps far apart say nothing."""
+    r = constructed()
+    r["recovery"]["gap_one_step"]["mlstm"] = _gap(0.045)
+    r["recovery"]["gap_one_step"]["mogrifier_lstm"] = _gap(0.03)
+    claim = recovery_claim(r)
+    assert all("differ by only 0.015 bits, inside their margins" in p.evidence for p in claim.parts)
+    r["recovery"]["gap_one_step"]["mogrifier_lstm"] = _gap(-0.05)
+    assert not any("inside their margins" in p.evidence for p in recovery_claim(r).parts)

@@ -680,3 +680,15 @@ def test_on_par_with_global_rms_takes_the_blocks_margin_as_identical_to_sgd_does
     assert on_par(0.001) == "reproduced"  # 0.001 + 0.006 within ln 1.01 = 0.00995
     assert on_par(0.03) == "not reproduced"  # beyond both
     assert on_par(0.008) == "within noise"  # inside 1%, but its margin reaches past it
+
+
+def test_the_amount_part_says_when_the_least_data_scored_best_and_what_that_leaves_of_the_sentence():
+    results = constructed()
+    glob = results["statistics_amount"]["global_rms"]
+    for row, ppl in zip(sorted(glob, key=lambda r: r["fraction"]), (50.0, 52.0, 53.0)):
+        row["valid_ppl"] = ppl
+    evidence = claims(results)["K-T5.6"].parts[0].evidence
+    assert "the least data scored best here, and global RMS with it still beats the best RMSprop" in evidence
+    for row, ppl in zip(sorted(glob, key=lambda r: r["fraction"]), (53.0, 52.0, 50.0)):
+        row["valid_ppl"] = ppl
+    assert "least data" not in claims(results)["K-T5.6"].parts[0].evidence
