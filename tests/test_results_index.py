@@ -813,3 +813,17 @@ def test_the_reverse_copy_scale_says_which_of_our_lengths_stand_for_the_thesis()
     lengths = results["reverse_copy"]["lengths"]
     assert f"our shorter lengths ({lengths[0]} and {lengths[1]}) stand for the thesis' 50 and 100" in scale
     assert "both models solve " in scale and "(below 0.05 nats)" in scale
+
+
+def test_the_dyneval_table_scale_says_how_the_final_rule_and_the_cache_were_tuned():
+    results = ri.load_results(REPO)
+    if "dyneval" not in results:
+        pytest.skip("no committed dyneval results")
+    scale = ri.ROWS["K-T4.1"].render(results)["scale"]
+    rows = {r["key"]: r for r in results["dyneval"]["corpora"]["ptb"]["rows"]}
+    cache = rows["neural_cache"]
+    assert f"PTB: final rule {len(rows['global_rms_rms_decay']['trials'])} trials" in scale
+    assert f"cache {len(cache['trials'])} trials" in scale
+    lengths = sorted({t["cache_length"] for t in cache["trials"]})
+    if cache["settings"]["cache_length"] == lengths[-1]:
+        assert f"cache length {lengths[-1]:g} the largest tried" in scale

@@ -188,12 +188,35 @@ def _dyn_scale(results: Results) -> str:
 
 
 def _dyn_table_scale(results: Results) -> str:
-    """K-T4.1 / K-T4.2: :func:`_dyn_scale` and how many training batches the global-RMS rules' MS_g (eq. 4.4) was
+    """K-T4.1 / K-T4.2: :func:`_dyn_scale`, how the final rule and the neural cache were tuned
+    (:func:`_final_and_cache_tuning`), and how many training batches the global-RMS rules' MS_g (eq. 4.4) was
     collected from, from the stage's recorded settings."""
     gs = results.get("dyneval.params", {}).get("gradient_stats")
-    if not gs:
-        return _dyn_scale(results)
-    return f"{_dyn_scale(results)}; {_gradient_stats(gs, ' per corpus')}"
+    scale = _dyn_scale(results) + _final_and_cache_tuning(results)
+    return f"{scale}; {_gradient_stats(gs, ' per corpus')}" if gs else scale
+
+
+def _final_and_cache_tuning(results: Results) -> str:
+    """How many trials the final rule (global RMS + RMS decay) and the neural cache each had per corpus, and which of
+    the settings picked lie at an end of the values tried (an optimum not bracketed): the two compared by 'beats the
+    cache' were not tuned alike."""
+    out = []
+    for corpus in results["dyneval"]["corpora"]:
+        rows, shown = _dyn_rows(results, corpus), []
+        for key, name in (("global_rms_rms_decay", "final rule"), ("neural_cache", "cache")):
+            row = rows.get(key)
+            if not row or not row.get("trials"):
+                continue
+            ends = []
+            for setting, value in row["settings"].items():
+                tried = sorted({t[setting] for t in row["trials"] if isinstance(t.get(setting), (int, float))})
+                if len(tried) > 1 and value in (tried[0], tried[-1]):
+                    end = "largest" if value == tried[-1] else "smallest"
+                    ends.append(f"{setting.replace('_', ' ')} {value:g} the {end} tried")
+            shown.append(f"{name} {len(row['trials'])} trials" + (f" ({', '.join(ends)})" if ends else ""))
+        if shown:
+            out.append(f"{_CORPUS.get(corpus, corpus)}: {', '.join(shown)}")
+    return "; tuning: " + "; ".join(out) if out else ""
 
 
 def _gradient_stats(gs: dict[str, Any], per: str = "") -> str:
