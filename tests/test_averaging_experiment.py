@@ -154,8 +154,9 @@ def _committed_averaging():
 
 def test_after_each_episode_of_resets_the_loss_must_stay_above_the_bottom_it_had_reached():
     """Fig. 3.5: "when the averages are reset (twice), the validation loss does not recover". Resets are grouped by
-    the best loss 2TA had reported before them; an episode after which a later loss falls below that bottom by more
-    than the raw loss's noise margin is a recovery, the opposite of the caption; a dip inside the margin is not."""
+    the best loss 2TA had reported before them; per episode, a later loss below that bottom by more than twice 2TA's
+    own noise between evaluations is a recovery (the opposite of the caption), a smaller dip is within noise, and
+    never falling below it holds."""
     trace = {"step": [10, 20, 30, 40, 50, 60, 70, 80], "valid_nll": [3.0, 2.0, 2.2, 2.3, 1.9, 2.1, 2.2, 2.3],
              "action": ["keep", "switch", "reset_long", "reset_long", "switch", "reset_long", "keep", "keep"]}
     episodes = reset_episodes(trace)
@@ -164,13 +165,20 @@ def test_after_each_episode_of_resets_the_loss_must_stay_above_the_bottom_it_had
     assert reset_episodes(trace, margin=0.1)[0]["recovered"] is None  # 0.1 below the bottom: not beyond 0.1
     main, overfit = make(two=[3, 2], ta=[3, 2], ema=[3, 2], raw=[3, 2], overfit_raw=trace["valid_nll"],
                          actions=trace["action"])
-    overfit["curves"]["raw"] = curve([3.0, 2.0, 2.01, 2.0, 2.01, 2.0, 2.01, 2.0])  # noise 0.011: margin 0.022
+    # 2TA's own noise: the changes 2.0 -> 2.2 -> 2.3 -> 1.9 -> ... (s.d. 0.22): the 0.1 dip is inside its margin
     part = {p.label: p for p in overfit_claim(results_of(main, overfit)).parts}["no recovery after a reset"]
-    assert part.verdict == "partly reproduced" and "below it by more than the margin from step 50 (1.900)" in \
+    assert part.verdict == "partly reproduced" and "0.100 below it, inside the 0.452 margin" in part.evidence
+    # a plateau wiggling by 0.01 after one reset, then a fall of 0.6 (noise 0.15, margin 0.30): a recovery
+    calm = [3.0, 2.0] + [2.0 + 0.01 * (-1) ** i for i in range(14)] + [1.4, 1.41]
+    actions = ["keep", "switch", "reset_long"] + ["keep"] * (len(calm) - 3)
+    main, overfit = make(two=[3, 2], ta=[3, 2], ema=[3, 2], raw=[3, 2], overfit_raw=calm, actions=actions)
+    part = {p.label: p for p in overfit_claim(results_of(main, overfit)).parts}["no recovery after a reset"]
+    assert part.verdict == "not reproduced" and "below it by more than the margin from step 170 (1.400)" in \
         part.evidence
-    overfit["curves"]["raw"] = curve([3.0, 2.0, 2.2, 2.0, 2.2, 2.0, 2.2, 2.0])  # noise 0.22: margin 0.44
+    never = [3.0, 2.0, 2.01, 2.02, 2.03, 2.04, 2.05, 2.06]
+    main, overfit = make(two=[3, 2], ta=[3, 2], ema=[3, 2], raw=[3, 2], overfit_raw=never, actions=trace["action"])
     part = {p.label: p for p in overfit_claim(results_of(main, overfit)).parts}["no recovery after a reset"]
-    assert part.verdict == "reproduced" and "0.100 below it, inside the 0.438 margin" in part.evidence
+    assert part.verdict == "reproduced" and "never below it" in part.evidence
 
 
 def test_the_raw_rise_is_read_on_window_means_not_on_the_lowest_single_evaluation():
@@ -200,10 +208,11 @@ def test_the_raw_rise_must_clear_the_runs_own_noise():
     assert part.verdict == "within noise" and "margin 0.111" in part.evidence  # 0.02 > 0.005, inside 0.111
 
 
-def test_fig_3_5_on_the_committed_run_does_not_recover_beyond_its_noise():
+def test_fig_3_5_on_the_committed_run_dips_within_noise_after_its_first_resets():
     """The committed overfitting run: 2TA bottoms at 6.824 (step 60), resets at 120, 140 and 200, and later dips
-    0.027 below that bottom (6.797 at step 400), inside twice the raw loss's noise (0.098): no recovery, as after the
-    late resets (460-560), so the caption's "does not recover" holds; the raw rise, read on means of 5 evaluations (the last five 6.973
+    0.027 below that bottom (6.797 at step 400), inside twice 2TA's own noise (0.049): within noise there, while
+    after the late resets (460-560) it never gets below 6.797, so the caption's "does not recover" holds in part; the
+    raw rise, read on means of 5 evaluations (the last five 6.973
     against the lowest five before them, 6.862 at steps 340-420: 0.112 nats; the single lowest evaluation would
     give 0.19), clears twice the run's noise (s.d. of the change between evaluations 0.049)."""
     r = _committed_averaging()
@@ -214,15 +223,15 @@ def test_fig_3_5_on_the_committed_run_does_not_recover_beyond_its_noise():
     assert episodes[0]["bottom"] == pytest.approx(6.824, abs=1e-3) and episodes[0]["step"] == 60
     assert episodes[0]["lowest"][0] == 400 and episodes[0]["lowest"][1] == pytest.approx(6.797, abs=1e-3)
     assert episodes[1]["recovered"] is None
-    assert parts["no recovery after a reset"].verdict == "reproduced"
-    assert "0.027 below it, inside the 0.098 margin" in parts["no recovery after a reset"].evidence
+    assert parts["no recovery after a reset"].verdict == "partly reproduced"
+    assert "0.027 below it, inside the 0.049 margin" in parts["no recovery after a reset"].evidence
     noise = evaluation_noise(r["overfit"]["curves"]["raw"]["valid_nll"])
     assert noise == pytest.approx(0.049, abs=1e-3) and 2 * noise > ON_PAR_NATS
     assert f"margin {2 * noise:.3f}" in parts["raw loss rises when overfitting"].evidence
     assert parts["raw loss rises when overfitting"].verdict == "reproduced"
     assert "6.973 vs the lowest 5-evaluation mean before them 6.862 (steps 340-420): rise 0.112" in \
         parts["raw loss rises when overfitting"].evidence
-    assert claim.verdict == "reproduced"
+    assert claim.verdict == "partly"
 
 
 def test_fig_3_3_judges_the_smoothing_and_says_2ta_was_still_falling():

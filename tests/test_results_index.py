@@ -825,5 +825,5 @@ def test_the_dyneval_table_scale_says_how_the_final_rule_and_the_cache_were_tune
     assert f"PTB: final rule {len(rows['global_rms_rms_decay']['trials'])} trials" in scale
     assert f"cache {len(cache['trials'])} trials" in scale
     lengths = sorted({t["cache_length"] for t in cache["trials"]})
-    if cache["settings"]["cache_length"] == lengths[-1]:
-        assert f"cache length {lengths[-1]:g} the largest tried" in scale
+    at_top = cache["settings"]["cache_length"] == lengths[-1]
+    assert (f"cache length {lengths[-1]:g}: the largest tried" in scale) == at_top

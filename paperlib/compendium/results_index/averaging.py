@@ -149,7 +149,7 @@ def _ptb_resets(results: Results) -> str:
     resets = sum(a in ("reset_long", "reset_short") for a in actions)
     switches = sum(a == "switch" for a in actions)
     if resets:
-        return f"; the PTB main run's 2TA reset {resets} times in {switches} switches"
+        return f"; the PTB main run's 2TA reset {resets} time{'s' * (resets > 1)} and switched {switches} times"
     return (f"; the PTB main run's 2TA never reset ({switches} switches), so the event is shown on a landscape built "
             "to produce it")
 

@@ -212,7 +212,7 @@ def _final_and_cache_tuning(results: Results) -> str:
                 tried = sorted({t[setting] for t in row["trials"] if isinstance(t.get(setting), (int, float))})
                 if len(tried) > 1 and value in (tried[0], tried[-1]):
                     end = "largest" if value == tried[-1] else "smallest"
-                    ends.append(f"{setting.replace('_', ' ')} {value:g} the {end} tried")
+                    ends.append(f"{setting.replace('_', ' ')} {value:g}: the {end} tried")
             shown.append(f"{name} {len(row['trials'])} trials" + (f" ({', '.join(ends)})" if ends else ""))
         if shown:
             out.append(f"{_CORPUS.get(corpus, corpus)}: {', '.join(shown)}")

@@ -78,7 +78,8 @@ def _reverse_copy_halves(r: Results) -> str:
     return (f"; our shorter lengths ({' and '.join(map(str, short))}) stand for the thesis' "
             f"{thesis_lengths('solved_by_both')}, our longer ({' and '.join(map(str, long_))}) for its "
             f"{thesis_lengths('mogrifier_better')}, by position; both models solve "
-            + (f"only {' and '.join(map(str, solved))} of ours" if solved else "none of our lengths")
+            + ("every one of our lengths" if solved == list(r["lengths"]) else
+               f"only {' and '.join(map(str, solved))} of ours" if solved else "none of our lengths")
             + f" (below {SOLVED_NATS} nats)")
 
 

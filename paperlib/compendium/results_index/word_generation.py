@@ -262,8 +262,8 @@ def _wg_t2_verdict(results: Results) -> tuple[str, str]:
     from paperlib.experiments.word_generation.claims import table2_claim
 
     claim, note = table2_claim(_wg(results)), _wg_generated_note(_wg(results))
-    parts = tuple(replace(p, evidence=f"{p.evidence}; {note}") if note and "-gram" in p.claim else p
-                  for p in claim.parts)
+    parts = tuple(replace(p, evidence=f"{p.evidence}; {note}")
+                  if note and "-gram" in p.claim and p.verdict != "reproduced" else p for p in claim.parts)
     return _claim_verdict(replace(claim, parts=parts))
 
 
@@ -276,6 +276,10 @@ def _wg_generated_note(main: Mapping[str, Any]) -> str:
     if len(models) < 3 or top not in PAPER_NGRAM_ORDERS:
         return ""
     at = PAPER_NGRAM_ORDERS.index(top)
+    far = max(rows[m] / rows["ORACLE-TRAIN"] for m in models[:2])  # our models against our oracle ...
+    theirs = max(PAPER_TABLE2[m]["full"][at] / PAPER_TABLE2["ORACLE-TRAIN"]["full"][at] for m in models[:2])
+    if far <= 2 * theirs:  # ... no farther than twice the paper's models from theirs: no budget note
+        return ""
     paper = {m: PAPER_TABLE2[m]["full"][at] for m in models}
     return (f"at this budget the generated words are far from the data: train+test P{top} "
             + ", ".join(f"{_WG_T2_NAMES.get(m, m)} {_f(rows[m], 1)}" for m in models) + " (paper "
@@ -334,11 +338,14 @@ def _wg_mi_verdict(results: Results) -> tuple[str, str]:
     """S&H Fig. 1 as :func:`paperlib.experiments.word_generation.claims.figure1_claim` judges it; where the budget
     ladder finds Ī still rising (:func:`_wg_training_note`), the range part says its shortfall is the budget's."""
     claim = figure1_claim(_wg(results))
-    rising = "Ī still rising" in _wg_training_note(results)
+    low = paper_i_bar_range()[0]
+    below = any(r.get("I_bar") is not None and r["I_bar"] < low for r in _wg(results)["table1"])
+    rising = below and "Ī still rising" in _wg_training_note(results)
     parts = tuple(replace(p, evidence=f"{p.evidence}; Ī is still rising with training on the budget ladder (see the "
                           "scale), and the paper's range comes from a vocabulary of 143,000 words: below it at this "
                           "budget is a defect of the budget, not a finding")
-                  if rising and p.label.startswith("Ī in the paper's range") else p for p in claim.parts)
+                  if rising and p.verdict != "reproduced" and p.label.startswith("Ī in the paper's range") else p
+                  for p in claim.parts)
     return _claim_verdict(replace(claim, parts=parts))
 
 

@@ -292,10 +292,11 @@ def _apart(parts: list[Part], found: Mapping[str, Mapping[str, Any]]) -> tuple[P
     if len(found) < 2:
         return tuple(parts)
     (a, x), (b, y) = list(found.items())[:2]
-    if x["gap"] is None or y["gap"] is None or abs(x["gap"] - y["gap"]) > max(x["margin"], y["margin"]):
+    values = (x["gap"], y["gap"], x["margin"], y["margin"])
+    if any(v is None or not math.isfinite(v) for v in values) or abs(x["gap"] - y["gap"]) > max(values[2:]):
         return tuple(parts)
     note = (f"; the {model_name(a)}'s and the {model_name(b)}'s gaps ({_signed(x['gap'])}, {_signed(y['gap'])}) "
-            f"differ by only {abs(x['gap'] - y['gap']):.3f} bits, inside their margins, so their opposite readings "
+            f"differ by only {abs(x['gap'] - y['gap']):.3f} bits, inside the larger margin, so their opposite readings "
             "cannot be told apart here (one trained model each: the margin counts test characters, not training "
             "seeds)")
     return tuple(replace(p, evidence=p.evidence + note) for p in parts)

@@ -535,8 +535,10 @@ def _fewest_best(amount: Results, rmsprop: float) -> str:
     rows = sorted(amount["global_rms"], key=lambda r: r["fraction"])
     if len(rows) < 2 or rows[0]["valid_ppl"] > min(r["valid_ppl"] for r in rows):
         return ""
-    beats = "still beats" if rows[0]["valid_ppl"] < rmsprop else "does not beat"
-    return (f"; the least data scored best here, and global RMS with it {beats} the best RMSprop ({_f(rmsprop)}), "
+    if rows[0]["valid_ppl"] >= rmsprop:
+        return (f"; the least data scored best here, but global RMS with it does not beat the best RMSprop "
+                f"({_f(rmsprop)})")
+    return (f"; the least data scored best here, and global RMS with it still beats the best RMSprop ({_f(rmsprop)}), "
             "which the sentence concludes: the amount does not explain the gap")
 
 

@@ -569,7 +569,8 @@ def neighbourhood_claim(results: Mapping[str, Any], item: str) -> Claim:
                 + learning_rate_moves(record, allowed))
     rule = (f"largest neighbour excess < {paper_gap} ppl scaled by our best / the thesis' {paper_best} "
             f"({paper_gap / paper_best:.1%}); the best: mean of the best trial and its reruns; margin 2 s.d. of "
-            "those runs: below the allowance by more than it holds, above by more than it fails, within it is noise")
+            "those runs: below the allowance by more than it holds, above by more than it fails, within it is noise "
+            "(without reruns, no margin: below is noise, above fails)")
     claim = (f"trials within {TUNING['neighbourhood_fraction']:.0%} of each range around the best are at most "
              f"{paper_gap} ppl off it (§2.B)")
     over = worst - allowed

@@ -135,9 +135,9 @@ def _nottingham_gains_more(results: Results) -> Part:
         verdict=direction_word(notts - jsb, margin),
         evidence=f"gain Nottingham {notts:+.3f} vs JSB Chorales {jsb:+.3f} nats/frame (difference "
                  f"{notts - jsb:+.3f} ± {margin:.3f}; thesis {t_notts['global_rms'] - t_notts['static']:+.2f} vs "
-                 f"{t_jsb['global_rms'] - t_jsb['static']:+.2f}); the models adapted differ, "
-                 f"{_model_note('nottingham', corpora['nottingham'])}, "
-                 f"{_model_note('jsb_chorales', corpora['jsb_chorales'])}, "
+                 f"{t_jsb['global_rms'] - t_jsb['static']:+.2f}); the models adapted differ "
+                 f"({_model_note('nottingham', corpora['nottingham'])}; "
+                 f"{_model_note('jsb_chorales', corpora['jsb_chorales'])}), "
                  "and a weaker model may leave dynamic evaluation more to gain; the margin counts only the test songs",
         rule="the difference of the two gains beyond twice the quadrature sum of their paired-bootstrap standard "
              "errors over test songs; the paper's way inside it is within noise", kind="bootstrap margin")
