@@ -9,7 +9,7 @@ import pytest
 
 from paperlib.compendium.results_index.text import index_text
 from paperlib.experiments.common.claims import Unjudged
-from paperlib.experiments.language_models.claims import neighbourhood_claim, neighbourhood_numbers
+from paperlib.experiments.language_models.tuning_claims import neighbourhood_claim, neighbourhood_numbers
 from paperlib.reference.tuning import TUNING
 
 
@@ -101,7 +101,7 @@ def test_a_neighbour_beyond_the_allowance_names_its_learning_rate_beside_the_bes
 
 
 def test_learning_rate_moves_only_for_neighbours_beyond_the_allowance():
-    from paperlib.experiments.language_models.claims import learning_rate_moves
+    from paperlib.experiments.language_models.tuning_claims import learning_rate_moves
 
     record = _results([151.0, 160.0], [150.0])["models"]["lstm"]
     record["hyperparameters"] = [{"name": "learning_rate", "low": 0.001, "high": 0.004, "log": True}]

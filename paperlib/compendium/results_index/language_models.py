@@ -13,7 +13,7 @@ from paperlib.experiments.language_models.claims import (
 from paperlib.reference.byte_lm import BYTE_MLSTM, BYTE_MLSTM_SETUP, TABLE_3_3, TEST_BITS_PER_BYTE
 from paperlib.reference.language_models import CHAPTER_4_MOGRIFIER
 from paperlib.experiments.common.claims import Unjudged
-from paperlib.experiments.language_models.claims import neighbourhood_claim, neighbourhood_numbers
+from paperlib.experiments.language_models.tuning_claims import neighbourhood_claim, neighbourhood_numbers
 from paperlib.reference.tuning import TUNING
 
 from paperlib.compendium.results_index.text import (
@@ -334,7 +334,7 @@ def _trial_scoring(settings: Results, valid_tokens: int | None) -> str:
 
 def _tuning_verdict(item: str) -> Callable[[Results], tuple[str, str]]:
     def verdict(results: Results) -> tuple[str, str]:
-        """The claim as :func:`paperlib.experiments.language_models.claims.neighbourhood_claim` judges it."""
+        """The claim as :func:`paperlib.experiments.language_models.tuning_claims.neighbourhood_claim` judges it."""
         try:
             return _claim_verdict(neighbourhood_claim(results["tuning_ptb"], item))
         except Unjudged:

@@ -1,7 +1,8 @@
 """The claims about recurrent language models, judged on the LM stages' results: Melis chs. 2 and 4's word- and
 character-level orderings (Tables 2.1 / 4.1, 2.2 / 4.2; stages ``lm_ptb``, ``lm_ptb_char``) and PTB ablation
-(Table 2.3, Fig. 2.3; ``lm_ptb_ablation``), Krause's byte-level WikiText-2 table (Table 3.3; ``lm_wt2_bytes``), and
-Melis §2.B's claim about the tuning studies (Figs. 2.5/2.6; ``tuning_ptb``, at the end of this module).
+(Table 2.3, Fig. 2.3; ``lm_ptb_ablation``) and Krause's byte-level WikiText-2 table (Table 3.3; ``lm_wt2_bytes``);
+Melis §2.B's claim about the tuning studies (Figs. 2.5/2.6; ``tuning_ptb``) is
+:mod:`paperlib.experiments.language_models.tuning_claims`'s.
 One :class:`~paperlib.experiments.common.claims.Claim` per seed item, read by the results index and the notebooks alike.
 Pure Python (no torch).
 
@@ -19,7 +20,6 @@ one seed of a model there is no margin, and a gap in the thesis' direction is on
 from __future__ import annotations
 
 import math
-import statistics
 from typing import Any, Mapping
 
 from paperlib.experiments.common.claims import Claim, Part, Unjudged, direction_word, part_word, strict_word
@@ -351,11 +351,22 @@ def _zigzag_part(results: Results, metric: str) -> Part | None:
     if not same_r:
         return None
     pair = compare_seed_means(summary, "no_zigzag", same_r[0], metric)
-    return Part(label=ZIGZAG, claim="the no-zigzag Mogrifier underperforms the Mogrifier with the same r (on par "
-                                    f"with r = 2; {_thesis('mogrifier_lstm', 'no_zigzag')})",
-                verdict=direction_word(pair["our gap"], pair["tie margin"]),
-                evidence=_pair_evidence(pair, summary, metric, "ppl", 1) + _parameters(summary, "no_zigzag", same_r[0]),
-                rule=TIE_RULE.format(metric="validation ppl"), kind="seed margin")
+    words, evidence = [direction_word(pair["our gap"], pair["tie margin"])], ""
+    two = [n for n in _low_rank(results) if rounds_of(models[n]) == 2 and n in summary]
+    if two:  # §2.3.1: "and was on par with the r = 2 model": a tie reading, within the seed-mean margin
+        par = compare_seed_means(summary, "no_zigzag", two[0], metric)
+        margin, gap = par["tie margin"], abs(par["our gap"])
+        words.append("within noise" if margin is None else "reproduced" if gap <= margin else "not reproduced")
+        evidence = (f"; on par with r = 2: {summary['no_zigzag'][metric]:.1f} vs {summary[two[0]][metric]:.1f}, "
+                    + (f"{gap:.1f} apart, {'within' if gap <= margin else 'beyond'} the tie margin {margin:.1f}"
+                       if margin is not None else "no margin (one seed)"))
+    return Part(label=ZIGZAG, claim="the no-zigzag Mogrifier underperforms the Mogrifier with the same r and is on par "
+                                    f"with r = 2 ({_thesis('mogrifier_lstm', 'no_zigzag')})",
+                verdict=part_word(words),
+                evidence=_pair_evidence(pair, summary, metric, "ppl", 1) + _parameters(summary, "no_zigzag", same_r[0])
+                + evidence,
+                rule=TIE_RULE.format(metric="validation ppl") + "; on par with r = 2: their gap within that margin",
+                kind="seed margin")
 
 
 def _mlstm_part(results: Results, metric: str) -> Part | None:
@@ -464,135 +475,6 @@ def byte_claim(results: Results) -> Claim:
     return Claim("K-T3.3", tuple(parts), tuple(not_run))
 
 
-# Melis thesis §2.B's claim about its tuning studies (Figs. 2.5/2.6), judged once on ``results/tuning_ptb.json``:
-# one :class:`~paperlib.experiments.common.claims.Claim` per model, read by the results index and the notebook alike.
-#
-# The thesis: the trials closest to the best one (every hyperparameter within about 15% of its tuning range around
-# the best value; the red lines of Figs. 2.5/2.6) are at most 1.2 perplexity points off the best, "so our results
-# are somewhat insensitive to jitter in the hyperparameters"; reruns of the best LSTM vary by about 0.2 points.
-#
-# Ours: the stage's probes (:func:`paperlib.experiments.language_models.tuning_ptb.probe`) put ``neighbours`` trials in that window
-# around the tuner's best trial and rerun the best at other seeds. One part, "neighbours near the best":
-#
-# - the largest excess perplexity of a neighbour over the best hyperparameters' perplexity (a neighbour that failed
-#   counts as infinitely worse), against the thesis' 1.2 points *scaled to our perplexity level*: 1.2 / (the thesis'
-#   best validation perplexity, Table 2.1) of our best, i.e. the same relative jitter. Departure: "the best" is the
-#   mean over the best trial and its reruns, not the best trial alone, which as the minimum of the search is biased
-#   low by seed noise (the thesis' reruns vary by 0.2 points at 55, so there the two readings coincide);
-# - gap = allowed excess − largest excess, read by :func:`~paperlib.experiments.common.claims.direction_word` with the
-#   margin twice the seed standard deviation of the best's perplexity (the best and its reruns; no margin without a
-#   rerun): beyond it the thesis' way -> reproduced; inside it -> within noise; a neighbour beyond the allowed
-#   excess -> not reproduced.
-#
-# A study whose neighbourhood holds no trial but the best (no probes, none sampled there) cannot be judged:
-# :class:`~paperlib.experiments.common.claims.Unjudged`. Pure Python (no torch).
-TUNING_ITEMS = {"M-F2.5": "lstm", "M-F2.6": "mogrifier"}  # seed item -> the model (search space) its figure shows
-
-
-def _ppl(trial: Mapping[str, Any]) -> float:
-    value = trial.get("value")
-    return math.exp(value) if trial["state"] == "COMPLETE" and value is not None and math.isfinite(value) else math.inf
-
-
-def neighbourhood_numbers(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A model's study record read for the claim: the best trial's perplexity, the best hyperparameters' (the mean
-    over the best trial and its reruns, ``reference``), the neighbours' (trials in the neighbourhood other than the
-    best and its reruns, plus every neighbour probe, complete or not: a probe that failed stays in as infinitely
-    worse) with their excesses over ``reference``, and the reruns' (the best's own first)."""
-    best = record["best"]
-    near = set(record["neighbourhood"]["trials"])
-    neighbours = [t for t in record["trials"] if t["number"] != best["number"] and t.get("probe") != "rerun"
-                  and (t["number"] in near or t.get("probe") == "neighbour")]
-    reruns = [t for t in record["trials"] if t.get("probe") == "rerun"]
-    runs = [math.exp(best["value"])] + [_ppl(t) for t in reruns]
-    reference = statistics.fmean(runs)  # inf if a rerun failed: then nothing is judged near it
-    return {"best": runs[0], "reference": reference, "neighbours": [_ppl(t) for t in neighbours],
-            "excess": [_ppl(t) - reference for t in neighbours], "reruns": runs, "trials": neighbours}
-
-
-def learning_rate_moves(record: Mapping[str, Any], allowed: float) -> str:
-    """Where the neighbours beyond the ``allowed`` excess put the learning rate, against the best's and the other
-    neighbours' (each move as a share of its tuning range on its sampling scale, the range as the study record
-    states it), for the claim's evidence; "" when none is beyond it or the record has no learning-rate range."""
-    best = record["best"]["params"]
-    ranges = {h["name"]: h for h in record.get("hyperparameters", [])}
-    if "learning_rate" not in best or "learning_rate" not in ranges:
-        return ""
-    lr = ranges["learning_rate"]
-    scale = math.log if lr.get("log") else float
-
-    def unit(value: float) -> float:
-        return (scale(value) - scale(lr["low"])) / (scale(lr["high"]) - scale(lr["low"]))
-
-    def move(trial: Mapping[str, Any]) -> float:
-        return abs(unit(trial["params"]["learning_rate"]) - unit(best["learning_rate"]))
-
-    found = neighbourhood_numbers(record)
-    beyond = [t for t, e in zip(found["trials"], found["excess"]) if e > allowed]
-    others = [move(t) for t, e in zip(found["trials"], found["excess"]) if e <= allowed]
-    if not beyond:
-        return ""
-    edge = " (the top of its range)" if best["learning_rate"] >= lr["high"] else \
-        " (the bottom of its range)" if best["learning_rate"] <= lr["low"] else ""
-    return ("; beyond the allowance: learning rate " + ", ".join(
-        f"{t['params']['learning_rate']:.2g} ({move(t):.1%} of its range off the best's)" for t in beyond)
-        + f", the best's {best['learning_rate']:.2g}{edge}"
-        + ("" if not others else ", the other neighbours' at it" if max(others) < 5e-4 else
-           f", the other neighbours' at most {max(others):.1%} off it"))
-
-
-def neighbourhood_claim(results: Mapping[str, Any], item: str) -> Claim:
-    """Seed item ``item``'s (M-F2.5: the LSTM, M-F2.6: the Mogrifier) claim on the stage's results; raises
-    :class:`~paperlib.experiments.common.claims.Unjudged` when the neighbourhood holds no trial but the best. The
-    evidence names the learning rate of every neighbour beyond the allowance beside the best's and the other
-    neighbours' (:func:`learning_rate_moves`)."""
-    space = TUNING_ITEMS[item]
-    record = results["models"].get(space)
-    if record is None or record.get("best") is None:
-        raise Unjudged(f"claim {item}: the {space} study has no complete trial")
-    found = neighbourhood_numbers(record)
-    if not found["excess"]:
-        raise Unjudged(f"claim {item}: no trial but the best in its {TUNING['neighbourhood_fraction']:.0%} "
-                       "neighbourhood (the stage ran no probes)")
-    paper_gap, paper_best = TUNING["neighbourhood_max_gap_ppl"], TUNING["best_valid_ppl"][space]
-    allowed = paper_gap / paper_best * found["reference"]
-    worst = max(found["excess"])
-    finite = [r for r in found["reruns"] if math.isfinite(r)]
-    spread = statistics.stdev(finite) if len(finite) >= 2 else None
-    margin = None if spread is None else 2 * spread
-    shown = ", ".join("failed" if not math.isfinite(e) else f"{e:+.1f}" for e in found["excess"])
-    reruns = " / ".join("failed" if not math.isfinite(r) else f"{r:.1f}" for r in found["reruns"])
-    count = len(found["excess"])
-    evidence = (f"best hyperparameters' valid ppl {found['reference']:.1f} (the best trial and its reruns {reruns}"
-                + (f", s.d. {spread:.2f}" if spread is not None else "") + f"); {count} "
-                f"neighbour{'s' if count > 1 else ''} {shown} ppl off it (largest {worst:+.1f}, allowed {allowed:.1f})"
-                + learning_rate_moves(record, allowed))
-    rule = (f"largest neighbour excess < {paper_gap} ppl scaled by our best / the thesis' {paper_best} "
-            f"({paper_gap / paper_best:.1%}); the best: mean of the best trial and its reruns; margin 2 s.d. of "
-            "those runs: below the allowance by more than it holds, above by more than it fails, within it is noise "
-            "(without reruns, no margin: below is noise, above fails)")
-    claim = (f"trials within {TUNING['neighbourhood_fraction']:.0%} of each range around the best are at most "
-             f"{paper_gap} ppl off it (§2.B)")
-    over = worst - allowed
-    word = (direction_word(-over, margin) if over <= 0 or margin is None or not math.isfinite(over) else
-            "within noise" if over <= margin else "not reproduced")
-    return Claim(item, (Part("neighbours near the best", claim, word, evidence + _corner(record), rule,
-                             kind="threshold + seed margin"),))
-
-
-def _corner(record: Mapping[str, Any]) -> str:
-    """The best trial's hyperparameters at an end of their tuning range, for the evidence: an optimum in a corner of
-    the search space, where a budget far from convergence puts it, is not the thesis' interior optimum."""
-    best, ends = record["best"]["params"], []
-    for h in record.get("hyperparameters", []):
-        value = best.get(h["name"])
-        if value is not None and "low" in h and "high" in h and (value <= h["low"] or value >= h["high"]):
-            name = (h.get("label") or h["name"]).replace("_", " ").replace("l2", "L2").replace("mogrifier", "Mogrifier")
-            ends.append(f"{name} {value:g} ({'top' if value >= h['high'] else 'bottom'})")
-    return f"; the best at an end of its range for {', '.join(ends)}" if ends else ""
-
-
-__all__ = ["ABLATION_ITEMS", "MC_ITEMS", "NOT_ATTEMPTED", "TABLE_PAIRS", "TUNING_ITEMS", "ablation_claim", "against",
-           "byte_claim", "byte_comparison", "compare_seed_means", "learning_rate_moves", "neighbourhood_claim",
-           "neighbourhood_numbers", "on_par", "ordering_claim", "ordering_claims", "ordering_pairs", "rounds_of",
-           "table_3_3_claim", "table_comparisons"]
+__all__ = ["ABLATION_ITEMS", "MC_ITEMS", "NOT_ATTEMPTED", "TABLE_PAIRS", "ablation_claim", "against", "byte_claim",
+           "byte_comparison", "compare_seed_means", "on_par", "ordering_claim", "ordering_claims", "ordering_pairs",
+           "rounds_of", "table_3_3_claim", "table_comparisons"]
