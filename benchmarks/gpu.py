@@ -9,7 +9,9 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
 1. **Environment**: card, driver, CUDA, cuDNN, torch, Python, the commit (when the copy has its ``.git``).
 2. **Tests** (``--tests``): ``pytest -m "not slow"`` (``--pytest-args``) with the device policy on CUDA (``PAPERLIB_DEVICE=cuda``: every
    ``Trainer`` and stage in the suite trains there; ``cuda``-marked tests run instead of skipping), with a time limit
-   of its own; the pass / fail / skip counts and the failing tests' names are recorded, not fatal.
+   of its own; the pass / fail / skip counts and the failing tests' names are recorded, not fatal. Each failure is
+   also logged the moment it happens (:mod:`benchmarks.failure_log`: its test, phase and the end of its
+   traceback), so a run cut off at its limit still names what failed.
 3. **Ceilings**, once: a square matrix product at fp32 (IEEE), tf32 and bf16 (TFLOP/s: ``2 n^3`` over the median of
    timed products after warm-up, on random data) and a device-to-device copy (GB/s, bytes read plus written).
 4. **Stacked trials** (``--stacked M ...``, before the workloads, at most ``--stacked-budget`` seconds): a training
@@ -174,22 +176,52 @@ def ceilings(device: torch.device, quick: bool) -> dict[str, Any]:
 # the unit suite on the device
 
 def run_tests(out_dir: Path, limit_s: float, select: list[str], device: torch.device) -> dict[str, Any]:
-    """``pytest`` on ``select`` with the device policy on ``device``; counts and failing tests from its JUnit XML."""
-    report = out_dir / "pytest-junit.xml"
-    env = {**os.environ, "PAPERLIB_DEVICE": device.type, "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *select]
+    """``pytest`` on ``select`` with the device policy on ``device``, cut off after ``limit_s`` seconds.
+
+    Counts and failing tests come from its JUnit XML when the run finished; every failure is also logged the moment
+    it happens (:mod:`benchmarks.failure_log`), so a run cut off at its limit still names what failed, with the end
+    of each traceback (``failures``). A cut-off run's whole process group (pytest-xdist's workers too) is ended, so
+    nothing keeps the device busy afterwards."""
+    from benchmarks import failure_log
+
+    report, log = out_dir / "pytest-junit.xml", out_dir / "pytest-failures.jsonl"
+    for stale in (report, log):
+        stale.unlink(missing_ok=True)
+    env = {**os.environ, "PAPERLIB_DEVICE": device.type, "PYTHONUNBUFFERED": "1", failure_log.VARIABLE: str(log)}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "benchmarks.failure_log",
+               f"--junitxml={report}", *select]
     start = time.perf_counter()
-    try:
-        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=limit_s)
-        code: int | str = done.returncode
-        tail = (done.stdout + done.stderr)[-3000:]
-    except subprocess.TimeoutExpired as err:
-        code, tail = "timed out", str(err.stdout or "")[-3000:]
+    with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace", start_new_session=True) as process:
+        try:
+            output, _ = process.communicate(timeout=limit_s)
+            code: int | str = process.returncode
+        except subprocess.TimeoutExpired:
+            code = "timed out"
+            output = _end_group(process)
     result: dict[str, Any] = {"command": " ".join(command[1:]), "device": device.type, "exit": code,
-                              "seconds": round(time.perf_counter() - start, 1), "tail": tail}
+                              "seconds": round(time.perf_counter() - start, 1), "tail": output[-3000:]}
     if report.is_file():
         result.update(junit_counts(report))
+    failures = failure_log.read(log)
+    result["failures"] = failures
+    if "failing" not in result:  # cut off: what failed before the limit (the counts stay unknown)
+        result["failing"] = list(dict.fromkeys(f["test"] for f in failures))
     return result
+
+
+def _end_group(process: subprocess.Popen) -> str:
+    """Stop a timed-out test run and every process it started (SIGTERM, then SIGKILL after 10 s); its output."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            return process.communicate(timeout=10)[0] or ""
+        except subprocess.TimeoutExpired:
+            continue
+    return ""
 
 
 def junit_counts(path: Path) -> dict[str, Any]:

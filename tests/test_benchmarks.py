@@ -191,14 +191,15 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     workload = {"parameters": 21_400_000, "flops_per_step": 9.21e12, "kernels_per_step": 21_372, "steps_per_run": 100,
                 "runs": 3, "bound": "launch", "peak_memory_bytes": 2**30}
     (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "dryrun.json").write_text(json.dumps({"stages": {
+    (tmp_path / "results" / "dryrun.json").write_text(json.dumps({"assumptions": {"precision": "tf32"}, "stages": {
         "lm_ptb": {"gpu_hours": 9.4, "training_hours": 8.1, "evaluation_hours": 1.3, "peak_memory_bytes": 19.7 * 2**30,
                    "workloads": {"lstm": workload, "big": {**workload, "parameters": 23_100_000, "bound": "compute",
                                                            "flops_per_step": 1e9, "steps_per_run": 283_000, "runs": 1}},
-                   "evaluations": {"lstm: validation": {}}},
+                   "evaluations": {"lstm: validation": {"flops_per_pass": 1e9, "kernels_per_pass": 100,
+                                                        "passes": 10}}},
         "music": {"gpu_hours": 1_200.04, "training_hours": 1_200.04, "evaluation_hours": 0.0,
                   "peak_memory_bytes": 2**29, "workloads": {"nade": workload}, "evaluations": {}}}}))
-    (tmp_path / "results" / "dryrun_gpu.json").write_text(json.dumps({"stages": {  # the gpu profile's, its own table
+    (tmp_path / "results" / "dryrun_gpu.json").write_text(json.dumps({"assumptions": {"precision": "tf32"}, "stages": {  # the gpu profile's, its own table
         "music": {"gpu_hours": 0.25, "training_hours": 0.25, "evaluation_hours": 0.0, "peak_memory_bytes": 2**29,
                   "workloads": {"nade": workload}, "evaluations": {}}}}))
     assert "the dry run's estimate" in readme_with_measurements(readme, tmp_path) and newest(tmp_path) is None
@@ -240,6 +241,7 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(result))
     text = readme_with_measurements(readme, tmp_path)
     assert "old text" not in text and text.endswith(f"{END}\nrest\n")
+    assert "timed no step with a dry-run prediction, so nothing recalibrates these estimates" in text
     assert "(../benchmarks/results/gpu-nvidia-h200-2026-12-01.json)" in text and "at tf32" in text and "NVIDIA H200" in text
     assert "950 passed, 1 failed" in text and "370 (tf32)" in text
     assert "| dyneval | ptb: sgd, validation | segment 1x5 | 0.400 | 0.225 | 1.78 | 45 |" in text
@@ -301,3 +303,83 @@ def test_a_training_step_captured_as_a_cuda_graph_trains_like_eager_steps():
     torch.cuda.synchronize()
     for a, b in zip(eager.parameters(), graphed.parameters()):
         torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
+
+
+def test_a_cut_off_device_test_run_still_names_its_failures_and_leaves_no_process_behind(tmp_path):
+    """The unit suite on a GPU runs inside a time limit; a run killed there writes no JUnit report, so each failure
+    is logged as it happens, and the whole process group (pytest-xdist's workers there; here a child process the
+    test starts) is ended at the limit."""
+    from pathlib import Path
+
+    gpu = _gpu_module()
+    pid_file = tmp_path / "pid"
+    (tmp_path / "test_cut.py").write_text(
+        "import subprocess, time\n\n"
+        "def test_a_failure():\n    assert 1 + 1 == 3, 'a marked failure'\n\n"
+        "def test_that_outlives_the_limit():\n    child = subprocess.Popen(['sleep', '300'])\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(child.pid))\n    time.sleep(300)\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = gpu.run_tests(out, 10.0, [str(tmp_path / "test_cut.py")], gpu.torch.device("cpu"))
+    assert result["exit"] == "timed out" and result["seconds"] < 30, result
+    assert [t.rsplit("::", 1)[1] for t in result["failing"]] == ["test_a_failure"], result
+    (failure,) = result["failures"]
+    assert failure["when"] == "call" and "a marked failure" in failure["message"], failure
+    assert not (out / "pytest-junit.xml").exists()
+    child = int(pid_file.read_text())
+    stat = Path(f"/proc/{child}/stat")  # gone, or a zombie its new parent has not reaped yet: not running
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"), stat.read_text()
+
+
+def test_the_dry_run_tables_gain_a_column_recalibrated_on_the_newest_measurement(tmp_path):
+    """With a GPU measurement committed, each dry-run table gets the stages' GPU-hours at the constants fitted to it:
+    a compute-bound step (1 TFLOP in 0.1 s at a 100 TFLOP/s peak: MFU 0.1) and a launch-bound one (10,000 kernels in
+    0.1 s: 10 us each) pin both constants on calibrate's grid, so the hours follow exactly."""
+    import json
+
+    from paperlib.compendium.gpu_measurements import (END, ESTIMATE_END, ESTIMATE_START, GPU_ESTIMATE_END,
+                                                      GPU_ESTIMATE_START, START, readme_with_measurements)
+
+    big = {"parameters": 10**7, "flops_per_step": 1e12, "kernels_per_step": 1000, "steps_per_run": 36_000, "runs": 1,
+           "bound": "compute", "peak_memory_bytes": 2**30}
+    small = {**big, "flops_per_step": 1e9, "kernels_per_step": 10_000, "steps_per_run": 18_000, "runs": 2,
+             "bound": "launch"}
+    dry = {"assumptions": {"precision": "tf32"}, "stages": {"lm_ptb": {
+        "gpu_hours": 0.5, "training_hours": 0.5, "evaluation_hours": 0.0, "peak_memory_bytes": 2**30,
+        "workloads": {"big": big, "small": small},
+        "evaluations": {"validation": {"flops_per_pass": 0, "kernels_per_pass": 36_000, "passes": 10}}}}}
+    (tmp_path / "results").mkdir()
+    for name in ("dryrun.json", "dryrun_gpu.json"):
+        (tmp_path / "results" / name).write_text(json.dumps(dry))
+    timed = {"stage": "lm_ptb", "status": "timed", "batch": "64", "length": 70, "step_s": 0.1, "tokens_per_s": 44_800.0}
+    measurement = {
+        "environment": {"card": "NVIDIA H200", "driver": "1", "torch": "2.11.0", "cuda": "13.0"}, "profile": "paper",
+        "precision": "tf32", "ceilings": {"matmul_tflops_fp32": 50.0, "matmul_tflops_tf32": 100.0,
+                                          "matmul_tflops_bf16": 200.0, "copy_gbps": 1000.0},
+        "workloads": [{**timed, "workload": "big", "flops_per_step": 1e12, "predicted_kernels": 1000,
+                       "kernels_per_step": 1000, "predicted_bound": "compute"},
+                      {**timed, "workload": "small", "flops_per_step": 1e9, "predicted_kernels": 10_000,
+                       "kernels_per_step": 10_000, "predicted_bound": "launch"}]}
+    folder = tmp_path / "benchmarks" / "results"
+    folder.mkdir(parents=True)
+    (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(measurement))
+    readme = f"{ESTIMATE_START}\nold\n{ESTIMATE_END}\n{GPU_ESTIMATE_START}\nold\n{GPU_ESTIMATE_END}\n{START}\n{END}\n"
+    text = readme_with_measurements(readme, tmp_path)
+    for table in (text.split(ESTIMATE_START)[1].split(ESTIMATE_END)[0],
+                  text.split(GPU_ESTIMATE_START)[1].split(GPU_ESTIMATE_END)[0]):
+        assert "| GPU-hours | GPU-hours on the NVIDIA H200, calibrated |" in table
+        # 36,000 steps x 0.1 s twice, plus 10 passes of 36,000 kernels x 10 us (0.001 h)
+        assert "| 0.5 | 2.0 |" in table and "| **total** | | | | | | | | **0.5** | **0.0** | **0.5** | **2.0** |" in table
+        assert "MFU (0.1) and the time per counted kernel (10 µs)" in table
+        assert "comes within 1× of every one of them (training steps 1×; the goal is 1.5×)." in table
+    # two launch-bound steps at 10 and 40 us per counted kernel (the second launched twice what the dry run counts):
+    # no one time fits both (the best is 2x off each), and the paragraph says so, with both ends per launched kernel
+    # and the step that launched most beyond the count
+    measurement["workloads"].append({**measurement["workloads"][1], "workload": "tiny", "flops_per_step": 1e6,
+                                     "step_s": 0.2, "kernels_per_step": 10_000, "predicted_kernels": 5_000})
+    (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(measurement))
+    text = readme_with_measurements(readme, tmp_path)
+    assert re.search(r"comes within 2(\.\d+)?× of every one of them \(training steps 2(\.\d+)?×; the goal is 1\.5×\): "
+                     r"one time per kernel cannot fit them all, since a launch-bound step measured 10 µs per launched "
+                     r"kernel \(lm_ptb small\) to 20 µs \(lm_ptb tiny\), and some steps launch many more kernels than "
+                     r"the dry run counts \(at most 2×: lm_ptb tiny, 10,000 against 5,000;", text), text

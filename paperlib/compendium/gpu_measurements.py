@@ -21,6 +21,8 @@ START = "<!-- gpu-measurements:start (written by `paperlib index --readme` from 
 END = "<!-- gpu-measurements:end -->"
 RESULTS = Path("benchmarks") / "results"
 PAGE = Path("docs") / "gpu.md"
+_PROGRESS = re.compile(r"^([.sxXFE]+) *\[ *\d+%\]", re.M)  # pytest -q's progress lines
+_PERCENT = re.compile(r"\[ *(\d+)%\]")
 _NAME = re.compile(r"^gpu-(?P<card>.+)-(?P<date>\d{4}-\d{2}-\d{2})\.json$")
 
 
@@ -49,8 +51,7 @@ def render(result: dict[str, Any], source: str) -> str:
              f"Ceilings measured there: matmul {ceil['matmul_tflops_fp32']:g} (fp32) / {ceil['matmul_tflops_tf32']:g} "
              f"(tf32) / {ceil['matmul_tflops_bf16']:g} (bf16) TFLOP/s, copy {ceil['copy_gbps']:g} GB/s."]
     if tests:
-        lines[0] += (f" Unit suite on CUDA: {tests.get('passed', '?')} passed, {tests.get('failed', '?')} failed, "
-                     f"{tests.get('errors', '?')} errors, {tests.get('skipped', '?')} skipped.")
+        lines[0] += " " + _tests_sentence(tests)
     lines += ["", "| stage | workload | batch × length | step (ms) | dry run (ms) | measured / dry run | tokens/s | "
                   "MFU | kernels / step (dry run) | vs nn.LSTM | peak GiB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in result["workloads"]:
@@ -103,6 +104,25 @@ def render(result: dict[str, Any], source: str) -> str:
     return "\n".join(lines)
 
 
+def _tests_sentence(tests: dict[str, Any]) -> str:
+    """The unit suite's outcome on the device: its counts, or, for a run cut off at its time limit, that it was and
+    the failures logged before then; the failing tests by name either way."""
+    failing = tests.get("failing") or []
+    named = f" Failing: {', '.join(f'`{t}`' for t in failing)}." if failing else ""
+    if tests.get("exit") == "timed out":
+        if "failures" in tests:
+            by_then = f"; {len(failing)} test{'' if len(failing) == 1 else 's'} had failed by then."
+        else:  # a measurement made before failures were logged as they happen: pytest's progress marks
+            marks = "".join(m.group(1) for m in _PROGRESS.finditer(str(tests.get("tail", "")).replace("\\n", "\n")))
+            percent = max((int(p) for p in _PERCENT.findall(str(tests.get("tail", "")))), default=None)
+            by_then = (f" ({percent}% of the tests had run: {marks.count('F')} failed, {marks.count('E')} errors, by "
+                       "pytest's progress marks; which ones was not recorded)." if percent is not None else
+                       " (which tests failed was not recorded).")
+        return f"Unit suite on CUDA: cut off at its {tests.get('seconds', '?')} s limit before the end{by_then}{named}"
+    return (f"Unit suite on CUDA: {tests.get('passed', '?')} passed, {tests.get('failed', '?')} failed, "
+            f"{tests.get('errors', '?')} errors, {tests.get('skipped', '?')} skipped.{named}")
+
+
 def earlier(root: str | Path, path: Path, precision: str | None) -> tuple[Path, dict[str, Any]] | None:
     """The newest measurement of the same card at ``precision`` (that of ``path``) made before ``path`` (by the date
     in the names), with its contents, if any."""
@@ -151,6 +171,7 @@ def block(root: str | Path) -> str:
 
 
 DRYRUN = Path("results") / "dryrun.json"
+GOAL = 1.5  # the agreement between the calibrated time model and every measured step that the estimates aim at
 ESTIMATE_START = "<!-- dryrun-estimate:start (written by `paperlib index --readme` from results/dryrun.json; do not edit) -->"
 ESTIMATE_END = "<!-- dryrun-estimate:end -->"
 DRYRUN_GPU = Path("results") / "dryrun_gpu.json"
@@ -159,15 +180,80 @@ GPU_ESTIMATE_START = ("<!-- dryrun-gpu-estimate:start (written by `paperlib inde
 GPU_ESTIMATE_END = "<!-- dryrun-gpu-estimate:end -->"
 
 
-def render_estimate(result: dict[str, Any]) -> str:
+def recalibrated(result: dict[str, Any], measurement: dict[str, Any], source: str) -> dict[str, Any]:
+    """The dry run ``result`` estimated again with constants fitted to a GPU ``measurement``
+    (:func:`paperlib.experiments.dryrun.gpu_time.calibrate`): the same counts (FLOPs and kernels per step or pass,
+    steps and passes), the card's measured peaks, and the MFU and time per counted kernel that bring the time model
+    closest to every step and pass measured. Returns ``{"card", "source", "mfu", "kernel_latency_us", "fit"
+    (calibrate's agreement), "stages": {stage: {"training_hours", "evaluation_hours", "gpu_hours"}}}``."""
+    from paperlib.experiments.dryrun.evaluation import evaluation_precision
+    from paperlib.experiments.dryrun.gpu_time import calibrate, estimate
+
+    constants, fit = calibrate(measurement, source)
+    precision = result["assumptions"]["precision"]
+    stages = {}
+    for stage, entry in result["stages"].items():
+        training = sum(estimate(w["flops_per_step"], w["kernels_per_step"], w["steps_per_run"] * w["runs"], precision,
+                                constants)["gpu_hours"] for w in entry["workloads"].values())
+        evaluating = sum(estimate(e["flops_per_pass"], e["kernels_per_pass"], e["passes"],
+                                  evaluation_precision(precision), constants)["gpu_hours"]
+                         for e in entry["evaluations"].values())
+        stages[stage] = {"training_hours": training, "evaluation_hours": evaluating,
+                         "gpu_hours": training + evaluating}
+    return {"card": constants.gpu, "source": source, "mfu": constants.mfu,
+            "kernel_latency_us": constants.kernel_latency_s * 1e6, "fit": fit, "stages": stages}
+
+
+def _fit_sentence(calibrated: dict[str, Any], measurement: dict[str, Any]) -> str:
+    """How the calibrated column was made and how well its model fits the measured steps, with what the misses come
+    from: the spread of the measured time per launched kernel over the launch-bound steps, and kernels the dry run
+    counts once that the card launched many times (cuDNN's recurrences launch per time step)."""
+    fit = calibrated["fit"]
+    launch = [r for r in measurement["workloads"] if r.get("status") == "timed" and r.get("kernels_per_step")
+              and r.get("predicted_bound") == "launch"]
+    text = (f"The last column estimates the same counts on the {calibrated['card']} measured below "
+            f"([`{calibrated['source']}`]({calibrated['source']})): its measured matmul peaks, with the MFU "
+            f"({calibrated['mfu']:.3g}) and the time per counted kernel ({calibrated['kernel_latency_us']:.3g} µs) "
+            f"that bring the model closest to all {fit['workloads']} steps and evaluation passes timed there "
+            f"(`paperlib dryrun --calibration`), for eager steps, as every stage trains today. The model comes within "
+            f"{fit['max_ratio']:.3g}× of every one of them ({_parts(fit)}; the goal is {GOAL:g}×)")
+    if launch and fit["max_ratio"] > GOAL:
+        per_kernel = {f"{r['stage']} {r['workload']}": r["step_s"] / r["kernels_per_step"] * 1e6 for r in launch}
+        low, high = min(per_kernel, key=per_kernel.get), max(per_kernel, key=per_kernel.get)
+        counted = {f"{r['stage']} {r['workload']}": (r["kernels_per_step"], r["predicted_kernels"])
+                   for r in measurement["workloads"] if r.get("status") == "timed" and r.get("predicted_kernels")}
+        worst = max(counted, key=lambda k: counted[k][0] / counted[k][1])
+        more = counted[worst][0] / counted[worst][1]
+        text += (f": one time per kernel cannot fit them all, since a launch-bound step measured "
+                 f"{per_kernel[low]:.3g} µs per launched kernel ({low}) to {per_kernel[high]:.3g} µs ({high})"
+                 + (f", and some steps launch many more kernels than the dry run counts (at most {more:.3g}×: {worst}, "
+                    f"{counted[worst][0]:,} against {counted[worst][1]:,}; cuDNN's recurrences launch kernels per "
+                    "time step)." if more > GOAL else "."))
+    else:
+        text += "."
+    return text
+
+
+def _parts(fit: dict[str, Any]) -> str:
+    parts = [f"{name} {fit[key]:.3g}×" for name, key in (("training steps", "training_max_ratio"),
+                                                        ("evaluation passes", "evaluation_max_ratio"))
+             if fit.get(key) is not None]
+    return ", ".join(parts)
+
+
+def render_estimate(result: dict[str, Any], calibrated: dict[str, Any] | None = None,
+                    measurement: dict[str, Any] | None = None) -> str:
     """The dry run's table per stage (models, parameters per model, peak memory, the largest step's FLOPs and
     kernels, optimizer steps (a stacked step counts once), what bounds training, GPU-hours of training, of evaluation
-    and both) with the totals and the largest peak memory. A stage without counted evaluation shows "not counted"."""
+    and both) with the totals and the largest peak memory. A stage without counted evaluation shows "not counted".
+    With ``calibrated`` (:func:`recalibrated`, from ``measurement``) a last column gives each stage's GPU-hours on
+    the measured card, and a paragraph says how they were fitted and how well."""
     from paperlib.experiments.dryrun.gpu_time import si_number as _si
 
+    card = f" | GPU-hours on the {calibrated['card']}, calibrated" if calibrated else ""
     lines = ["| stage | models | parameters | peak memory | FLOPs / step (largest) | kernels / step (largest) | "
-             "optimizer steps | bound | training GPU-hours | evaluation GPU-hours | GPU-hours |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"optimizer steps | bound | training GPU-hours | evaluation GPU-hours | GPU-hours{card} |",
+             "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if calibrated else "")]
     for stage, entry in result["stages"].items():
         rows = list(entry["workloads"].values())
         sizes = [_si(min(r["parameters"] for r in rows)), _si(max(r["parameters"] for r in rows))]
@@ -175,16 +261,23 @@ def render_estimate(result: dict[str, Any]) -> str:
         peak = entry["peak_memory_bytes"] / 2**30
         steps = sum(r["steps_per_run"] * r["runs"] for r in rows)
         evaluation = f"{entry['evaluation_hours']:,.1f}" if entry["evaluations"] else "not counted"
+        extra = f" {calibrated['stages'][stage]['gpu_hours']:,.1f} |" if calibrated else ""
         lines.append(f"| {stage} | {len(rows)} | {params} | {peak:.{1 if peak >= 1 else 2}f} GiB | "
                      f"{_si(max(r['flops_per_step'] for r in rows))} | {max(r['kernels_per_step'] for r in rows):,} | "
                      f"{steps / 1e6:.3g}M | {', '.join(sorted({r['bound'] for r in rows}))} | "
-                     f"{entry['training_hours']:,.1f} | {evaluation} | {entry['gpu_hours']:,.1f} |")
+                     f"{entry['training_hours']:,.1f} | {evaluation} | {entry['gpu_hours']:,.1f} |{extra}")
     totals = [sum(entry[k] for entry in result["stages"].values())
               for k in ("training_hours", "evaluation_hours", "gpu_hours")]
     digits = 1 if totals[2] < 100 else 0
-    lines.append("| **total** | | | | | | | | " + " | ".join(f"**{t:,.{digits}f}**" for t in totals) + " |")
+    cells = [f"**{t:,.{digits}f}**" for t in totals]
+    if calibrated:
+        total = sum(entry["gpu_hours"] for entry in calibrated["stages"].values())
+        cells.append(f"**{total:,.{1 if total < 100 else 0}f}**")
+    lines.append("| **total** | | | | | | | | " + " | ".join(cells) + " |")
     stage, entry = max(result["stages"].items(), key=lambda item: item[1]["peak_memory_bytes"])
     lines += ["", f"The largest step needs {entry['peak_memory_bytes'] / 2**30:.1f} GiB ({stage})."]
+    if calibrated:
+        lines[-1] += " " + _fit_sentence(calibrated, measurement or {"workloads": []})
     return "\n".join(lines)
 
 
@@ -192,18 +285,33 @@ def readme_with_measurements(readme: str, root: str | Path) -> str:
     """``readme`` (the text of :data:`PAGE`) with the text between :data:`START` and :data:`END` replaced by
     :func:`block`, that between :data:`ESTIMATE_START` and :data:`ESTIMATE_END` by the dry run's table of the
     ``paper`` profile (:func:`render_estimate` of ``results/dryrun.json``) and that between
-    :data:`GPU_ESTIMATE_START` and :data:`GPU_ESTIMATE_END` by the ``gpu`` profile's (``results/dryrun_gpu.json``)."""
+    :data:`GPU_ESTIMATE_START` and :data:`GPU_ESTIMATE_END` by the ``gpu`` profile's (``results/dryrun_gpu.json``);
+    each table also recalibrated on the newest GPU measurement when one is committed (:func:`recalibrated`)."""
     from paperlib.compendium.results_index.render import replace_between
 
+    path = newest(root)
+    measurement = json.loads(path.read_text()) if path is not None else None
+
+    def estimate_table(dry: Path) -> str:
+        result = json.loads((Path(root) / dry).read_text())
+        if measurement is None:
+            return render_estimate(result)
+        source = "../" + path.relative_to(root).as_posix()
+        try:
+            calibrated = recalibrated(result, measurement, source)
+        except ValueError:  # nothing timed there that the dry run predicts: no constants to fit
+            return (render_estimate(result) + f" The newest measurement ([`{source}`]({source})) timed no step with a "
+                    "dry-run prediction, so nothing recalibrates these estimates.")
+        return render_estimate(result, calibrated, measurement)
+
     text = replace_between(readme, START, END, lambda: block(root), "gpu-measurements", str(PAGE))
-    text = replace_between(text, ESTIMATE_START, ESTIMATE_END,
-                           lambda: render_estimate(json.loads((Path(root) / DRYRUN).read_text())),
-                           "dryrun-estimate", str(PAGE))
-    return replace_between(text, GPU_ESTIMATE_START, GPU_ESTIMATE_END,
-                           lambda: render_estimate(json.loads((Path(root) / DRYRUN_GPU).read_text())),
+    text = replace_between(text, ESTIMATE_START, ESTIMATE_END, lambda: estimate_table(DRYRUN), "dryrun-estimate",
+                           str(PAGE))
+    return replace_between(text, GPU_ESTIMATE_START, GPU_ESTIMATE_END, lambda: estimate_table(DRYRUN_GPU),
                            "dryrun-gpu-estimate", str(PAGE))
 
 
 __all__ = ["DRYRUN", "DRYRUN_GPU", "END", "ESTIMATE_END", "ESTIMATE_START", "GPU_ESTIMATE_END", "GPU_ESTIMATE_START",
-           "PAGE", "START", "block", "earlier", "newest", "readme_with_measurements", "render", "render_estimate",
+           "PAGE", "START", "block", "earlier", "newest", "readme_with_measurements", "recalibrated", "render",
+           "render_estimate",
            "repeatability"]
