@@ -311,3 +311,37 @@ def test_diagram_rows_name_code_that_exists_or_say_it_does_not():
         row, rendered = _rendered(item)
         assert rendered["status"] == "diagram" and missing in rendered["verdict"] and "not implemented" in \
             rendered["verdict"] and "implemented in" not in rendered["verdict"], item
+
+
+def test_budget_notes_travel_with_the_claims_so_notebook_and_index_show_the_same_evidence():
+    """S-F1's range part says the shortfall is the budget's only where the budget ladder finds the DSSM's Ī still
+    rising beyond its seed margin; S-T2's n-gram parts that do not reproduce say how far the generated words are from
+    the data when that is more than twice the paper's distance. On the committed results both apply; with the top
+    rung's Ī set back to the main stage's rung, the S-F1 note goes, and the other parts never carry it."""
+    import copy
+
+    from paperlib.experiments.word_generation.budget_notes import i_bar_growth
+    from paperlib.experiments.word_generation.claims import figure1_claim
+
+    main, ladder = _committed("word_generation"), _committed("word_generation_ladder")
+    growth = i_bar_growth(main, ladder)
+    if growth is None:
+        pytest.skip("the committed ladder does not find Ī rising")
+    assert growth["end"] > growth["start"] and growth["steps"] == main["scale"]["steps"] < growth["top"]
+    noted = figure1_claim(main, ladder)
+    rising = [p for p in noted.parts if "still rising with training on the budget ladder" in p.evidence]
+    assert len(rising) == 1 and rising[0].label.startswith("Ī in the paper's range"), noted.parts
+    assert rising[0].verdict != "reproduced"
+    assert f"{growth['start']:.2f} at {growth['steps']:,} steps to {growth['end']:.2f}" in rising[0].evidence
+    assert all("still rising" not in p.evidence for p in figure1_claim(main).parts)  # no ladder, no note
+    flat = copy.deepcopy(ladder)
+    for run in flat["runs"]:
+        scores = {s["step"]: s for s in run["scores"]}
+        if run["row"] == growth["model"]:
+            scores[growth["top"]]["I_bar"] = scores[growth["steps"]]["I_bar"]
+    assert i_bar_growth(main, flat) is None
+    assert all("still rising" not in p.evidence for p in figure1_claim(main, flat).parts)
+    far = ["the generated words are far from the data" in part.evidence for part in table2_claim(main).parts]
+    assert any(far)
+    for part, has_note in zip(table2_claim(main).parts, far):
+        assert not has_note or ("-gram" in part.claim and part.verdict != "reproduced"), part

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any, Mapping
 
-from paperlib.experiments.common.claims import mean_margin
+from paperlib.experiments.word_generation.budget_notes import MODEL_NAMES, TABLE2_NAMES, i_bar_growth
 from paperlib.experiments.word_generation.claims import figure1_claim, paper_i_bar_range, untrained_i_bar
 from paperlib.reference.word_generation import (PAPER_NGRAM_ORDERS, PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3,
                                                 PAPER_TABLE3_FLOWS)
@@ -23,13 +22,8 @@ def _wg(results: Results) -> dict[str, Any]:
 
 # -- the paper's numbers as the rows' paper texts (read from paperlib.reference.word_generation) ------------------
 
-# What the rows call the paper's models.
-_WG_NAMES = {"2xTRIL, K=10": "2xTRIL K=10", "d=16, 2xTRIL, K=10": "d=16 2xTRIL K=10", "BASELINE-8D": "GRU 8D",
-             "BASELINE-16D": "GRU 16D", "ORACLE-TRAIN": "oracle"}
-
-
 def _wg_name(model: str) -> str:
-    return _WG_NAMES.get(model, model)
+    return MODEL_NAMES.get(model, model)
 
 
 _WG_T1_MODELS = ("TRIL", "2xTRIL", "2xTRIL, K=10", "d=16, 2xTRIL, K=10", "BASELINE-8D", "BASELINE-16D")
@@ -43,8 +37,6 @@ def _wg_t1_paper() -> str:
             + ", ".join(f"{_wg_name(m)} {_f(PAPER_TABLE1[m]['in_vocab'][0])}" for m in _WG_T1_MODELS))
 
 
-# Table 2's rows as the S-T2 row names them (two oracles: the training and the test distribution).
-_WG_T2_NAMES = {**_WG_NAMES, "ORACLE-TRAIN": "training oracle", "ORACLE-TEST": "test oracle"}
 _NGRAM_MODELS = (("full", "train+test"), ("test", "test-only"))
 
 
@@ -57,7 +49,7 @@ def _wg_t2_paper() -> str:
         cross = [f"{name} {_f(row[key])}" for key, name in (("H_train", "H_train"), ("H_test", "H_test"))
                  if row[key] is not None]
         ngram = [f"{text} {orders} " + " / ".join(_f(v, 1) for v in row[source]) for source, text in _NGRAM_MODELS]
-        out.append(f"{_WG_T2_NAMES.get(model, model)}: " + ", ".join(cross + ngram))
+        out.append(f"{TABLE2_NAMES.get(model, model)}: " + ", ".join(cross + ngram))
     return "; ".join(out)
 
 
@@ -140,17 +132,9 @@ def _wg_training_note(results: Results) -> str:
     trends = {m["row"]: (last_quarter_trend(m), m) for m in rung["models"].values()}
     falling = [f"{row} (by {m['fall']:.2f} nats, 2 SE {m['margin']:.2f})" for row, (trend, m) in trends.items()
                if trend == "falling"]
-    top = ladder["rungs"][-1]["steps"]
-    dssm = ladder["settings"]["dssm"]
-    ends = [[next((s.get("I_bar") for s in run["scores"] if s["step"] == at), None) for at in (steps, top)]
-            for run in ladder.get("runs", []) if run["row"] == dssm]
-    ends = [e for e in ends if None not in e]
-    rising = ""
-    if top > steps and len(ends) > 1:
-        growth, margin = mean_margin([b - a for a, b in ends])
-        if growth > margin:
-            rising = (f"; {dssm}'s Ī still rising, {sum(a for a, _ in ends) / len(ends):.2f} at {steps:,} steps to "
-                      f"{sum(b for _, b in ends) / len(ends):.2f} at {top:,}")
+    growth = i_bar_growth(main, ladder)
+    rising = (f"; {growth['model']}'s Ī still rising, {growth['start']:.2f} at {steps:,} steps to {growth['end']:.2f} "
+              f"at {growth['top']:,}") if growth else ""
     if not falling and not rising:
         return f"; the budget ladder finds H_test flat over the last quarter of its {steps:,}-step rung"
     return ("; not trained to convergence: on the budget ladder's " + f"{steps:,}-step rung H_test was "
@@ -257,33 +241,11 @@ def _wg_t1_verdict(results: Results) -> tuple[str, str]:
 
 
 def _wg_t2_verdict(results: Results) -> tuple[str, str]:
-    """S&H Table 2 as :func:`paperlib.experiments.word_generation.claims.table2_claim` judges it, the n-gram parts
-    with how far the generated words still are from the data at this budget (:func:`_wg_generated_note`)."""
+    """S&H Table 2 as :func:`paperlib.experiments.word_generation.claims.table2_claim` judges it (the notebook shows
+    the same claim), the n-gram parts with how far the generated words still are from the data at this budget."""
     from paperlib.experiments.word_generation.claims import table2_claim
 
-    claim, note = table2_claim(_wg(results)), _wg_generated_note(_wg(results))
-    parts = tuple(replace(p, evidence=f"{p.evidence}; {note}")
-                  if note and "-gram" in p.claim and p.verdict != "reproduced" else p for p in claim.parts)
-    return _claim_verdict(replace(claim, parts=parts))
-
-
-def _wg_generated_note(main: Mapping[str, Any]) -> str:
-    """The generated words' train+test perplexity at the highest order beside the training oracle's, ours and the
-    paper's: how far from words like the data the models generate at this budget."""
-    top = (main["scale"].get("ngram_orders") or list(PAPER_NGRAM_ORDERS))[-1]
-    rows = {r["model"]: r.get(f"ppl_full_{top}") for r in main["table2"]}
-    models = [m for m in ("2xTRIL, K=10", "BASELINE-8D", "ORACLE-TRAIN") if rows.get(m) is not None]
-    if len(models) < 3 or top not in PAPER_NGRAM_ORDERS:
-        return ""
-    at = PAPER_NGRAM_ORDERS.index(top)
-    far = max(rows[m] / rows["ORACLE-TRAIN"] for m in models[:2])  # our models against our oracle ...
-    theirs = max(PAPER_TABLE2[m]["full"][at] / PAPER_TABLE2["ORACLE-TRAIN"]["full"][at] for m in models[:2])
-    if far <= 2 * theirs:  # ... no farther than twice the paper's models from theirs: no budget note
-        return ""
-    paper = {m: PAPER_TABLE2[m]["full"][at] for m in models}
-    return (f"at this budget the generated words are far from the data: train+test P{top} "
-            + ", ".join(f"{_WG_T2_NAMES.get(m, m)} {_f(rows[m], 1)}" for m in models) + " (paper "
-            + ", ".join(_f(paper[m], 1) for m in models) + "): a defect of the budget more than a finding")
+    return _claim_verdict(table2_claim(_wg(results)))
 
 
 def _wg_t3_verdict(results: Results) -> tuple[str, str]:
@@ -335,18 +297,10 @@ def _wg_mi_ours(results: Results) -> str:
 
 
 def _wg_mi_verdict(results: Results) -> tuple[str, str]:
-    """S&H Fig. 1 as :func:`paperlib.experiments.word_generation.claims.figure1_claim` judges it; where the budget
-    ladder finds Ī still rising (:func:`_wg_training_note`), the range part says its shortfall is the budget's."""
-    claim = figure1_claim(_wg(results))
-    low = paper_i_bar_range()[0]
-    below = any(r.get("I_bar") is not None and r["I_bar"] < low for r in _wg(results)["table1"])
-    rising = below and "Ī still rising" in _wg_training_note(results)
-    parts = tuple(replace(p, evidence=f"{p.evidence}; Ī is still rising with training on the budget ladder (see the "
-                          "scale), and the paper's range comes from a vocabulary of 143,000 words: below it at this "
-                          "budget is a defect of the budget, not a finding")
-                  if rising and p.verdict != "reproduced" and p.label.startswith("Ī in the paper's range") else p
-                  for p in claim.parts)
-    return _claim_verdict(replace(claim, parts=parts))
+    """S&H Fig. 1 as :func:`paperlib.experiments.word_generation.claims.figure1_claim` judges it with the budget
+    ladder (the notebook shows the same claim): where the ladder finds Ī still rising, the range part says its
+    shortfall is the budget's."""
+    return _claim_verdict(figure1_claim(_wg(results), results.get("word_generation_ladder")))
 
 
 def _wg_fig2_ours(results: Results) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 from paperlib.experiments.common.claims import (Claim, Part, Unjudged, direction_word, ladder_part, mean_margin,
                                          part_word)
+from paperlib.experiments.word_generation.budget_notes import generated_words_note, i_bar_note, noted
 from paperlib.reference.word_generation import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3, PAPER_TABLE3_FLOWS
 
 _K = re.compile(r", K=\d+")
@@ -81,14 +82,15 @@ NOISE_CLAIM = ("'all entropy about possible sequence continuations must arise fr
                "I(t) = 0' (§4.2)")
 
 
-def figure1_claim(main: Mapping[str, Any]) -> Claim:
+def figure1_claim(main: Mapping[str, Any], ladder: Mapping[str, Any] | None = None) -> Claim:
     """S&H Fig. 1 (§5.4, "Figures 1 and 1b show Ī for all trained models"), judged over the Table 1 DSSMs, row by
     row: each uses its noise (:data:`NOISE_CLAIM`), i.e. has a higher Ī than the untrained model
     (:func:`untrained_i_bar`) beyond the seed margin; and its Ī lies in the paper's range (:func:`paper_i_bar_range`).
 
     The untrained model is Fig. 3's configuration; the Table 1 rows of another flow or state size are compared with
     it too, since only that configuration is scored before training. Without Fig. 3's first scorings the first part
-    is named as not run."""
+    is named as not run. Where the budget ``ladder`` finds Ī still rising, a range part below the paper's says so
+    (:func:`~paperlib.experiments.word_generation.budget_notes.i_bar_note`)."""
     rows = [r for r in main["table1"] if r.get("I_bar") is not None]
     if not rows:
         raise Unjudged("claim S-F1: no trained DSSM has an Ī")
@@ -118,7 +120,8 @@ def figure1_claim(main: Mapping[str, Any]) -> Claim:
                       "Ī of the trained DSSMs lies in the paper's range",
                       part_word([low <= r["I_bar"] <= high for r in rows]), f"Ī: {shown}",
                       "the paper's lowest to highest Ī over Tables 1 and 3b (no ID flow), per row", kind="threshold"))
-    return Claim("S-F1", tuple(parts), tuple(not_run))
+    note = i_bar_note(main, ladder) if any(r["I_bar"] < low for r in rows) else ""
+    return noted(Claim("S-F1", tuple(parts), tuple(not_run)), note, lambda p: p.label.startswith("Ī in the paper's"))
 
 
 SECTION_5_3 = (("2xTRIL beats TRIL", "2xTRIL", "TRIL"), ("DSSM TRIL beats BASELINE-8D", "TRIL", "BASELINE-8D"),
@@ -428,7 +431,7 @@ def table2_claim(main: Mapping[str, Any]) -> Claim:
     if not parts:
         raise Unjudged(f"claim S-T2: {dssm} and {gru} have neither a finite H_test nor n-gram perplexities on the "
                        "alternative split")
-    return Claim("S-T2", tuple(parts))
+    return noted(Claim("S-T2", tuple(parts)), generated_words_note(main), lambda p: "-gram" in p.claim)
 
 
 def table3_claim(main: Mapping[str, Any]) -> Claim:
