@@ -11,7 +11,8 @@ by that bootstrap's margin, one comparison per pair of settings a sentence names
 chosen on the same text, as in the thesis, and the bootstrap does not count that choice). Fig. 5.1 and Table 5.1
 are read on independent test sequences and take their margin from a bootstrap of the sequences (each one's curve, and
 its loss on seen and unseen words weighted by their count). Results without the blocks or sequences are judged
-strictly (:func:`~paperlib.experiments.common.claims.strict_word`), as is the related-words probe (one update).
+strictly (:func:`~paperlib.experiments.common.claims.strict_word`), as is the related-words probe (one update). The
+comparisons themselves are in :mod:`paperlib.experiments.dynamic_evaluation.comparisons`.
 Where the thesis' own wording is "negligible", "on par" or "identically", the part uses a threshold stated next to it
 (:data:`STATISTICS_SPREAD`, :data:`ON_PAR`, :data:`IDENTICAL`), a few times the thesis' own effect so that a small
 model's noisier numbers can pass it.
@@ -25,14 +26,15 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from paperlib.experiments.common.claims import Claim, Part, direction_word, paired_bootstrap, part_word, strict_word
+from paperlib.experiments.common.claims import Claim, Part, direction_word, paired_bootstrap, part_word
+from paperlib.experiments.dynamic_evaluation.comparisons import (SEQUENCES, compared, fmt, over_sequences, strict_part,
+                                                                 study_part)
 from paperlib.reference.dynamic_evaluation import (DYNEVAL_TABLES, DYNEVAL_EPSILON, DYNEVAL_EPSILON_BASELINES, DYNEVAL_MOMENTUM, DYNEVAL_SEEN_UNSEEN,
                                         DYNEVAL_RELATED_WORDS_MEDIAN, DYNEVAL_STATISTICS_AMOUNT, DYNEVAL_STATISTICS_LOCALITY,
                                         DYNEVAL_UNSEEN_SHARE)
 
 Results = Mapping[str, Any]
 
-STRICT = "lower perplexity (or loss) wins by any amount: one model, deterministic evaluation, no spread to tie within"
 # Thresholds for the thesis' "negligible" and "on par", each a few times the thesis' own effect.
 STATISTICS_SPREAD = 0.01  # Table 5.6: "negligible" effect of the amount of data (thesis: 0.4% spread)
 ON_PAR = 0.01  # Table 5.7: non-local RMSprop "on par" with global RMS (thesis: 0.2% apart)
@@ -43,54 +45,6 @@ IDENTICAL = 0.01
 # The dynamic-evaluation rules of Tables 4.1/4.2 (keys of the results' rows), in the tables' order.
 DYNAMIC_RULES = ("traditional_sgd", "sgd", "sgd_decay", "global_rms_decay", "global_rms_rms_decay")
 TABLE_ITEMS = {"ptb": "K-T4.1", "wikitext2": "K-T4.2"}
-
-
-def _f(x: float, digits: int = 1) -> str:
-    return f"{x:,.{digits}f}"
-
-
-def _strict(label: str, claim: str, gap: float, evidence: str, corpus: str | None = None) -> Part:
-    """A part judged by strict inequality; ``gap`` > 0 is the thesis' direction."""
-    return Part(label=label, claim=claim, verdict=strict_word(gap), evidence=evidence, rule=STRICT, corpus=corpus,
-                kind="strict")
-
-
-BOOTSTRAP = ("lower test loss beyond the margin: twice the standard error of the mean per-token loss difference under "
-             "a paired bootstrap over blocks of the test text (2,000 resamples); the paper's way inside it is within "
-             "noise")
-
-
-def _compared(label: str, claim: str, table: Results, better: str, worse: str, evidence: str) -> Part:
-    """``better`` beats ``worse`` on the test text: with per-block losses, by the paired bootstrap's margin (in
-    nats per token; the evidence adds the gap and margin); without them, strictly on the perplexities."""
-    rows = {r["key"]: r for r in table["rows"]}
-    if "test_blocks" not in rows[better] or "test_blocks" not in rows[worse]:
-        return _strict(label, claim, rows[worse]["test_ppl"] - rows[better]["test_ppl"], evidence)
-    gap, se = paired_bootstrap(rows[worse]["test_blocks"], rows[better]["test_blocks"], table["test_block_tokens"])
-    return Part(label=label, claim=claim, verdict=direction_word(gap, 2 * se),
-                evidence=f"{evidence} (gap {gap:+.4f} nats per token, margin {2 * se:.4f} over "
-                         f"{len(table['test_block_tokens'])} blocks)", rule=BOOTSTRAP, kind="bootstrap margin")
-
-
-VALID_BOOTSTRAP = ("lower validation loss beyond the margin: twice the standard error of the mean per-token loss "
-                   "difference under a paired bootstrap over blocks of the validation prefix (2,000 resamples; η is "
-                   "chosen on the same text, as in the thesis); the paper's way inside it is within noise")
-
-
-def _study_part(label: str, claim: str, study: Results, pairs: list[tuple[Results, Results]], evidence: str) -> Part:
-    """A chapter-5 study's part made of (better row, worse row) comparisons of validation perplexity: with per-block
-    validation losses, each by the paired bootstrap's margin and the part's word from theirs
-    (:func:`~paperlib.experiments.common.claims.part_word`); without them, strictly on the smallest gap."""
-    if "valid_block_tokens" not in study or not all("valid_blocks" in r for pair in pairs for r in pair):
-        return _strict(label, claim, min(w["valid_ppl"] - b["valid_ppl"] for b, w in pairs), evidence)
-    judged = [paired_bootstrap(w["valid_blocks"], b["valid_blocks"], study["valid_block_tokens"]) for b, w in pairs]
-    words = [direction_word(gap, 2 * se) for gap, se in judged]
-    gap, se = min(judged, key=lambda g: g[0] - 2 * g[1])  # the comparison closest to failing
-    held = sum(w == "reproduced" for w in words)
-    return Part(label, claim, part_word(words),
-                f"{evidence} ({held} of {len(words)} comparison{'s' if len(words) > 1 else ''} beyond the margin; "
-                f"closest: gap {gap:+.4f} nats per token, margin {2 * se:.4f}; {len(study['valid_block_tokens'])} "
-                "blocks)", rule=VALID_BOOTSTRAP, kind="bootstrap margin")
 
 
 # Tables 4.1/4.2's chain of contributions after traditional dynamic evaluation: (label, rule before, rule after, what
@@ -116,59 +70,47 @@ def table_claim(results: Results, corpus: str) -> Claim:
     static = rows["static"]
     worst = max(DYNAMIC_RULES, key=lambda k: rows[k])
     final, cache = rows["global_rms_rms_decay"], rows["neural_cache"]
-    parts = [_compared("every rule beats static", "every dynamic-evaluation rule has lower test perplexity than static "
+    parts = [compared("every rule beats static", "every dynamic-evaluation rule has lower test perplexity than static "
                        "evaluation (judged on the worst rule)", table, worst, "static",
-                       f"static {_f(static)}, worst rule {_f(rows[worst])}")]
+                       f"static {fmt(static)}, worst rule {fmt(rows[worst])}")]
     for label, before, after, adds in CONTRIBUTIONS:
-        parts.append(_compared(label, f"{adds} lowers test perplexity (thesis {thesis[before][1]} → "
+        parts.append(compared(label, f"{adds} lowers test perplexity (thesis {thesis[before][1]} → "
                                       f"{thesis[after][1]})", table, after, before,
-                               f"{_f(rows[before])} → {_f(rows[after])}"))
-    parts.append(_compared("beats the cache", "the final rule (global RMS + RMS decay) beats the neural cache "
+                               f"{fmt(rows[before])} → {fmt(rows[after])}"))
+    parts.append(compared("beats the cache", "the final rule (global RMS + RMS decay) beats the neural cache "
                            f"(thesis {thesis['global_rms_rms_decay'][1]} vs {thesis['neural_cache'][1]})", table,
-                           "global_rms_rms_decay", "neural_cache", f"{_f(final)} vs cache {_f(cache)}"))
+                           "global_rms_rms_decay", "neural_cache", f"{fmt(final)} vs cache {fmt(cache)}"))
     return Claim(TABLE_ITEMS[corpus], tuple(parts))
 
 
-SEQUENCES = ("beyond the margin: twice the standard error of the mean over the independent test sequences under a "
-             "bootstrap of the sequences (2,000 resamples; each sequence's own curve, or its words weighted by their "
-             "count); the paper's way inside it is within noise")
-
-
-def _thirds(static: list[float], other: list[float]) -> tuple[float, float]:
-    """The mean gain (static − other, per bin) over the first and over the last third of the bins."""
+def _thirds(static: list[float], other: list[float]) -> tuple[float, float, float]:
+    """The mean gain (static − other, per bin) over the first, the middle and the last third of the bins."""
     gain = [s - v for s, v in zip(static, other)]
-    third = max(1, len(gain) // 3)
-    return sum(gain[:third]) / third, sum(gain[-third:]) / third
-
-
-def _over_sequences(label: str, claim: str, after: list[float], before: list[float], weights: list[float],
-                    evidence: str) -> Part:
-    """``after`` above ``before`` (per sequence) by the bootstrap over the sequences' margin."""
-    gap, se = paired_bootstrap(after, before, weights)
-    return Part(label, claim, direction_word(gap, 2 * se),
-                f"{evidence} ({gap:+.4f} nats, margin {2 * se:.4f} over {len(weights)} sequences)", rule=SEQUENCES,
-                kind="bootstrap margin")
+    t = max(1, len(gain) // 3)
+    return sum(gain[:t]) / t, sum(gain[t:2 * t]) / max(1, len(gain[t:2 * t])), sum(gain[-t:]) / t
 
 
 def timescale_claim(results: Results) -> Claim:
-    """Fig. 5.1 read on the binned loss curves: dynamic evaluation's gain over static grows from the first third of
-    the positions to the last (§5.1 examines "the timescales at which dynamic evaluation gains an advantage over
-    static evaluation"). With each sequence's curve (``sequence_curves``) it is judged by the bootstrap over the
-    sequences, else strictly. The neural cache's curve is not judged: no sentence of the seed says how its gain
-    evolves against dynamic evaluation's."""
+    """Fig. 5.1 read on the binned loss curves: dynamic evaluation's gain over static grows along the sequence (§5.1
+    examines "the timescales at which dynamic evaluation gains an advantage over static evaluation"), from the first
+    third of the positions to the last and, since the first bins gain little by construction (nothing has been
+    adapted yet), also from the middle third to the last; both must hold. With each sequence's curve
+    (``sequence_curves``) each is judged by the bootstrap over the sequences, else strictly. The neural cache's curve
+    is not judged: no sentence of the seed says how its gain evolves against dynamic evaluation's."""
     ts = results["timescale"]
-    curves = ts["curves"]
-    early, late = _thirds(curves["static"], curves["dynamic"])
-    grows = ("dynamic gain grows", "the gain of dynamic evaluation over static grows along the sequence",
-             f"{early:.2f} → {late:.2f} nats/word, first vs last third")
+    early, middle, late = _thirds(ts["curves"]["static"], ts["curves"]["dynamic"])
+    label, claim = "dynamic gain grows", "the gain of dynamic evaluation over static grows along the sequence"
+    evidence = f"{early:.2f} → {middle:.2f} → {late:.2f} nats/word over the first, middle and last third"
     if "sequence_curves" not in ts:
-        return Claim("K-F5.1", (_strict(*grows[:2], late - early, grows[2]),))
+        return Claim("K-F5.1", (strict_part(label, claim, min(late - early, late - middle), evidence),))
     per = ts["sequence_curves"]
-    dynamic = [_thirds(s, d) for s, d in zip(per["static"], per["dynamic"])]
-    ones = [1.0] * len(dynamic)
-    return Claim("K-F5.1", (
-        _over_sequences(*grows[:2], [l for _, l in dynamic], [e for e, _ in dynamic], ones, grows[2]),
-    ))
+    thirds = [_thirds(s, d) for s, d in zip(per["static"], per["dynamic"])]
+    ones = [1.0] * len(thirds)
+    judged = [over_sequences(label, claim, [t[2] for t in thirds], [t[i] for t in thirds], ones, f"{name} vs last")
+              for i, name in ((0, "first"), (1, "middle"))]
+    return Claim("K-F5.1", (Part(label, claim, part_word([p.verdict for p in judged]),
+                                 f"{evidence}; " + "; ".join(p.evidence for p in judged), rule=SEQUENCES,
+                                 kind="bootstrap margin"),))
 
 
 def seen_claim(results: Results) -> Claim:
@@ -192,7 +134,7 @@ def seen_claim(results: Results) -> Claim:
         """(better, worse, split) comparisons of the mean loss: by the bootstrap over the sequences (each weighted
         by its count of such words) with per-sequence losses, else strictly."""
         if per is None:
-            return _strict(label, claim, min(pooled[w][sp] - pooled[b][sp] for b, w, sp in pairs), evidence)
+            return strict_part(label, claim, min(pooled[w][sp] - pooled[b][sp] for b, w, sp in pairs), evidence)
         judged = [paired_bootstrap(per[w][sp], per[b][sp], per["words"][sp]) for b, w, sp in pairs]
         short = {"static": "static", "dynamic": "dynamic", "neural_cache": "cache"}
         margins = "; ".join(f"{sp} {short[b]} vs {short[w]} {gap:+.3f}, margin {2 * se:.3f}"
@@ -218,7 +160,7 @@ def seen_claim(results: Results) -> Claim:
               [("static", "dynamic", "unseen"), ("static", "neural_cache", "unseen")],
               nats("unseen") + "; against the cache by construction: its mixture scales an unseen word's probability "
               "by 1 − λ"),
-        _strict("some unseen words gain", "dynamic evaluation beats static on some unseen words", dyn_share,
+        strict_part("some unseen words gain", "dynamic evaluation beats static on some unseen words", dyn_share,
                 f"{100 * dyn_share:.1f}% of unseen words; thesis {100 * DYNEVAL_UNSEEN_SHARE:.1f}%"),
         Part("cache gains on no unseen word", "the neural cache beats static on no unseen word (it only "
              "re-weights words it has seen)", "reproduced" if cache_share == 0 else "not reproduced",
@@ -249,14 +191,14 @@ def related_claim(results: Results) -> Claim:
     median = rw["median"]["delta"]
     top = f"top-{rw['top']}"
     parts = [
-        _strict("the updated word gains", f"the updated word {rw['word']!r} gains probability", rw["rows"][0]["delta"],
+        strict_part("the updated word gains", f"the updated word {rw['word']!r} gains probability", rw["rows"][0]["delta"],
                 f"Δ log p {rw['rows'][0]['delta']:+.2f}"),
-        _strict("related words gain", f"the {top} related words (nearest embeddings) gain probability on average",
+        strict_part("related words gain", f"the {top} related words (nearest embeddings) gain probability on average",
                 rw["top_mean_delta"], f"{top} mean Δ log p {rw['top_mean_delta']:+.2f}"),
-        _strict("related words above the median", f"the {top} related words gain more than the vocabulary's median "
+        strict_part("related words above the median", f"the {top} related words gain more than the vocabulary's median "
                 "word (Table 5.2's bottom row)", rw["top_mean_delta"] - median,
                 f"{top} mean {rw['top_mean_delta']:+.2f} vs median {median:+.2f}"),
-        _strict("Table 5.2's median word loses", "the vocabulary's median word loses probability (read off Table "
+        strict_part("Table 5.2's median word loses", "the vocabulary's median word loses probability (read off Table "
                 f"5.2's bottom row, {DYNEVAL_RELATED_WORDS_MEDIAN[1]:+.2f}; no sentence of §5.3 asserts it)", -median,
                 f"median Δ log p {median:+.2f}"),
     ]
@@ -264,14 +206,14 @@ def related_claim(results: Results) -> Claim:
     means = ("mean_top_delta", "mean_target_delta", "mean_median_delta")
     targets = f"{ex['count']} further targets{further_distinct(ex)}"
     if all(k in ex for k in means):
-        parts.append(_strict(
+        parts.append(strict_part(
             "related words gain for further targets", f"averaged over the further targets, each target's {top} "
             "related words gain probability", ex["mean_top_delta"],
             f"mean over {targets}: {top} related words {ex['mean_top_delta']:+.2f}, the target "
             f"{ex['mean_target_delta']:+.2f}, the median word {ex['mean_median_delta']:+.2f} Δ log p"))
     else:
         not_run.append("related words gain for further targets")
-    parts.append(_strict(
+    parts.append(strict_part(
         "related words above the median for further targets", f"for most further targets the {top} related words' "
         "mean Δ log p lies above the vocabulary median's", ex["top_mean_above_median"] - ex["count"] / 2,
         f"{ex['top_mean_above_median']} of {targets}"
@@ -341,8 +283,8 @@ def momentum_claim(results: Results) -> Claim:
     ppl = [r["valid_ppl"] for r in rows]
     ran = [r["settings"]["momentum"] for r in rows]
     mus = ", ".join(f"μ {m:g}" for m in ran)
-    thesis = " / ".join(_f(DYNEVAL_MOMENTUM[m]) if m in DYNEVAL_MOMENTUM else "—" for m in ran)
-    evidence = f"{mus}: " + " / ".join(_f(v) for v in ppl) + f"; thesis {thesis}"
+    thesis = " / ".join(fmt(DYNEVAL_MOMENTUM[m]) if m in DYNEVAL_MOMENTUM else "—" for m in ran)
+    evidence = f"{mus}: " + " / ".join(fmt(v) for v in ppl) + f"; thesis {thesis}"
     parts, not_run = [], []
     study = results["optimizers"]
     if len(rows) >= 2 and rows[0]["settings"]["momentum"] == 0:
@@ -354,14 +296,14 @@ def momentum_claim(results: Results) -> Claim:
                 evidence += (f"; μ 0's sweep scores {tie[1]:.2f} at lr {tie[0]:.3g} and {tie[3]:.2f} at lr "
                              f"{tie[2]:.3g}, closer than that gap: its best lr likely lies between these grid points, "
                              f"so its {tie[1]:.2f} is an upper bound")
-        parts.append(_study_part("plain SGD is best", "no momentum μ > 0 beats μ = 0", study,
+        parts.append(study_part("plain SGD is best", "no momentum μ > 0 beats μ = 0", study,
                                  [(rows[0], r) for r in rows[1:]], evidence))
     else:
         not_run.append("plain SGD is best")
     if len(rows) >= 3:
         steps = momentum_steps(results)
         against = [s for s in steps if s["ppl"] <= 0]
-        parts.append(_study_part(
+        parts.append(study_part(
             "perplexity rises with μ", "each larger μ is worse", study, list(zip(rows, rows[1:])),
             "steps between successive μ: " + " / ".join(f"{s['ppl']:+.2f}" for s in steps) + " ppl; "
             f"{len(steps) - len(against)} of {len(steps)} the thesis' way"
@@ -390,25 +332,25 @@ def adaptive_claim(results: Results) -> Claim:
     adam = {r["settings"]["momentum"]: r for r in adaptive if r["settings"]["rule"] == "adam"}
     rmsprop = {r["settings"]["alpha"]: r for r in adaptive if r["settings"]["rule"] == "rmsprop"}
     parts = [
-        _study_part("lose to SGD", "every RMSprop/Adam setting is worse than plain SGD", o,
-                    [(o["sgd"], r) for r in adaptive], f"best adaptive {_f(best)} vs SGD {_f(o['sgd']['valid_ppl'])}"),
-        _study_part("lose to global RMS", "every RMSprop/Adam setting is worse than global RMS", o,
+        study_part("lose to SGD", "every RMSprop/Adam setting is worse than plain SGD", o,
+                    [(o["sgd"], r) for r in adaptive], f"best adaptive {fmt(best)} vs SGD {fmt(o['sgd']['valid_ppl'])}"),
+        study_part("lose to global RMS", "every RMSprop/Adam setting is worse than global RMS", o,
                     [(o["global_rms"], r) for r in adaptive],
-                    f"best adaptive {_f(best)} vs global RMS without the decay prior "
-                    f"{_f(o['global_rms']['valid_ppl'])}; Table 5.4 has no global RMS row: judged from §5.4.2's "
+                    f"best adaptive {fmt(best)} vs global RMS without the decay prior "
+                    f"{fmt(o['global_rms']['valid_ppl'])}; Table 5.4 has no global RMS row: judged from §5.4.2's "
                     f"'{GLOBAL_RMS_SENTENCE}'"),
     ]
     not_run = []
     if 0.9 in adam and 0.0 in adam:
-        parts.append(_study_part("momentum hurts Adam", "Adam with μ = 0.9 is worse than without momentum", o,
+        parts.append(study_part("momentum hurts Adam", "Adam with μ = 0.9 is worse than without momentum", o,
                                  [(adam[0.0], adam[0.9])],
-                                 f"{_f(adam[0.9]['valid_ppl'])} vs {_f(adam[0.0]['valid_ppl'])}"))
+                                 f"{fmt(adam[0.9]['valid_ppl'])} vs {fmt(adam[0.0]['valid_ppl'])}"))
     else:
         not_run.append("momentum hurts Adam")
     if 0.0 in adam and 0.999 in rmsprop:
-        parts.append(_study_part("bias correction helps", "Adam without momentum beats RMSprop (α = 0.999)", o,
+        parts.append(study_part("bias correction helps", "Adam without momentum beats RMSprop (α = 0.999)", o,
                                  [(adam[0.0], rmsprop[0.999])],
-                                 f"{_f(adam[0.0]['valid_ppl'])} vs {_f(rmsprop[0.999]['valid_ppl'])}"))
+                                 f"{fmt(adam[0.0]['valid_ppl'])} vs {fmt(rmsprop[0.999]['valid_ppl'])}"))
     else:
         not_run.append("bias correction helps")
     return Claim("K-T5.4", tuple(parts), tuple(not_run))
@@ -428,7 +370,7 @@ def _like_sgd(study: Results, row: Results, sgd: Results) -> Part:
     claim = (f"RMSprop at the largest ε ({row['settings']['eps']:g}) scores as plain SGD does ('RMSprop behaved "
              "identically to SGD as the value of  $\\epsilon$  become very large', §5.4.3; thesis "
              f"{DYNEVAL_EPSILON[max(DYNEVAL_EPSILON)]} vs {DYNEVAL_EPSILON_BASELINES['sgd']})")
-    shown = f"ε {row['settings']['eps']:g} {_f(row['valid_ppl'])} vs SGD {_f(sgd['valid_ppl'])}"
+    shown = f"ε {row['settings']['eps']:g} {fmt(row['valid_ppl'])} vs SGD {fmt(sgd['valid_ppl'])}"
     if "valid_block_tokens" not in study or "valid_blocks" not in row or "valid_blocks" not in sgd:
         diff = abs(math.log(row["valid_ppl"] / sgd["valid_ppl"]))
         return Part(label, claim, "reproduced" if diff <= IDENTICAL else "not reproduced",
@@ -460,11 +402,11 @@ def epsilon_claim(results: Results) -> Claim:
     glob, sgd = o["global_rms"]["valid_ppl"], o["sgd"]["valid_ppl"]
     tuned = rows[ppl.index(min(ppl))]
     parts = [
-        _study_part("tuned ε beats SGD", "RMSprop with its best ε gains slightly over plain SGD", o,
-                    [(tuned, o["sgd"])], f"{_f(min(ppl))} vs SGD {_f(sgd)}; thesis {DYNEVAL_EPSILON[thesis_best]} vs "
+        study_part("tuned ε beats SGD", "RMSprop with its best ε gains slightly over plain SGD", o,
+                    [(tuned, o["sgd"])], f"{fmt(min(ppl))} vs SGD {fmt(sgd)}; thesis {DYNEVAL_EPSILON[thesis_best]} vs "
                     f"{DYNEVAL_EPSILON_BASELINES['sgd']}"),
-        _study_part("global RMS beats every ε", "global RMS (without the decay prior) beats RMSprop at every ε", o,
-                    [(o["global_rms"], r) for r in rows], f"global RMS {_f(glob)}, best RMSprop {_f(min(ppl))}"),
+        study_part("global RMS beats every ε", "global RMS (without the decay prior) beats RMSprop at every ε", o,
+                    [(o["global_rms"], r) for r in rows], f"global RMS {fmt(glob)}, best RMSprop {fmt(min(ppl))}"),
     ]
     not_run = []
     largest = max(rows, key=lambda r: r["settings"]["eps"])
@@ -481,11 +423,11 @@ def epsilon_claim(results: Results) -> Claim:
     smallest = min(rows, key=lambda r: r["settings"]["eps"])
     larger = [r for r in rows if r is not smallest]
     runner = min(larger, key=lambda r: r["valid_ppl"])  # the best of the larger ε, against the smallest
-    first = _study_part("smallest ε not the best", "the best of the larger ε gives lower perplexity than the "
+    first = study_part("smallest ε not the best", "the best of the larger ε gives lower perplexity than the "
                         "smallest ε (RMSprop 'peaked' at an ε above the smallest, §5.4.3)", o,
                         [(runner, smallest)],
-                        f"smallest ε {smallest['settings']['eps']:g} {_f(smallest['valid_ppl'])} vs the best larger ε "
-                        f"{runner['settings']['eps']:g} {_f(runner['valid_ppl'])}; best ε {best_eps:g}; thesis best ε "
+                        f"smallest ε {smallest['settings']['eps']:g} {fmt(smallest['valid_ppl'])} vs the best larger ε "
+                        f"{runner['settings']['eps']:g} {fmt(runner['valid_ppl'])}; best ε {best_eps:g}; thesis best ε "
                         f"{thesis_best:g}, smallest ε {min(DYNEVAL_EPSILON):g} "
                         f"{DYNEVAL_EPSILON[min(DYNEVAL_EPSILON)]}")
     return Claim("K-T5.5", (first, *parts), tuple(not_run))
@@ -513,10 +455,10 @@ def statistics_amount_claim(results: Results) -> Claim:
     paper = [DYNEVAL_STATISTICS_AMOUNT[f] for f in (0.01, 0.1, 1.0)]
     thesis_spread = (max(paper) - min(paper)) / min(paper)
     local = min(r["valid_ppl"] for r in a["rmsprop"])
-    fractions = ", ".join(f"{100 * r['fraction']:g}% {_f(r['valid_ppl'])}" for r in a["global_rms"])
-    outdo = _study_part("global RMS beats RMSprop", "global RMS beats RMSprop whatever the amount of data", a,
+    fractions = ", ".join(f"{100 * r['fraction']:g}% {fmt(r['valid_ppl'])}" for r in a["global_rms"])
+    outdo = study_part("global RMS beats RMSprop", "global RMS beats RMSprop whatever the amount of data", a,
                         [(g, r) for g in a["global_rms"] for r in a["rmsprop"]],
-                        f"worst global RMS {_f(max(glob))} vs best RMSprop {_f(local)}")
+                        f"worst global RMS {fmt(max(glob))} vs best RMSprop {fmt(local)}")
     if len(glob) < 2:
         return Claim("K-T5.6", (outdo,), ("amount negligible",))
     return Claim("K-T5.6", (
@@ -537,8 +479,8 @@ def _fewest_best(amount: Results, rmsprop: float) -> str:
         return ""
     if rows[0]["valid_ppl"] >= rmsprop:
         return (f"; the least data scored best here, but global RMS with it does not beat the best RMSprop "
-                f"({_f(rmsprop)})")
-    return (f"; the least data scored best here, and global RMS with it still beats the best RMSprop ({_f(rmsprop)}), "
+                f"({fmt(rmsprop)})")
+    return (f"; the least data scored best here, and global RMS with it still beats the best RMSprop ({fmt(rmsprop)}), "
             "which the sentence concludes: the amount does not explain the gap")
 
 
@@ -554,7 +496,7 @@ def statistics_locality_claim(results: Results) -> Claim:
     # Table 5.7's global RMS (52.7) is Table 5.6's 100% row; ours is too, and the other rows are disclosed beside it
     amount = results.get("statistics_amount", {})
     others = [r for r in amount.get("global_rms", []) if r.get("fraction") != loc["global_rms"].get("fraction")]
-    other_rows = "".join(f"; against global RMS with {100 * r['fraction']:g}% of the statistics {_f(r['valid_ppl'])}: "
+    other_rows = "".join(f"; against global RMS with {100 * r['fraction']:g}% of the statistics {fmt(r['valid_ppl'])}: "
                          f"{(best_nl - r['valid_ppl']) / r['valid_ppl']:+.1%}" for r in others)
     share = f" ({statistics_share(amount)})" if statistics_share(amount) else ""
     thesis = DYNEVAL_STATISTICS_LOCALITY
@@ -570,12 +512,12 @@ def statistics_locality_claim(results: Results) -> Claim:
                 "not reproduced" if abs(gap) > 2 * se and abs(gap) > allowed else "within noise")
         margin = f" ({gap:+.4f} nats per token, margin {2 * se:.4f}; {len(loc['valid_block_tokens'])} blocks)"
     return Claim("K-T5.7", (
-        _study_part("non-local RMSprop beats RMSprop", "non-local RMSprop beats RMSprop at the same ε", loc,
+        study_part("non-local RMSprop beats RMSprop", "non-local RMSprop beats RMSprop at the same ε", loc,
                     [(nl, r) for r, nl in zip(loc["rmsprop"], loc["nonlocal_rmsprop"])],
-                    "; ".join(f"ε {eps:g}: {_f(nl)} vs {_f(local)}" for eps, local, nl in pairs)),
+                    "; ".join(f"ε {eps:g}: {fmt(nl)} vs {fmt(local)}" for eps, local, nl in pairs)),
         Part("on par with global RMS", "the best non-local RMSprop is on par with global RMS (Table 5.7's global "
              "RMS is Table 5.6's 100% row)", word,
-             f"{_f(best_nl)} vs global RMS with 100% of the statistics{share} {_f(glob)}, {apart:+.1%}{margin}; "
+             f"{fmt(best_nl)} vs global RMS with 100% of the statistics{share} {fmt(glob)}, {apart:+.1%}{margin}; "
              f"thesis {thesis_apart:+.1%}{other_rows}",
              f"|relative difference| at most {ON_PAR:.0%} (about 5x the thesis' difference), against the global-RMS "
              "row with 100% of the statistics, as in the thesis; with per-block losses, the difference plus its "

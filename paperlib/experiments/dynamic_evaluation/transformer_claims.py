@@ -15,7 +15,7 @@ import math
 from typing import Any, Mapping
 
 from paperlib.experiments.common.claims import Claim, Part, paired_bootstrap
-from paperlib.experiments.dynamic_evaluation.claims import _compared, _strict
+from paperlib.experiments.dynamic_evaluation.comparisons import compared, strict_part
 from paperlib.reference.dynamic_evaluation import DYNEVAL_TRANSFORMER_TABLE_6_3 as TABLE_6_3
 
 Results = Mapping[str, Any]
@@ -52,8 +52,8 @@ def _judged(label: str, claim: str, results: Results, better: str, worse: str, e
     infinite, so a diverged ``worse`` loses to any finite ``better`` and a diverged ``better`` never wins)."""
     rows = {r["key"]: r for r in results["rows"]}
     if all(math.isfinite(_finite(rows[k]["test_ppl"])) for k in (better, worse)):
-        return _compared(label, claim, results, better, worse, evidence)
-    return _strict(label, claim, _finite(rows[worse]["test_ppl"]) - _finite(rows[better]["test_ppl"]), evidence)
+        return compared(label, claim, results, better, worse, evidence)
+    return strict_part(label, claim, _finite(rows[worse]["test_ppl"]) - _finite(rows[better]["test_ppl"]), evidence)
 
 
 def _no_decay_advantage(results: Results) -> Part:
