@@ -700,3 +700,37 @@ def test_the_amount_part_says_when_the_least_data_scored_best_and_what_that_leav
     for row, ppl in zip(sorted(glob, key=lambda r: r["fraction"]), (53.0, 52.0, 50.0)):
         row["valid_ppl"] = ppl
     assert "least data" not in claims(results)["K-T5.6"].parts[0].evidence
+
+
+def test_a_small_gap_between_rows_tuned_on_a_coarse_grid_is_also_read_at_the_interpolated_rates():
+    """interpolated_best recovers a parabola's minimum in log η exactly from three grid points around it (×3 apart,
+    the minimum off-centre); Table 5.4's momentum part, reproduced by the blocks' margin at the grid's best rates,
+    is within noise when the worse row's interpolated optimum is the lower one (its grid point sat farther from it)."""
+    from paperlib.experiments.dynamic_evaluation.claims import adaptive_claim, interpolated_best
+
+    def row(ppl_at_best: float, centre: float, curvature: float = 0.05) -> dict:
+        """A sweep whose loss is a parabola in log η with its minimum log(ppl_at_best) at η = ``centre``."""
+        rates = [1e-5 * 3 ** i for i in range(4)]
+        sweep = [{"lr": lr, "nll": math.log(ppl_at_best) + curvature * (math.log(lr / centre)) ** 2} for lr in rates]
+        best = min(sweep, key=lambda p: p["nll"])
+        return {"lr": best["lr"], "sweep": sweep, "valid_ppl": math.exp(best["nll"])}
+
+    exact = row(58.0, 2.2e-5)
+    assert exact["valid_ppl"] > 58.0 and interpolated_best(exact) == pytest.approx(58.0, rel=1e-12)
+    assert interpolated_best({**exact, "lr": exact["sweep"][0]["lr"]}) is None  # an end of the sweep: no bracket
+    results = constructed()
+    adam = {r["settings"]["momentum"]: r for r in results["optimizers"]["adaptive"] if r["settings"]["rule"] == "adam"}
+    # μ = 0 sits on a grid point near its optimum 58.00; μ = 0.9's optimum 57.95 lies midway between two grid points
+    # (2.7e-5 x √3), so on the grid it scores worse than μ = 0, but interpolated it is the better one
+    adam[0.0].update(row(58.0, 3e-5))
+    adam[0.9].update(row(57.95, 3e-5 * 3 ** 0.5, curvature=0.2))
+    assert adam[0.9]["valid_ppl"] > adam[0.0]["valid_ppl"]
+    wiggle = [0.002 if i % 2 else -0.002 for i in range(40)]
+    results["optimizers"]["valid_block_tokens"] = [100] * 40
+    adam[0.0]["valid_blocks"] = [4.0 + w for w in wiggle]
+    adam[0.9]["valid_blocks"] = [4.01 + w for w in wiggle]  # beyond the blocks' margin at the grid's rates
+    part = {p.label: p for p in adaptive_claim(results).parts}["momentum hurts Adam"]
+    assert part.verdict == "within noise" and "the gap is within the grid's resolution" in part.evidence, part
+    adam[0.9].update(row(58.2, 3e-5 * 3 ** 0.5, curvature=0.2))  # worse interpolated too: the part holds
+    part = {p.label: p for p in adaptive_claim(results).parts}["momentum hurts Adam"]
+    assert part.verdict == "reproduced" and "still the thesis' way" in part.evidence, part
