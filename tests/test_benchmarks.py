@@ -241,7 +241,7 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(result))
     text = readme_with_measurements(readme, tmp_path)
     assert "old text" not in text and text.endswith(f"{END}\nrest\n")
-    assert "timed no step with a dry-run prediction, so nothing recalibrates these estimates" in text
+    assert "GPU-hours on the NVIDIA H200, calibrated |" in text  # its FLOPs from the dry run's counts of lm_ptb lstm
     assert "(../benchmarks/results/gpu-nvidia-h200-2026-12-01.json)" in text and "at tf32" in text and "NVIDIA H200" in text
     assert "950 passed, 1 failed" in text and "370 (tf32)" in text
     assert "| dyneval | ptb: sgd, validation | segment 1x5 | 0.400 | 0.225 | 1.78 | 45 |" in text
@@ -372,14 +372,26 @@ def test_the_dry_run_tables_gain_a_column_recalibrated_on_the_newest_measurement
         assert "| 0.5 | 2.0 |" in table and "| **total** | | | | | | | | **0.5** | **0.0** | **0.5** | **2.0** |" in table
         assert "MFU (0.1) and the time per counted kernel (10 µs)" in table
         assert "comes within 1× of every one of them (training steps 1×; the goal is 1.5×)." in table
+    # the dry run's current counts replace those the measurement recorded: a measurement that recorded none still
+    # calibrates on the workloads the dry run has; one that matches none of them recalibrates nothing
+    bare = {**measurement, "workloads": [{k: v for k, v in r.items() if k not in ("flops_per_step", "predicted_kernels")}
+                                         for r in measurement["workloads"]]}
+    (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(bare))
+    assert "MFU (0.1) and the time per counted kernel (10 µs)" in readme_with_measurements(readme, tmp_path)
+    bare["workloads"] = [{**r, "stage": "music"} for r in bare["workloads"]]
+    (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(bare))
+    assert "timed no step with a dry-run prediction, so nothing recalibrates these estimates" in \
+        readme_with_measurements(readme, tmp_path)
     # two launch-bound steps at 10 and 40 us per counted kernel (the second launched twice what the dry run counts):
     # no one time fits both (the best is 2x off each), and the paragraph says so, with both ends per launched kernel
     # and the step that launched most beyond the count
     measurement["workloads"].append({**measurement["workloads"][1], "workload": "tiny", "flops_per_step": 1e6,
                                      "step_s": 0.2, "kernels_per_step": 10_000, "predicted_kernels": 5_000})
+    dry["stages"]["lm_ptb"]["workloads"]["tiny"] = {**small, "flops_per_step": 1e6, "kernels_per_step": 5_000}
+    (tmp_path / "results" / "dryrun.json").write_text(json.dumps(dry))
     (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(measurement))
     text = readme_with_measurements(readme, tmp_path)
     assert re.search(r"comes within 2(\.\d+)?× of every one of them \(training steps 2(\.\d+)?×; the goal is 1\.5×\): "
                      r"one time per kernel cannot fit them all, since a launch-bound step measured 10 µs per launched "
-                     r"kernel \(lm_ptb small\) to 20 µs \(lm_ptb tiny\), and some steps launch many more kernels than "
-                     r"the dry run counts \(at most 2×: lm_ptb tiny, 10,000 against 5,000;", text), text
+                     r"kernel \(lm_ptb small\) to 20 µs \(lm_ptb tiny\), and the dry run's kernel counts are off by up to "
+                     r"2× \(lm_ptb tiny: 10,000 launched, 5,000 counted\)\.", text), text

@@ -280,11 +280,19 @@ def cmd_dryrun(args) -> int:
 
         from paperlib.experiments.dryrun.gpu_time import calibrate
 
-        constants, calibration = calibrate(json.loads(Path(args.calibration).read_text()), args.calibration)
+        measurement = json.loads(Path(args.calibration).read_text())
+        counted = Path("results") / "dryrun.json"  # the measured profile's current counts, where the pipeline made them
+        counts = json.loads(counted.read_text()) if counted.is_file() else None
+        if counts is not None and (counts["assumptions"].get("profile") != measurement.get("profile")
+                                   or counts["assumptions"].get("max_length") is not None):
+            counts = None
+        constants, calibration = calibrate(measurement, args.calibration, counts)
         parts = [f"{name} {calibration[key]:g}x" for name, key in (("training steps", "training_max_ratio"),
                                                                     ("evaluation passes", "evaluation_max_ratio"))
                  if calibration[key] is not None]
-        print(f"calibrated on {calibration['workloads']} measured workloads: MFU {constants.mfu:.3g}, "
+        print(f"calibrated on {calibration['workloads']} measured workloads"
+              + (f" with the kernel and FLOP counts of {counted}" if counts is not None else "")
+              + f": MFU {constants.mfu:.3g}, "
               f"{constants.kernel_latency_s * 1e6:.3g} us per kernel, model within {calibration['max_ratio']:g}x of "
               f"every measured step ({', '.join(parts)})")
     result = dry_run(args.stages, max_length=max_length, progress=progress, profile=args.profile,

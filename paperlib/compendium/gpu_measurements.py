@@ -180,34 +180,34 @@ GPU_ESTIMATE_START = ("<!-- dryrun-gpu-estimate:start (written by `paperlib inde
 GPU_ESTIMATE_END = "<!-- dryrun-gpu-estimate:end -->"
 
 
-def recalibrated(result: dict[str, Any], measurement: dict[str, Any], source: str) -> dict[str, Any]:
+def recalibrated(result: dict[str, Any], measurement: dict[str, Any], source: str,
+                 counts: dict[str, Any] | None = None) -> dict[str, Any]:
     """The dry run ``result`` estimated again with constants fitted to a GPU ``measurement``
-    (:func:`paperlib.experiments.dryrun.gpu_time.calibrate`): the same counts (FLOPs and kernels per step or pass,
-    steps and passes), the card's measured peaks, and the MFU and time per counted kernel that bring the time model
-    closest to every step and pass measured. Returns ``{"card", "source", "mfu", "kernel_latency_us", "fit"
-    (calibrate's agreement), "stages": {stage: {"training_hours", "evaluation_hours", "gpu_hours"}}}``."""
+    (:func:`paperlib.experiments.dryrun.gpu_time.calibrate`, on the measured workloads' current counts in ``counts``,
+    the dry run of the measured profile, where given): the same counts (FLOPs and kernels per step or pass, steps
+    and passes), the card's measured peaks, and the MFU and time per counted kernel that bring the time model closest
+    to every step and pass measured. Returns ``{"card", "source", "mfu", "kernel_latency_us", "fit" (calibrate's
+    agreement), "kernels" ({"stage workload": (launched, counted)} per measured step), "stages": {stage:
+    {"training_hours", "evaluation_hours", "gpu_hours"}}}``."""
     from paperlib.experiments.dryrun.evaluation import evaluation_precision
-    from paperlib.experiments.dryrun.gpu_time import calibrate, estimate
+    from paperlib.experiments.dryrun.gpu_time import calibrate, reestimate
 
-    constants, fit = calibrate(measurement, source)
-    precision = result["assumptions"]["precision"]
-    stages = {}
-    for stage, entry in result["stages"].items():
-        training = sum(estimate(w["flops_per_step"], w["kernels_per_step"], w["steps_per_run"] * w["runs"], precision,
-                                constants)["gpu_hours"] for w in entry["workloads"].values())
-        evaluating = sum(estimate(e["flops_per_pass"], e["kernels_per_pass"], e["passes"],
-                                  evaluation_precision(precision), constants)["gpu_hours"]
-                         for e in entry["evaluations"].values())
-        stages[stage] = {"training_hours": training, "evaluation_hours": evaluating,
-                         "gpu_hours": training + evaluating}
+    constants, fit = calibrate(measurement, source, counts)
+    current = {(stage, name): w["kernels_per_step"] for stage, entry in (counts or {}).get("stages", {}).items()
+               for name, w in entry["workloads"].items()}
+    kernels = {f"{r['stage']} {r['workload']}": (r["kernels_per_step"],
+                                                 current.get((r["stage"], r["workload"]), r["predicted_kernels"]))
+               for r in measurement["workloads"]
+               if r.get("status") == "timed" and r.get("kernels_per_step") and r.get("predicted_kernels")}
     return {"card": constants.gpu, "source": source, "mfu": constants.mfu,
-            "kernel_latency_us": constants.kernel_latency_s * 1e6, "fit": fit, "stages": stages}
+            "kernel_latency_us": constants.kernel_latency_s * 1e6, "fit": fit, "kernels": kernels,
+            "stages": reestimate(result, constants, evaluation_precision(result["assumptions"]["precision"]))}
 
 
 def _fit_sentence(calibrated: dict[str, Any], measurement: dict[str, Any]) -> str:
     """How the calibrated column was made and how well its model fits the measured steps, with what the misses come
-    from: the spread of the measured time per launched kernel over the launch-bound steps, and kernels the dry run
-    counts once that the card launched many times (cuDNN's recurrences launch per time step)."""
+    from: the spread of the measured time per launched kernel over the launch-bound steps, and the measured steps
+    whose kernels the dry run counts farthest from what the card launched."""
     fit = calibrated["fit"]
     launch = [r for r in measurement["workloads"] if r.get("status") == "timed" and r.get("kernels_per_step")
               and r.get("predicted_bound") == "launch"]
@@ -220,15 +220,14 @@ def _fit_sentence(calibrated: dict[str, Any], measurement: dict[str, Any]) -> st
     if launch and fit["max_ratio"] > GOAL:
         per_kernel = {f"{r['stage']} {r['workload']}": r["step_s"] / r["kernels_per_step"] * 1e6 for r in launch}
         low, high = min(per_kernel, key=per_kernel.get), max(per_kernel, key=per_kernel.get)
-        counted = {f"{r['stage']} {r['workload']}": (r["kernels_per_step"], r["predicted_kernels"])
-                   for r in measurement["workloads"] if r.get("status") == "timed" and r.get("predicted_kernels")}
-        worst = max(counted, key=lambda k: counted[k][0] / counted[k][1])
-        more = counted[worst][0] / counted[worst][1]
+        counted = calibrated.get("kernels") or {}
+        off = {k: max(a / b, b / a) for k, (a, b) in counted.items()}
+        worst = max(off, key=off.get) if off else None
         text += (f": one time per kernel cannot fit them all, since a launch-bound step measured "
                  f"{per_kernel[low]:.3g} µs per launched kernel ({low}) to {per_kernel[high]:.3g} µs ({high})"
-                 + (f", and some steps launch many more kernels than the dry run counts (at most {more:.3g}×: {worst}, "
-                    f"{counted[worst][0]:,} against {counted[worst][1]:,}; cuDNN's recurrences launch kernels per "
-                    "time step)." if more > GOAL else "."))
+                 + (f", and the dry run's kernel counts are off by up to {off[worst]:.3g}× ({worst}: "
+                    f"{counted[worst][0]:,} launched, {counted[worst][1]:,} counted)." if worst and off[worst] > GOAL
+                    else "."))
     else:
         text += "."
     return text
@@ -292,13 +291,16 @@ def readme_with_measurements(readme: str, root: str | Path) -> str:
     path = newest(root)
     measurement = json.loads(path.read_text()) if path is not None else None
 
+    counted = Path(root) / DRYRUN  # the measured (paper) profile's counts, for the fit
+
     def estimate_table(dry: Path) -> str:
         result = json.loads((Path(root) / dry).read_text())
         if measurement is None:
             return render_estimate(result)
         source = "../" + path.relative_to(root).as_posix()
+        counts = json.loads(counted.read_text()) if counted.is_file() else None
         try:
-            calibrated = recalibrated(result, measurement, source)
+            calibrated = recalibrated(result, measurement, source, counts)
         except ValueError:  # nothing timed there that the dry run predicts: no constants to fit
             return (render_estimate(result) + f" The newest measurement ([`{source}`]({source})) timed no step with a "
                     "dry-run prediction, so nothing recalibrates these estimates.")

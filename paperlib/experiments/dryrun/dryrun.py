@@ -18,7 +18,8 @@ Assumptions and departures (also in the JSON):
 
 - Fake tensors live on the CPU device: autograd on fake ``cuda`` tensors aborts the process in a CPU-only torch
   build (``getDeviceGuardImpl``), and the CPU keeps the numbers the same on every machine. Optimizers use their
-  ``foreach`` kernels, as on CUDA. ``nn.LSTM`` runs as one fused oneDNN layer on a CPU as cuDNN's does on a GPU;
+  ``foreach`` kernels, as on CUDA. ``nn.LSTM`` runs as one fused oneDNN layer on a CPU as cuDNN's does on a GPU,
+  counted as the kernels cuDNN launches per time step (:data:`.measure.FUSED_RNN_KERNELS_PER_STEP`, checked on an H200);
   ``nn.GRU`` and LSTMs on packed sequences (the word-generation GRUs, micmco_ptb's encoder) run per time step on a
   CPU, so their kernel counts are upper bounds (not in a word-generation stack, whose GRUs run step by step on a GPU
   too: vmap needs it). The CUDA context (~0.5 GB), allocator rounding and library

@@ -103,20 +103,29 @@ def _model_step(row: dict[str, Any], peak: float, mfu: float, latency: float) ->
     return max(row["flops_per_step"] / (mfu * peak), row["predicted_kernels"] * latency)
 
 
-def calibrate(measurement: dict[str, Any], source: str = "measurement") -> tuple[Constants, dict[str, Any]]:
+def calibrate(measurement: dict[str, Any], source: str = "measurement",
+              counts: dict[str, Any] | None = None) -> tuple[Constants, dict[str, Any]]:
     """Constants fitted to a ``benchmarks/gpu.py`` measurement, and how well they fit.
 
     Peaks: the card's measured matmul rates. MFU and time per kernel: on a log grid (MFU 0.01-1, 0.1 us-1 ms), the
     pair that minimises the largest ratio, either way, between the model's step time (with the dry run's FLOPs and
     kernel counts for each workload) and the measured one, over every timed workload with a dry-run prediction and
-    every timed evaluation pass (its time per unit, at the precision evaluation runs at).
+    every timed evaluation pass (its time per unit, at the precision evaluation runs at). The counts are those the
+    measurement recorded, or, with ``counts`` (a dry run of the measured profile, :func:`~.dryrun.dry_run`), the dry
+    run's current ones for every workload it has by the same stage and name: a dry run that counts better then fits
+    better without measuring again.
     Returns (constants, {"workloads", "max_ratio", "ratios", "training_max_ratio", "evaluation_max_ratio"}):
     ``max_ratio`` is the agreement to quote (<= 1.5 is the goal); the last two are its parts over the training steps
     and over the evaluation passes (None without any).
     """
     precision = measurement["precision"]
-    rows = [r for r in measurement["workloads"]
-            if r.get("status") == "timed" and r.get("flops_per_step") and r.get("predicted_kernels")]
+    current = {(stage, name): w for stage, entry in (counts or {}).get("stages", {}).items()
+               for name, w in entry["workloads"].items()}
+    rows = [{**r, **({"flops_per_step": current[key]["flops_per_step"],
+                      "predicted_kernels": current[key]["kernels_per_step"]}
+                     if (key := (r.get("stage"), r.get("workload"))) in current else {})}
+            for r in measurement["workloads"]]
+    rows = [r for r in rows if r.get("status") == "timed" and r.get("flops_per_step") and r.get("predicted_kernels")]
     rows += [{"stage": r["stage"], "workload": r["workload"], "flops_per_step": r["flops_per_unit"],
               "predicted_kernels": r["kernels_per_unit"], "step_s": r["unit_s"], "precision": r["precision"],
               "evaluation": True}
@@ -151,5 +160,22 @@ def calibrate(measurement: dict[str, Any], source: str = "measurement") -> tuple
                        "evaluation_max_ratio": agreement([r for r in rows if r.get("evaluation")])}
 
 
+def reestimate(result: dict[str, Any], constants: Constants, evaluation_precision: str) -> dict[str, Any]:
+    """Each stage's GPU-hours of a dry run ``result`` (:func:`~.dryrun.dry_run`) with other ``constants``, from its
+    counts (FLOPs and kernels per step or pass, steps, passes; evaluation at ``evaluation_precision``):
+    ``{stage: {"training_hours", "evaluation_hours", "gpu_hours"}}``, as the dry run with those constants would
+    give them."""
+    precision = result["assumptions"]["precision"]
+    stages = {}
+    for stage, entry in result["stages"].items():
+        training = sum(estimate(w["flops_per_step"], w["kernels_per_step"], w["steps_per_run"] * w["runs"], precision,
+                                constants)["gpu_hours"] for w in entry["workloads"].values())
+        evaluating = sum(estimate(e["flops_per_pass"], e["kernels_per_pass"], e["passes"], evaluation_precision,
+                                  constants)["gpu_hours"] for e in entry["evaluations"].values())
+        stages[stage] = {"training_hours": training, "evaluation_hours": evaluating,
+                         "gpu_hours": training + evaluating}
+    return stages
+
+
 __all__ = ["DATASHEET", "GPU", "KERNEL_LATENCY_S", "MFU", "PEAK_FLOPS", "Constants", "calibrate", "estimate",
-           "render_tables", "si_number"]
+           "reestimate", "render_tables", "si_number"]

@@ -22,6 +22,11 @@ FAKE_DEVICE = "cpu"  # see the dry run's docstring
 NO_KERNEL = ("empty", "new_empty", "detach", "_unsafe_view", "lift_fresh")  # allocations and aliases
 # fused RNN layers (nn.LSTM as one oneDNN call, as cuDNN on a GPU) have no FLOP formula in torch: x forward FLOPs
 FUSED_RNN = {torch.ops.aten.mkldnn_rnn_layer: 1, torch.ops.aten.mkldnn_rnn_layer_backward: 2}
+# ... and are one operator here but not one kernel there: cuDNN steps through time on the device, launching per time
+# step and layer a recurrent matmul and a pointwise kernel forward, and about three kernels backward. Measured on an
+# H200 (benchmarks/results/gpu-nvidia-h200-2026-11-30.json): the music stage's LSTM-NADE (2 layers) launched 1,456
+# and 2,166 kernels a step at 129 and 200 frames, these counts 1,416 and 2,126.
+FUSED_RNN_KERNELS_PER_STEP = {torch.ops.aten.mkldnn_rnn_layer: 2, torch.ops.aten.mkldnn_rnn_layer_backward: 3}
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,8 @@ def clip_gradients(workload: Workload, model: nn.Module) -> None:
 
 
 class StepCounter(TorchDispatchMode):
-    """Counts one training step: kernels (ATen operators on device tensors but views and allocations), FLOPs (the
+    """Counts one training step: kernels (ATen operators on device tensors but views and allocations; a fused RNN
+    layer as the kernels cuDNN launches over its time steps, :data:`FUSED_RNN_KERNELS_PER_STEP`), FLOPs (the
     formulas ``FlopCounterMode`` uses, plus fused RNN layers: 2 per weight per position) and the peak of live
     storage bytes, starting from the ``existing`` tensors (parameters, buffers, optimizer state)."""
 
@@ -79,7 +85,8 @@ class StepCounter(TorchDispatchMode):
         on_host = any(isinstance(a, Tensor) for a in args) and not any(isinstance(a, FakeTensor) for a in args)
         if func.namespace == "aten" and not func.is_view and not func.__name__.startswith(NO_KERNEL) \
                 and not on_host:  # prim ops are fake-tensor bookkeeping; real tensors are host-side values
-            self.kernels += 1
+            self.kernels += FUSED_RNN_KERNELS_PER_STEP[func._overloadpacket] * args[0].shape[0] \
+                if func._overloadpacket in FUSED_RNN_KERNELS_PER_STEP else 1  # inputs [T, B, I] in either layout
         if func._overloadpacket in flop_registry:
             self.flops += flop_registry[func._overloadpacket](*args, **kwargs, out_val=out)
         elif func._overloadpacket in FUSED_RNN:  # inputs [T, B, I] (either layout), weights [G*H, I], [G*H, H]
