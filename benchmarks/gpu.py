@@ -200,7 +200,8 @@ def run_tests(out_dir: Path, limit_s: float, select: list[str], device: torch.de
             code = "timed out"
             output = _end_group(process)
     result: dict[str, Any] = {"command": " ".join(command[1:]), "device": device.type, "exit": code,
-                              "seconds": round(time.perf_counter() - start, 1), "tail": output[-3000:]}
+                              "limit_s": limit_s, "seconds": round(time.perf_counter() - start, 1),
+                              "tail": output[-3000:]}
     if report.is_file():
         result.update(junit_counts(report))
     failures = failure_log.read(log)

@@ -320,12 +320,16 @@ def test_a_cut_off_device_test_run_still_names_its_failures_and_leaves_no_proces
         f"    open({str(pid_file)!r}, 'w').write(str(child.pid))\n    time.sleep(300)\n")
     out = tmp_path / "out"
     out.mkdir()
-    result = gpu.run_tests(out, 10.0, [str(tmp_path / "test_cut.py")], gpu.torch.device("cpu"))
-    assert result["exit"] == "timed out" and result["seconds"] < 30, result
+    result = gpu.run_tests(out, 15.0, [str(tmp_path / "test_cut.py")], gpu.torch.device("cpu"))
+    assert result["exit"] == "timed out" and result["limit_s"] == 15.0 and result["seconds"] < 45, result
     assert [t.rsplit("::", 1)[1] for t in result["failing"]] == ["test_a_failure"], result
     (failure,) = result["failures"]
     assert failure["when"] == "call" and "a marked failure" in failure["message"], failure
     assert not (out / "pytest-junit.xml").exists()
+    from paperlib.compendium.gpu_measurements import _tests_sentence
+
+    assert _tests_sentence(result).startswith("Unit suite on CUDA: cut off at its 15 s limit before the end; 1 test had "
+                                              "failed by then. Failing: `"), _tests_sentence(result)
     child = int(pid_file.read_text())
     stat = Path(f"/proc/{child}/stat")  # gone, or a zombie its new parent has not reaped yet: not running
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"), stat.read_text()

@@ -388,6 +388,8 @@ def test_fig_5_1_and_table_5_1_with_per_sequence_losses_take_the_bootstrap_over_
     ts["sequence_curves"] = {k: [[x + d for x in v] for d in (-0.01, 0.0, 0.01)] for k, v in ts["curves"].items()}
     (part,) = timescale_claim(results).parts
     assert part.verdict == "partly reproduced" and "first vs last (+0.1500" in part.evidence, part
+    del ts["sequence_curves"]  # judged strictly, the same reading: one of the two comparisons fails
+    assert timescale_claim(results).parts[0].verdict == "partly reproduced"
     assert "0.25 → 0.40 → 0.40 nats/word" in part.evidence and "middle vs last (+0.0000" in part.evidence
     # dynamic evaluation helps on seen words only in one heavy sequence: inside the spread of the three
     ts["seen_unseen_sequences"]["dynamic"]["seen"] = [3.3, 3.3, 2.0]
@@ -720,8 +722,8 @@ def test_a_small_gap_between_rows_tuned_on_a_coarse_grid_is_also_read_at_the_int
     assert interpolated_best({**exact, "lr": exact["sweep"][0]["lr"]}) is None  # an end of the sweep: no bracket
     results = constructed()
     adam = {r["settings"]["momentum"]: r for r in results["optimizers"]["adaptive"] if r["settings"]["rule"] == "adam"}
-    # μ = 0 sits on a grid point near its optimum 58.00; μ = 0.9's optimum 57.95 lies midway between two grid points
-    # (2.7e-5 x √3), so on the grid it scores worse than μ = 0, but interpolated it is the better one
+    # μ = 0 sits on a grid point at its optimum 58.00; μ = 0.9's optimum 57.95 lies midway between two grid points
+    # (3e-5 × √3), so on the grid it scores worse than μ = 0, but interpolated it is the better one
     adam[0.0].update(row(58.0, 3e-5))
     adam[0.9].update(row(57.95, 3e-5 * 3 ** 0.5, curvature=0.2))
     assert adam[0.9]["valid_ppl"] > adam[0.0]["valid_ppl"]

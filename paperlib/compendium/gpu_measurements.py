@@ -66,6 +66,8 @@ def render(result: dict[str, Any], source: str) -> str:
             f"{row['tokens_per_s']:,.0f} | {_number(row.get('mfu'), '.3f')} | {row['kernels_per_step']:,} "
             f"({_number(row.get('predicted_kernels'), ',')}) | {_number(row.get('over_reference'), '.2f')} | "
             f"{_number(row.get('peak_memory_gib'), '.2f')} |")
+    lines += ["", "The dry-run columns hold its predictions when the card was measured; the estimate tables above use "
+                  "its current counts."]
     passes = result.get("evaluations", [])
     if passes:
         lines += ["", "Evaluation passes (per stage, the one that weighs most in the dry run), time per unit beside the "
@@ -111,14 +113,17 @@ def _tests_sentence(tests: dict[str, Any]) -> str:
     named = f" Failing: {', '.join(f'`{t}`' for t in failing)}." if failing else ""
     if tests.get("exit") == "timed out":
         if "failures" in tests:
-            by_then = f"; {len(failing)} test{'' if len(failing) == 1 else 's'} had failed by then."
+            by_then = (f"; {len(failing)} test{'' if len(failing) == 1 else 's'} had failed by then." if failing
+                       else "; no test had failed by then.")
         else:  # a measurement made before failures were logged as they happen: pytest's progress marks
             marks = "".join(m.group(1) for m in _PROGRESS.finditer(str(tests.get("tail", "")).replace("\\n", "\n")))
             percent = max((int(p) for p in _PERCENT.findall(str(tests.get("tail", "")))), default=None)
             by_then = (f" ({percent}% of the tests had run: {marks.count('F')} failed, {marks.count('E')} errors, by "
-                       "pytest's progress marks; which ones was not recorded)." if percent is not None else
+                       "pytest's progress marks; which ones failed was not recorded)." if percent is not None else
                        " (which tests failed was not recorded).")
-        return f"Unit suite on CUDA: cut off at its {tests.get('seconds', '?')} s limit before the end{by_then}{named}"
+        limit = tests.get("limit_s", tests.get("seconds", "?"))
+        return f"Unit suite on CUDA: cut off at its {limit:g} s limit before the end{by_then}{named}" \
+            if isinstance(limit, (int, float)) else f"Unit suite on CUDA: cut off before the end{by_then}{named}"
     return (f"Unit suite on CUDA: {tests.get('passed', '?')} passed, {tests.get('failed', '?')} failed, "
             f"{tests.get('errors', '?')} errors, {tests.get('skipped', '?')} skipped.{named}")
 
@@ -217,7 +222,7 @@ def _fit_sentence(calibrated: dict[str, Any], measurement: dict[str, Any]) -> st
             f"that bring the model closest to all {fit['workloads']} steps and evaluation passes timed there "
             f"(`paperlib dryrun --calibration`), for eager steps, as every stage trains today. The model comes within "
             f"{fit['max_ratio']:.3g}× of every one of them ({_parts(fit)}; the goal is {GOAL:g}×)")
-    if launch and fit["max_ratio"] > GOAL:
+    if len(launch) > 1 and fit["max_ratio"] > GOAL:
         per_kernel = {f"{r['stage']} {r['workload']}": r["step_s"] / r["kernels_per_step"] * 1e6 for r in launch}
         low, high = min(per_kernel, key=per_kernel.get), max(per_kernel, key=per_kernel.get)
         counted = calibrated.get("kernels") or {}

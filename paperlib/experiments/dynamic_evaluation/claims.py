@@ -28,8 +28,8 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from paperlib.experiments.common.claims import Claim, Part, direction_word, paired_bootstrap, part_word
-from paperlib.experiments.dynamic_evaluation.comparisons import (SEQUENCES, compared, fmt, over_sequences, strict_part,
-                                                                 study_part)
+from paperlib.experiments.dynamic_evaluation.comparisons import (SEQUENCES, STRICT, compared, fmt, over_sequences,
+                                                                 strict_part, study_part)
 from paperlib.reference.dynamic_evaluation import (DYNEVAL_TABLES, DYNEVAL_EPSILON, DYNEVAL_EPSILON_BASELINES, DYNEVAL_MOMENTUM, DYNEVAL_SEEN_UNSEEN,
                                         DYNEVAL_RELATED_WORDS_MEDIAN, DYNEVAL_STATISTICS_AMOUNT, DYNEVAL_STATISTICS_LOCALITY,
                                         DYNEVAL_UNSEEN_SHARE)
@@ -85,10 +85,14 @@ def table_claim(results: Results, corpus: str) -> Claim:
 
 
 def _thirds(static: list[float], other: list[float]) -> tuple[float, float, float]:
-    """The mean gain (static − other, per bin) over the first, the middle and the last third of the bins."""
+    """The mean gain (static − other, per bin) over the first third of the bins, the bins between the first and the
+    last third, and the last third (at least three bins)."""
     gain = [s - v for s, v in zip(static, other)]
-    t = max(1, len(gain) // 3)
-    return sum(gain[:t]) / t, sum(gain[t:2 * t]) / max(1, len(gain[t:2 * t])), sum(gain[-t:]) / t
+    if len(gain) < 3:
+        raise ValueError(f"a curve needs at least 3 bins for its thirds, got {len(gain)}")
+    t = len(gain) // 3
+    middle = gain[t:len(gain) - t]
+    return sum(gain[:t]) / t, sum(middle) / len(middle), sum(gain[-t:]) / t
 
 
 def timescale_claim(results: Results) -> Claim:
@@ -101,9 +105,11 @@ def timescale_claim(results: Results) -> Claim:
     ts = results["timescale"]
     early, middle, late = _thirds(ts["curves"]["static"], ts["curves"]["dynamic"])
     label, claim = "dynamic gain grows", "the gain of dynamic evaluation over static grows along the sequence"
-    evidence = f"{early:.2f} → {middle:.2f} → {late:.2f} nats/word over the first, middle and last third"
+    evidence = f"{early:.2f} → {middle:.2f} → {late:.2f} nats/word over the first, middle and last thirds"
     if "sequence_curves" not in ts:
-        return Claim("K-F5.1", (strict_part(label, claim, min(late - early, late - middle), evidence),))
+        judged = [strict_part(label, claim, late - before, evidence) for before in (early, middle)]
+        return Claim("K-F5.1", (Part(label, claim, part_word([p.verdict for p in judged]), evidence, rule=STRICT,
+                                     kind="strict"),))
     per = ts["sequence_curves"]
     thirds = [_thirds(s, d) for s, d in zip(per["static"], per["dynamic"])]
     ones = [1.0] * len(thirds)
@@ -386,7 +392,8 @@ def adaptive_claim(results: Results) -> Claim:
             continue
         note, holds = _interpolated(better, worse)
         part = study_part(label, claim, o, [pair], f"{names[1]} {fmt(worse['valid_ppl'])} vs {names[0]} "
-                                                   f"{fmt(better['valid_ppl'])}{note}")
+                                                   f"{fmt(better['valid_ppl'])} at the grid's best rates")
+        part = replace(part, evidence=part.evidence + note)
         if not holds and part.verdict == "reproduced":  # a gap the grid's resolution can hold is not a finding
             part = replace(part, verdict="within noise")
         parts.append(part)
