@@ -191,7 +191,7 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
     workload = {"parameters": 21_400_000, "flops_per_step": 9.21e12, "kernels_per_step": 21_372, "steps_per_run": 100,
                 "runs": 3, "bound": "launch", "peak_memory_bytes": 2**30}
     (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "dryrun.json").write_text(json.dumps({"assumptions": {"precision": "tf32"}, "stages": {
+    (tmp_path / "results" / "dryrun.json").write_text(json.dumps({"assumptions": {"precision": "tf32", "profile": "paper", "max_length": None}, "stages": {
         "lm_ptb": {"gpu_hours": 9.4, "training_hours": 8.1, "evaluation_hours": 1.3, "peak_memory_bytes": 19.7 * 2**30,
                    "workloads": {"lstm": workload, "big": {**workload, "parameters": 23_100_000, "bound": "compute",
                                                            "flops_per_step": 1e9, "steps_per_run": 283_000, "runs": 1}},
@@ -199,7 +199,7 @@ def test_the_readme_shows_the_newest_gpu_measurement_or_says_there_is_none(tmp_p
                                                         "passes": 10}}},
         "music": {"gpu_hours": 1_200.04, "training_hours": 1_200.04, "evaluation_hours": 0.0,
                   "peak_memory_bytes": 2**29, "workloads": {"nade": workload}, "evaluations": {}}}}))
-    (tmp_path / "results" / "dryrun_gpu.json").write_text(json.dumps({"assumptions": {"precision": "tf32"}, "stages": {  # the gpu profile's, its own table
+    (tmp_path / "results" / "dryrun_gpu.json").write_text(json.dumps({"assumptions": {"precision": "tf32", "profile": "paper", "max_length": None}, "stages": {  # the gpu profile's, its own table
         "music": {"gpu_hours": 0.25, "training_hours": 0.25, "evaluation_hours": 0.0, "peak_memory_bytes": 2**29,
                   "workloads": {"nade": workload}, "evaluations": {}}}}))
     assert "the dry run's estimate" in readme_with_measurements(readme, tmp_path) and newest(tmp_path) is None
@@ -348,7 +348,7 @@ def test_the_dry_run_tables_gain_a_column_recalibrated_on_the_newest_measurement
            "bound": "compute", "peak_memory_bytes": 2**30}
     small = {**big, "flops_per_step": 1e9, "kernels_per_step": 10_000, "steps_per_run": 18_000, "runs": 2,
              "bound": "launch"}
-    dry = {"assumptions": {"precision": "tf32"}, "stages": {"lm_ptb": {
+    dry = {"assumptions": {"precision": "tf32", "profile": "paper", "max_length": None}, "stages": {"lm_ptb": {
         "gpu_hours": 0.5, "training_hours": 0.5, "evaluation_hours": 0.0, "peak_memory_bytes": 2**30,
         "workloads": {"big": big, "small": small},
         "evaluations": {"validation": {"flops_per_pass": 0, "kernels_per_pass": 36_000, "passes": 10}}}}}
@@ -382,6 +382,10 @@ def test_the_dry_run_tables_gain_a_column_recalibrated_on_the_newest_measurement
                                          for r in measurement["workloads"]]}
     (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(bare))
     assert "MFU (0.1) and the time per counted kernel (10 µs)" in readme_with_measurements(readme, tmp_path)
+    cut = {**dry, "assumptions": {**dry["assumptions"], "max_length": 2}}  # counts of cut sequences are not used
+    (tmp_path / "results" / "dryrun.json").write_text(json.dumps(cut))
+    assert "nothing recalibrates these estimates" in readme_with_measurements(readme, tmp_path)
+    (tmp_path / "results" / "dryrun.json").write_text(json.dumps(dry))
     bare["workloads"] = [{**r, "stage": "music"} for r in bare["workloads"]]
     (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(bare))
     assert "timed no step with a dry-run prediction, so nothing recalibrates these estimates" in \

@@ -304,6 +304,9 @@ def readme_with_measurements(readme: str, root: str | Path) -> str:
             return render_estimate(result)
         source = "../" + path.relative_to(root).as_posix()
         counts = json.loads(counted.read_text()) if counted.is_file() else None
+        if counts is not None and (counts["assumptions"].get("profile") != measurement.get("profile")
+                                   or counts["assumptions"].get("max_length") is not None):
+            counts = None  # counts of another profile or cut sequences: the measurement's own
         try:
             calibrated = recalibrated(result, measurement, source, counts)
         except ValueError:  # nothing timed there that the dry run predicts: no constants to fit
