@@ -397,6 +397,7 @@ def test_the_dry_run_tables_gain_a_column_recalibrated_on_the_newest_measurement
                                      "step_s": 0.2, "kernels_per_step": 10_000, "predicted_kernels": 5_000})
     dry["stages"]["lm_ptb"]["workloads"]["tiny"] = {**small, "flops_per_step": 1e6, "kernels_per_step": 5_000}
     (tmp_path / "results" / "dryrun.json").write_text(json.dumps(dry))
+    measurement["workloads"][1]["predicted_bound"] = "compute"  # recorded so then; the current counts say launch
     (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(measurement))
     text = readme_with_measurements(readme, tmp_path)
     assert re.search(r"comes within 2(\.\d+)?× of every one of them \(training steps 2(\.\d+)?×; the goal is 1\.5×\): "

@@ -192,20 +192,24 @@ def recalibrated(result: dict[str, Any], measurement: dict[str, Any], source: st
     the dry run of the measured profile, where given): the same counts (FLOPs and kernels per step or pass, steps
     and passes), the card's measured peaks, and the MFU and time per counted kernel that bring the time model closest
     to every step and pass measured. Returns ``{"card", "source", "mfu", "kernel_latency_us", "fit" (calibrate's
-    agreement), "kernels" ({"stage workload": (launched, counted)} per measured step), "stages": {stage:
+    agreement), "kernels" ({"stage workload": (launched, counted)} per measured step), "bounds" (what bounds each
+    measured step by the counts), "stages": {stage:
     {"training_hours", "evaluation_hours", "gpu_hours"}}}``."""
     from paperlib.experiments.dryrun.evaluation import evaluation_precision
     from paperlib.experiments.dryrun.gpu_time import calibrate, reestimate
 
     constants, fit = calibrate(measurement, source, counts)
-    current = {(stage, name): w["kernels_per_step"] for stage, entry in (counts or {}).get("stages", {}).items()
+    current = {(stage, name): w for stage, entry in (counts or {}).get("stages", {}).items()
                for name, w in entry["workloads"].items()}
+    timed = [r for r in measurement["workloads"] if r.get("status") == "timed" and r.get("kernels_per_step")]
     kernels = {f"{r['stage']} {r['workload']}": (r["kernels_per_step"],
-                                                 current.get((r["stage"], r["workload"]), r["predicted_kernels"]))
-               for r in measurement["workloads"]
-               if r.get("status") == "timed" and r.get("kernels_per_step") and r.get("predicted_kernels")}
+                                                 current[(r["stage"], r["workload"])]["kernels_per_step"]
+                                                 if (r["stage"], r["workload"]) in current else r["predicted_kernels"])
+               for r in timed if r.get("predicted_kernels")}
+    bounds = {f"{r['stage']} {r['workload']}": current[(r["stage"], r["workload"])]["bound"]
+              if (r["stage"], r["workload"]) in current else r.get("predicted_bound") for r in timed}
     return {"card": constants.gpu, "source": source, "mfu": constants.mfu,
-            "kernel_latency_us": constants.kernel_latency_s * 1e6, "fit": fit, "kernels": kernels,
+            "kernel_latency_us": constants.kernel_latency_s * 1e6, "fit": fit, "kernels": kernels, "bounds": bounds,
             "stages": reestimate(result, constants, evaluation_precision(result["assumptions"]["precision"]))}
 
 
@@ -214,8 +218,9 @@ def _fit_sentence(calibrated: dict[str, Any], measurement: dict[str, Any]) -> st
     from: the spread of the measured time per launched kernel over the launch-bound steps, and the measured steps
     whose kernels the dry run counts farthest from what the card launched."""
     fit = calibrated["fit"]
+    bounds = calibrated.get("bounds", {})  # by the current counts where there are any
     launch = [r for r in measurement["workloads"] if r.get("status") == "timed" and r.get("kernels_per_step")
-              and r.get("predicted_bound") == "launch"]
+              and bounds.get(f"{r['stage']} {r['workload']}", r.get("predicted_bound")) == "launch"]
     text = (f"The last column estimates the same counts on the {calibrated['card']} measured below "
             f"([`{calibrated['source']}`]({calibrated['source']})): its measured matmul peaks, with the MFU "
             f"({calibrated['mfu']:.3g}) and the time per counted kernel ({calibrated['kernel_latency_us']:.3g} µs) "
