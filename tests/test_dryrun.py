@@ -275,9 +275,9 @@ def test_the_committed_dry_run_is_at_full_length_and_covers_every_stage():
 def test_the_gpu_profile_is_counted_at_the_thesis_sizes_within_one_h100s_memory():
     """The `gpu` profile (params.yaml, docs/gpu.md), meant for one H100-day: its committed dry run counts every stage
     at full length, within an 80 GB H100's memory, a small fraction of the paper profile's estimate (at most a
-    fiftieth: a guard against a gpu block that grew to the paper's), with the PTB MICMCO curves stacked at the thesis' model size. Whether it fits the day is not asserted:
-    the datasheet's constants put it near 24 hours, a measured card's recalibration (docs/gpu.md) far above for
-    eager steps."""
+    fiftieth: a guard against a gpu block that grew to the paper's), with the PTB MICMCO curves stacked at the
+    thesis' model size. Whether it fits the day is not asserted: the datasheet's constants put it at about 30 hours,
+    a measured card's recalibration (docs/gpu.md) far above for eager steps."""
     result = json.loads((REPO / "results" / "dryrun_gpu.json").read_text())
     made = result["assumptions"]
     assert made["profile"] == "gpu" and made["max_length"] is None and set(result["stages"]) == set(dryrun.STAGES)

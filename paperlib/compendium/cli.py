@@ -280,12 +280,11 @@ def cmd_dryrun(args) -> int:
 
         from paperlib.experiments.dryrun.gpu_time import calibrate
 
+        from paperlib.compendium.gpu_measurements import DRYRUN, fitting_counts
+
         measurement = json.loads(Path(args.calibration).read_text())
-        counted = Path("results") / "dryrun.json"  # the measured profile's current counts, where the pipeline made them
-        counts = json.loads(counted.read_text()) if counted.is_file() else None
-        if counts is not None and (counts["assumptions"].get("profile") != measurement.get("profile")
-                                   or counts["assumptions"].get("max_length") is not None):
-            counts = None
+        counted = DRYRUN  # the measured profile's current counts, where the pipeline made them
+        counts = fitting_counts(counted, measurement)
         constants, calibration = calibrate(measurement, args.calibration, counts)
         parts = [f"{name} {calibration[key]:g}x" for name, key in (("training steps", "training_max_ratio"),
                                                                     ("evaluation passes", "evaluation_max_ratio"))

@@ -185,6 +185,17 @@ GPU_ESTIMATE_START = ("<!-- dryrun-gpu-estimate:start (written by `paperlib inde
 GPU_ESTIMATE_END = "<!-- dryrun-gpu-estimate:end -->"
 
 
+def fitting_counts(path: Path, measurement: dict[str, Any]) -> dict[str, Any] | None:
+    """The dry run at ``path`` (``results/dryrun.json``) when its counts can stand for ``measurement``'s workloads:
+    the same profile, every sequence at full length; None otherwise (or without the file), and the measurement's own
+    recorded counts are fitted on."""
+    if not path.is_file():
+        return None
+    counts = json.loads(path.read_text())
+    made = counts["assumptions"]
+    return counts if made.get("profile") == measurement.get("profile") and made.get("max_length") is None else None
+
+
 def recalibrated(result: dict[str, Any], measurement: dict[str, Any], source: str,
                  counts: dict[str, Any] | None = None) -> dict[str, Any]:
     """The dry run ``result`` estimated again with constants fitted to a GPU ``measurement``
@@ -201,13 +212,14 @@ def recalibrated(result: dict[str, Any], measurement: dict[str, Any], source: st
     constants, fit = calibrate(measurement, source, counts)
     current = {(stage, name): w for stage, entry in (counts or {}).get("stages", {}).items()
                for name, w in entry["workloads"].items()}
-    timed = [r for r in measurement["workloads"] if r.get("status") == "timed" and r.get("kernels_per_step")]
-    kernels = {f"{r['stage']} {r['workload']}": (r["kernels_per_step"],
-                                                 current[(r["stage"], r["workload"])]["kernels_per_step"]
-                                                 if (r["stage"], r["workload"]) in current else r["predicted_kernels"])
-               for r in timed if r.get("predicted_kernels")}
-    bounds = {f"{r['stage']} {r['workload']}": current[(r["stage"], r["workload"])]["bound"]
-              if (r["stage"], r["workload"]) in current else r.get("predicted_bound") for r in timed}
+    kernels, bounds = {}, {}
+    for r in measurement["workloads"]:
+        if r.get("status") != "timed" or not r.get("kernels_per_step"):
+            continue
+        key, now = f"{r['stage']} {r['workload']}", current.get((r["stage"], r["workload"]), {})
+        bounds[key] = now.get("bound", r.get("predicted_bound"))
+        if now or r.get("predicted_kernels"):
+            kernels[key] = (r["kernels_per_step"], now.get("kernels_per_step", r.get("predicted_kernels")))
     return {"card": constants.gpu, "source": source, "mfu": constants.mfu,
             "kernel_latency_us": constants.kernel_latency_s * 1e6, "fit": fit, "kernels": kernels, "bounds": bounds,
             "stages": reestimate(result, constants, evaluation_precision(result["assumptions"]["precision"]))}
@@ -301,17 +313,13 @@ def readme_with_measurements(readme: str, root: str | Path) -> str:
     path = newest(root)
     measurement = json.loads(path.read_text()) if path is not None else None
 
-    counted = Path(root) / DRYRUN  # the measured (paper) profile's counts, for the fit
+    counts = fitting_counts(Path(root) / DRYRUN, measurement) if measurement is not None else None
 
     def estimate_table(dry: Path) -> str:
         result = json.loads((Path(root) / dry).read_text())
         if measurement is None:
             return render_estimate(result)
         source = "../" + path.relative_to(root).as_posix()
-        counts = json.loads(counted.read_text()) if counted.is_file() else None
-        if counts is not None and (counts["assumptions"].get("profile") != measurement.get("profile")
-                                   or counts["assumptions"].get("max_length") is not None):
-            counts = None  # counts of another profile or cut sequences: the measurement's own
         try:
             calibrated = recalibrated(result, measurement, source, counts)
         except ValueError:  # nothing timed there that the dry run predicts: no constants to fit
@@ -327,6 +335,5 @@ def readme_with_measurements(readme: str, root: str | Path) -> str:
 
 
 __all__ = ["DRYRUN", "DRYRUN_GPU", "END", "ESTIMATE_END", "ESTIMATE_START", "GPU_ESTIMATE_END", "GPU_ESTIMATE_START",
-           "PAGE", "START", "block", "earlier", "newest", "readme_with_measurements", "recalibrated", "render",
-           "render_estimate",
-           "repeatability"]
+           "PAGE", "START", "block", "earlier", "fitting_counts", "newest", "readme_with_measurements", "recalibrated",
+           "render", "render_estimate", "repeatability"]

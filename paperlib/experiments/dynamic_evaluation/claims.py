@@ -263,13 +263,18 @@ def momentum_best(results: Results) -> dict[str, Any] | None:
     return out
 
 
+def _swept(row: Results) -> tuple[list[dict[str, float]], int | None]:
+    """``row``'s learning-rate sweep sorted by rate, and where in it the chosen rate is (None when absent)."""
+    sweep = sorted(row.get("sweep", []), key=lambda p: p["lr"])
+    return sweep, next((i for i, p in enumerate(sweep) if math.isclose(p["lr"], row["lr"], rel_tol=1e-9)), None)
+
+
 def lr_grid_tie(row: Results, within: float) -> tuple[float, float, float, float] | None:
     """Where ``row``'s learning-rate sweep (``sweep``: lr, nll) scores a grid point next to the chosen learning rate
     within ``within`` perplexity of it: (chosen lr, its perplexity, that neighbour's lr, its perplexity), the nearer
     neighbour; None otherwise. The row's best learning rate then likely lies between the two grid points, and its
     perplexity is known only to the grid's resolution, coarser than a gap of ``within``."""
-    sweep = sorted(row.get("sweep", []), key=lambda p: p["lr"])
-    at = next((i for i, p in enumerate(sweep) if math.isclose(p["lr"], row["lr"], rel_tol=1e-9)), None)
+    sweep, at = _swept(row)
     if at is None:
         return None
     ppl = [math.exp(min(p["nll"], 700.0)) for p in sweep]  # a diverged point's loss is astronomically large
@@ -286,8 +291,7 @@ def interpolated_best(row: Results) -> float | None:
     exponentiated). None where the chosen rate is an end of the sweep or the three points do not curve upwards. A
     coarse grid (ours steps by ×3, the thesis' by ×1.2) scores a row only to its resolution; this says how much of a
     small gap between two rows that resolution could hold."""
-    sweep = sorted(row.get("sweep", []), key=lambda p: p["lr"])
-    at = next((i for i, p in enumerate(sweep) if math.isclose(p["lr"], row["lr"], rel_tol=1e-9)), None)
+    sweep, at = _swept(row)
     if at is None or at == 0 or at == len(sweep) - 1:
         return None
     (x0, y0), (x1, y1), (x2, y2) = [(math.log(sweep[i]["lr"]), sweep[i]["nll"]) for i in (at - 1, at, at + 1)]
