@@ -41,7 +41,9 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
    two pass lengths, so the set-up cancels, beside the dry run's prediction per unit (:func:`measure_evaluations`);
    calibration fits these too.
 8. **CUDA graphs** (``--graphs``): the first workload of each LM stage again, its whole training step captured as
-   one CUDA graph and replayed (:func:`graphed_step`): the launch-bound part of a step, measured.
+   one CUDA graph and replayed (:func:`graphed_step`): the launch-bound part of a step, measured; and the stage's
+   own loop at those shapes, :class:`paperlib.train.Trainer` against :class:`paperlib.graphed_train.GraphedTrainer`
+   (:func:`time_trainers`, for the first LM stage): what a researcher's training gains.
 9. **Compilation** (``--compile``): the first LM workload under ``torch.compile`` in each mode asked for, its first
    step (compilation included) and steady step; skipped, and listed, when the budget cannot cover the compile
    time measured on a CPU (:data:`COMPILE_SECONDS`).
@@ -84,6 +86,7 @@ from paperlib.experiments.dryrun.evaluation import Evaluation, evaluation_precis
 from paperlib.experiments.dryrun.evaluation_plans import EVALUATIONS  # noqa: E402
 from paperlib.experiments.dryrun.gpu_time import estimate  # noqa: E402
 from paperlib.experiments.dryrun.measure import clip_gradients  # noqa: E402
+from paperlib.graphed_train import CapturedStep, side_stream  # noqa: E402
 
 SCHEMA = 1
 LM_STAGES = ("lm_ptb", "lm_ptb_char", "lm_ptb_ablation", "lm_wt2_bytes", "averaging_ptb", "tuning_ptb", "dyneval",
@@ -303,10 +306,10 @@ def step_of(workload: dryrun.Workload, model: nn.Module, device: torch.device) -
 def graphed_step(workload: dryrun.Workload, model: nn.Module, device: torch.device,
                  warmup: int = 3) -> Callable[[], None]:
     """The workload's training step captured once as a CUDA graph (forward, backward, clipping, the optimizer step)
-    and replayed: the host no longer launches the thousands of small kernels of a BPTT window one by one, the
-    kernels themselves stay. The optimizer is made capturable (its step counts live on the device); the batch is
-    drawn inside the graph, so each replay trains on new random tokens. Warm-up steps run on a side stream first,
-    as capture requires (PyTorch's whole-network capture recipe)."""
+    and replayed (:class:`paperlib.graphed_train.CapturedStep`): the host no longer launches the thousands of small
+    kernels of a BPTT window one by one, the kernels themselves stay. The optimizer is made capturable (its step
+    counts live on the device); the batch is drawn inside the graph, so each replay trains on new random tokens.
+    Warm-up steps run on a side stream first, as capture requires (PyTorch's whole-network capture recipe)."""
     optimizer = workload.optimizer(model)
     for group in optimizer.param_groups:
         if "capturable" in group:
@@ -317,18 +320,12 @@ def graphed_step(workload: dryrun.Workload, model: nn.Module, device: torch.devi
         clip_gradients(workload, model)
         optimizer.step()
 
-    side = torch.cuda.Stream(device)
-    side.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(side):
+    with side_stream(device):
         for _ in range(warmup):
             optimizer.zero_grad(set_to_none=True)
             step()
-    torch.cuda.current_stream(device).wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
     optimizer.zero_grad(set_to_none=True)
-    with torch.cuda.graph(graph):
-        step()
-    return graph.replay
+    return CapturedStep(step, device).replay
 
 
 def time_graphed(workload: dryrun.Workload, device: torch.device, repeats: int) -> dict[str, Any]:
@@ -336,6 +333,53 @@ def time_graphed(workload: dryrun.Workload, device: torch.device, repeats: int) 
     replay = graphed_step(workload, build(workload, device), device)
     median = statistics.median(timed(replay, device, 1, max(repeats, 3)))
     return {"graph_step_s": round(median, 6), "graph_tokens_per_s": round(_tokens_per_step(workload) / median, 1)}
+
+
+def time_trainers(workload: dryrun.Workload, device: torch.device, steps: int = 20, warmup: int = 6
+                  ) -> dict[str, Any]:
+    """The stage's own training loop at the workload's shapes: :class:`paperlib.train.Trainer` against
+    :class:`paperlib.graphed_train.GraphedTrainer` (the step replayed as one CUDA graph), on random tokens at the
+    workload's vocabulary, batch, BPTT length, dropout samples, optimizer and clipping. Seconds per step over
+    ``steps`` steps after ``warmup`` (the graphed trainer captures within those), each step read back to the
+    host as the stages do (``sync_every`` 1); empty for a model that is not a language model (no ``vocab_size``)."""
+    import dataclasses
+    import tempfile
+
+    from paperlib.graphed_train import GraphedTrainer
+    from paperlib.train import Trainer, TrainConfig
+
+    probe = build(workload, device)
+    if not hasattr(probe, "vocab_size"):
+        return {}
+    optimizer = workload.optimizer(probe)
+    group = optimizer.param_groups[0]
+    name = {"RAdam": "radam", "Adam": "adam", "SGD": "sgd"}[type(optimizer).__name__]
+    betas = dict(beta1=group["betas"][0], beta2=group["betas"][1]) if "betas" in group else {}
+    samples, _, batch = workload.batch.rpartition("x")
+    config = TrainConfig(batch_size=int(batch), bptt=workload.length, optimizer=name, lr=float(group["lr"]),
+                         weight_decay=group["weight_decay"], clip_norm=workload.clip_norm or 0.0,
+                         num_samples=int(samples or 1), max_steps=warmup, eval_every=10**9, eval_batch_size=1,
+                         eval_max_windows=1, **betas)
+    generator = torch.Generator().manual_seed(0)
+    train = torch.randint(probe.vocab_size, (config.batch_size * workload.length * (warmup + steps + 2) + 1,),
+                          generator=generator)
+    valid = torch.randint(probe.vocab_size, (2 * workload.length + 1,), generator=generator)
+    del probe, optimizer
+    row: dict[str, Any] = {}
+    for key, trainer_class in (("trainer", Trainer), ("graphed_trainer", GraphedTrainer)):
+        with tempfile.TemporaryDirectory() as out:
+            trainer = trainer_class(build(workload, device), train, valid, dataclasses.replace(config), out,
+                                    device=device, progress=False, sync_every=1)
+            trainer.fit()
+            before = trainer.train_seconds
+            trainer.config.max_steps = warmup + steps
+            trainer.fit()
+            row[f"{key}_step_s"] = round((trainer.train_seconds - before) / steps, 6)
+            if key == "graphed_trainer":
+                row["graphed_trainer_steps"] = dict(trainer.step_counts)
+            del trainer
+    row["graphed_trainer_speedup"] = round(row["trainer_step_s"] / row["graphed_trainer_step_s"], 3)
+    return row
 
 
 @contextlib.contextmanager
@@ -462,10 +506,19 @@ def measure_workloads(order: list[tuple[str, dryrun.Workload]], device: torch.de
                     row.update(time_graphed(workload, device, repeats))
                     row["graph_speedup"] = round(row["step_s"] / row["graph_step_s"], 3)
                 except Exception as err:  # noqa: BLE001 - a step that cannot be captured is a finding
-                    row["graph_error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
+                    row["graph_error"] = _error_text(err)
+                if len(graphed_stages) == 1:  # the first LM stage only: two trainers' checkpoints cost seconds
+                    try:
+                        row.update(time_trainers(workload, device))
+                    except Exception as err:  # noqa: BLE001 - the same for the trainer's own graphed steps
+                        row["graphed_trainer_error"] = _error_text(err)
             row["status"] = "timed"
         measured.append(row)
     return measured, not_timed
+
+
+def _error_text(err: BaseException) -> str:
+    return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
 
 
 def evaluation_plan(stages: list[str], params: dict[str, Any], profile: str, cap: dryrun.Cap, precision: str,
@@ -784,6 +837,13 @@ def render(result: dict[str, Any]) -> str:
                          f"({row['graph_speedup']:.2f}x eager), {row['graph_tokens_per_s']:,.0f} tok/s")
         elif "graph_error" in row:
             lines.append(f"CUDA graph {row['stage']}:{row['workload']}: {row['graph_error']}")
+        if "graphed_trainer_step_s" in row:
+            lines.append(f"GraphedTrainer {row['stage']}:{row['workload']}: step "
+                         f"{row['graphed_trainer_step_s'] * 1e3:.2f} ms against Trainer's "
+                         f"{row['trainer_step_s'] * 1e3:.2f} ms ({row['graphed_trainer_speedup']:.2f}x), "
+                         f"steps {row['graphed_trainer_steps']}")
+        elif "graphed_trainer_error" in row:
+            lines.append(f"GraphedTrainer {row['stage']}:{row['workload']}: {row['graphed_trainer_error']}")
     for row in result.get("stacked", []):
         if row["status"] != "timed":
             lines.append(f"stacked {row['curve']}: {row['status']} {row.get('error', '')}")

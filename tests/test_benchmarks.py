@@ -404,3 +404,25 @@ def test_the_dry_run_tables_gain_a_column_recalibrated_on_the_newest_measurement
                      r"one time per kernel cannot fit them all, since a launch-bound step measured 10 µs per launched "
                      r"kernel \(lm_ptb small\) to 20 µs \(lm_ptb tiny\), and the dry run's kernel counts are off by up to "
                      r"2× \(lm_ptb tiny: 10,000 launched, 5,000 counted\)\.", text), text
+
+
+def test_the_device_script_times_the_trainer_against_the_graphed_trainer_at_a_workloads_shapes():
+    """benchmarks/gpu.py --graphs, the stage's own loop: both trainers run at the workload's batch, length, dropout
+    samples and optimizer, and after the warm-up the graphed trainer replays every timed step (on a CPU a replay
+    is a call, so no speed is claimed here)."""
+    import torch
+
+    from paperlib.experiments.dryrun.dryrun import Workload
+    from paperlib.models import build_lm
+
+    gpu = _gpu_module()
+    workload = Workload("tiny", lambda: build_lm("lstm", 50, 16, 1, input_dropout=0.1), lambda *a: None,
+                        lambda m: torch.optim.RAdam(m.parameters(), lr=1e-3, betas=(0.0, 0.999)), 1, 8,
+                        clip_norm=1.0, batch="2x4")
+    row = gpu.time_trainers(workload, torch.device("cpu"), steps=5, warmup=6)
+    assert row["trainer_step_s"] > 0 and row["graphed_trainer_step_s"] > 0
+    assert row["graphed_trainer_steps"] == {"eager": 4, "replayed": 7, "captures": 1}  # 5 timed, 2 of the warm-up
+    assert row["graphed_trainer_speedup"] == round(row["trainer_step_s"] / row["graphed_trainer_step_s"], 3)
+    not_an_lm = Workload("vae", lambda: torch.nn.Linear(2, 2), lambda *a: None,
+                         lambda m: torch.optim.Adam(m.parameters()), 1, 8)
+    assert gpu.time_trainers(not_an_lm, torch.device("cpu")) == {}

@@ -1,0 +1,286 @@
+"""The trainer with its whole training step captured as one CUDA graph and replayed (beyond the seeds).
+
+A BPTT window of the seeds' recurrent models is thousands of small kernels (per time step and layer, the LSTM's
+gates, the Mogrifier's rounds, their backward passes), and on a GPU the host that launches them one by one sets
+the pace, not the GPU. Captured once as a CUDA graph, the same step (forward, backward, gradient clipping, the
+optimizer's update, the hidden state handed to the next window) is replayed by one call: the kernels stay, the
+launches go. ``benchmarks/gpu.py --graphs`` measures that on the ``paper`` workloads (docs/gpu.md).
+
+:class:`GraphedTrainer` is :class:`paperlib.train.Trainer` with that step: the same settings, checkpoints,
+rollbacks, averaging and evaluation, and on a CPU (where there are no CUDA graphs) the same numbers bit for bit,
+because a replay there is a call of the captured function. A step is replayed when its window looks like the
+captured one: the same input shape and a hidden state of the same structure and shapes. Any other window runs
+eagerly through ``Trainer``'s own step: the first windows (``warmup`` eager steps with one look come before the
+capture), the shorter last window of an epoch, the first window of an epoch (no state yet), and every window of a
+model whose state keeps changing shape (a Transformer with learned absolute positions). After a rollback the graph
+is captured again, since the optimizer's state was replaced.
+
+Departures from ``Trainer``, all from what a graph can hold:
+
+- The optimizer runs in its graph-safe form on CUDA: Adam and RAdam ``capturable`` (step counts on the GPU), SGD
+  ``fused``; the learning rate is a tensor on the GPU that the schedule refills before each step. Their arithmetic
+  differs from the default implementations by float rounding. Checkpoints store the learning rate as a number and
+  the default flags, so either trainer resumes the other's runs.
+- A replayed step checks the training loss for non-finite values after its update, which is part of the graph
+  (``Trainer`` checks before it when ``sync_every`` is 1); the rollback that follows discards that update with the
+  weights, so the outcome is the same.
+- Under ``bf16`` the captured forward pass runs under autocast without its cast cache (a graph must not keep
+  casts from capture time).
+- Not for data-parallel runs under ``torchrun`` (the gradient all-reduce is not captured) nor together with
+  ``compute.compile`` modes other than ``eager`` (this is the compilation): both are a ValueError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from paperlib.averaging import WeightAverager
+from paperlib.device import autocast, current
+from paperlib.models.objective import multi_sample_loss
+from paperlib.train import Trainer, TrainConfig
+
+
+def map_state(fn: Callable[[Tensor], Tensor], state: Any) -> Any:
+    """``state`` (tensors nested in lists, tuples, NamedTuples, dicts and dataclasses) with ``fn`` applied to every
+    tensor; other leaves (ints, None) as they are."""
+    if isinstance(state, Tensor):
+        return fn(state)
+    if isinstance(state, list):
+        return [map_state(fn, s) for s in state]
+    if isinstance(state, tuple):
+        items = [map_state(fn, s) for s in state]
+        return type(state)(*items) if hasattr(state, "_fields") else tuple(items)
+    if isinstance(state, dict):
+        return {k: map_state(fn, v) for k, v in state.items()}
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return dataclasses.replace(state, **{f.name: map_state(fn, getattr(state, f.name))
+                                             for f in dataclasses.fields(state)})
+    return state
+
+
+def state_tensors(state: Any) -> list[Tensor]:
+    """The tensors of ``state`` in a fixed order (that of :func:`map_state`)."""
+    found: list[Tensor] = []
+    map_state(found.append, state)
+    return found
+
+
+def signature(inputs: Tensor, state: Any) -> tuple:
+    """What a captured step fixes: the input's shape, dtype and device, and the state's structure with each
+    tensor's shape and dtype and every other leaf's value (None for no state)."""
+
+    def describe(s: Any) -> Any:
+        if isinstance(s, Tensor):
+            return ("tensor", tuple(s.shape), s.dtype, s.device)
+        if isinstance(s, (list, tuple)):
+            return (type(s).__name__, tuple(describe(x) for x in s))
+        if isinstance(s, dict):
+            return ("dict", tuple((k, describe(v)) for k, v in s.items()))
+        if dataclasses.is_dataclass(s) and not isinstance(s, type):
+            return (type(s).__name__, tuple((f.name, describe(getattr(s, f.name))) for f in dataclasses.fields(s)))
+        return ("value", s)
+
+    return tuple(inputs.shape), inputs.dtype, inputs.device, describe(state)
+
+
+_SIDE_STREAMS: dict[torch.device, Any] = {}
+
+
+@contextlib.contextmanager
+def side_stream(device: torch.device) -> Iterator[None]:
+    """On CUDA, the enclosed work on a side stream that waits for the current stream and that the current stream
+    then waits for: where eager steps run before a capture (lazy initialisations, e.g. cuBLAS workspaces, must not
+    happen inside one). Elsewhere nothing."""
+    if device.type != "cuda":
+        yield
+        return
+    side = _SIDE_STREAMS.setdefault(device, torch.cuda.Stream(device))
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        yield
+    torch.cuda.current_stream(device).wait_stream(side)
+
+
+class CapturedStep:
+    """``fn`` (no arguments; reads and writes tensors it holds) captured as a CUDA graph on a CUDA ``device``:
+    :meth:`replay` runs the captured kernels again on whatever those tensors hold then. On other devices nothing is
+    captured and :meth:`replay` calls ``fn``: the same semantics for a function that is safe to capture (no host
+    reads, no new shapes, every random draw from the default generator), without the speed.
+
+    Capturing does not run the step: the first :meth:`replay` does. Warm the function up eagerly first (under
+    :func:`side_stream`), as CUDA graph capture requires.
+    """
+
+    def __init__(self, fn: Callable[[], None], device: torch.device) -> None:
+        self.fn, self.device = fn, torch.device(device)
+        self.graph = None
+        if self.device.type == "cuda":
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                fn()
+
+    def replay(self) -> None:
+        if self.graph is None:
+            self.fn()
+        else:
+            self.graph.replay()
+
+
+@dataclasses.dataclass
+class _Captured:
+    """A captured training step and the tensors it reads (inputs, targets, the state) and writes (loss, state)."""
+
+    step: CapturedStep
+    signature: tuple
+    inputs: Tensor
+    targets: Tensor
+    state: Any
+    loss: Tensor
+
+
+class GraphedTrainer(Trainer):
+    """:class:`~paperlib.train.Trainer` whose training steps replay one captured CUDA graph (module docstring).
+
+    ``warmup``: eager steps with one signature (:func:`signature`) before that signature's step is captured.
+    :attr:`step_counts` says how the steps ran: ``eager``, ``replayed`` and ``captures``.
+    """
+
+    def __init__(self, model: nn.Module, train_ids: Tensor, valid_ids: Tensor, config: TrainConfig,
+                 out_dir: str | os.PathLike, device: str | torch.device | None = None, progress: bool = True,
+                 monitors: dict[str, WeightAverager] | None = None, eval_raw: bool = False,
+                 sync_every: int | None = None, warmup: int = 3) -> None:
+        if warmup < 1:
+            raise ValueError(f"warmup must be >= 1 eager steps before a capture, got {warmup}")
+        if current().compile != "eager":
+            raise ValueError(f"GraphedTrainer captures the whole step itself; compute.compile is "
+                             f"{current().compile!r}, set it to 'eager'")
+        super().__init__(model, train_ids, valid_ids, config, out_dir, device, progress, monitors, eval_raw,
+                         sync_every)
+        if self.dist.is_distributed:
+            raise ValueError("GraphedTrainer does not capture the data-parallel gradient all-reduce; run "
+                             "Trainer under torchrun")
+        self.warmup = warmup
+        self.step_counts = {"eager": 0, "replayed": 0, "captures": 0}
+        self._captured: _Captured | None = None
+        self._streak: tuple[tuple | None, int] = (None, 0)  # the last eager steps' signature and their number
+        # what checkpoints record: the default implementation's flags, so that Trainer resumes them as its own
+        self._default_flags = [{k: group[k] for k in ("capturable", "fused") if k in group}
+                               for group in self.optimizer.param_groups]
+        self._lr_tensors: list[Tensor] = []  # on CUDA, per parameter group: the learning rate a graph reads
+        self._make_graph_safe()
+
+    # -- the optimizer in a form a graph can hold ----------------------------------------------------------------
+    def _make_graph_safe(self) -> None:
+        """On CUDA: capturable Adam / RAdam or fused SGD, the learning rate as a GPU tensor, step counts on the
+        GPU. Again after every load, which restores the checkpoint's flags, numbers and CPU step counts."""
+        if self.device.type != "cuda":
+            return
+        sgd = isinstance(self.optimizer, torch.optim.SGD)
+        self._lr_tensors = []
+        for group in self.optimizer.param_groups:
+            group["fused" if sgd else "capturable"] = True
+            group["lr"] = torch.tensor(float(group["lr"]), device=self.device)
+            self._lr_tensors.append(group["lr"])
+        for state in self.optimizer.state.values():
+            if "step" in state:
+                state["step"] = state["step"].to(device=self.device, dtype=torch.float32)
+        self._captured = None  # the optimizer's tensors may be new: capture again
+
+    def _apply_lr(self) -> None:
+        """Trainer's schedule, written into the learning-rate tensors a captured step reads (on CUDA)."""
+        super()._apply_lr()
+        for group, tensor in zip(self.optimizer.param_groups, self._lr_tensors):
+            tensor.fill_(group["lr"])
+            group["lr"] = tensor
+
+    def _lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def _checkpoint(self) -> dict[str, Any]:
+        ckpt = super()._checkpoint()
+        for saved, flags in zip(ckpt["optimizer"]["param_groups"], self._default_flags):
+            saved.update(flags, lr=float(saved["lr"]))
+        return ckpt
+
+    def load(self, path, restore_position: bool = True) -> None:
+        super().load(path, restore_position)
+        self._make_graph_safe()
+        self._captured, self._streak = None, (None, 0)
+
+    # -- the step ------------------------------------------------------------------------------------------------
+    def _train_step(self, inputs: Tensor, targets: Tensor) -> float | None:
+        look = signature(inputs, self.state)
+        if self._captured is not None and look == self._captured.signature:
+            return self._replayed_step(inputs, targets)
+        last, count = self._streak
+        if self._captured is None and look == last and count >= self.warmup and self.state is not None:
+            self._capture(inputs, targets, look)
+            return self._replayed_step(inputs, targets)
+        self._streak = (look, count + 1 if look == last else 1)
+        self.step_counts["eager"] += 1
+        with side_stream(self.device):
+            return super()._train_step(inputs, targets)
+
+    def _capture(self, inputs: Tensor, targets: Tensor, look: tuple) -> None:
+        """Capture the step of windows that look like this one (its tensors are copied in before each replay)."""
+        self.model.train()
+        self._apply_lr()  # the learning-rate tensors exist before the graph reads them
+        static_inputs, static_targets = inputs.clone(), targets.clone()
+        static_state = map_state(lambda t: t.detach().clone(), self.state)
+        static_loss = torch.zeros((), device=self.device)
+        clip_norm, params = self.config.clip_norm, list(self.model.parameters())
+
+        def step() -> None:
+            self.optimizer.zero_grad(set_to_none=True)  # at capture: the backward writes fresh gradients
+            with self._autocast():
+                loss, state = multi_sample_loss(self.net, static_inputs, static_targets, self.config.num_samples,
+                                                static_state)
+            loss.backward()
+            if clip_norm > 0:
+                torch.nn.utils.clip_grad_norm_(params, clip_norm)
+            self.optimizer.step()
+            for kept, new in zip(state_tensors(static_state), state_tensors(state)):  # after the backward pass,
+                kept.copy_(new.detach())  # which may still read the old state
+            static_loss.copy_(loss.detach())
+
+        self.step_counts["captures"] += 1
+        self._captured = _Captured(CapturedStep(step, self.device), look, static_inputs, static_targets,
+                                   static_state, static_loss)
+
+    def _autocast(self):
+        if current().precision == "bf16" and self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False)
+        return autocast(self.device)
+
+    def _replayed_step(self, inputs: Tensor, targets: Tensor) -> float | None:
+        """Trainer's step, replayed: the same return values; the loss is checked after the update (see above)."""
+        captured = self._captured
+        self.model.train()
+        self._apply_lr()
+        captured.inputs.copy_(inputs)
+        captured.targets.copy_(targets)
+        if self.state is not captured.state:  # an eager step or a load put the state elsewhere
+            for kept, new in zip(state_tensors(captured.state), state_tensors(self.state)):
+                kept.copy_(new)
+        captured.step.replay()
+        self.state = captured.state
+        self.step_counts["replayed"] += 1
+        self._unread.append(captured.loss.clone())
+        if len(self._unread) < self.sync_every:
+            return None
+        losses, self._unread = torch.stack(self._unread), []
+        finite = torch.isfinite(losses)
+        if not finite.all():
+            self._rollback(f"non-finite training loss {losses[~finite][0].item()}")
+            return float("nan")
+        return losses[-1].item()
+
+
+__all__ = ["CapturedStep", "GraphedTrainer", "map_state", "side_stream", "signature", "state_tensors"]
