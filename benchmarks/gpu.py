@@ -343,6 +343,7 @@ def time_trainers(workload: dryrun.Workload, device: torch.device, steps: int = 
     ``steps`` steps after ``warmup`` (the graphed trainer captures within those), each step read back to the
     host as the stages do (``sync_every`` 1); empty for a model that is not a language model (no ``vocab_size``)."""
     import dataclasses
+    import gc
     import tempfile
 
     from paperlib.graphed_train import GraphedTrainer
@@ -378,6 +379,7 @@ def time_trainers(workload: dryrun.Workload, device: torch.device, steps: int = 
             if key == "graphed_trainer":
                 row["graphed_trainer_steps"] = dict(trainer.step_counts)
             del trainer
+            gc.collect()  # the model, optimizer and graph of this trainer gone before the next one is built
     row["graphed_trainer_speedup"] = round(row["trainer_step_s"] / row["graphed_trainer_step_s"], 3)
     return row
 

@@ -101,11 +101,15 @@ def side_stream(device: torch.device) -> Iterator[None]:
     if device.type != "cuda":
         yield
         return
-    side = _SIDE_STREAMS.setdefault(device, torch.cuda.Stream(device))
+    if device not in _SIDE_STREAMS:
+        _SIDE_STREAMS[device] = torch.cuda.Stream(device)
+    side = _SIDE_STREAMS[device]
     side.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(side):
-        yield
-    torch.cuda.current_stream(device).wait_stream(side)
+    try:
+        with torch.cuda.stream(side):
+            yield
+    finally:  # also when the step raises: whatever follows (a checkpoint on the way out) sees its work done
+        torch.cuda.current_stream(device).wait_stream(side)
 
 
 class CapturedStep:
@@ -145,6 +149,14 @@ class _Captured:
     loss: Tensor
 
 
+def _capture_autocast(device: torch.device):
+    """The trainer's autocast (:func:`paperlib.device.autocast`) for a captured forward pass: on CUDA without its
+    cast cache, which a graph must not keep from capture time."""
+    if current().precision == "bf16" and device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False)
+    return autocast(device)
+
+
 class GraphedTrainer(Trainer):
     """:class:`~paperlib.train.Trainer` whose training steps replay one captured CUDA graph (module docstring).
 
@@ -174,6 +186,7 @@ class GraphedTrainer(Trainer):
         self._default_flags = [{k: group[k] for k in ("capturable", "fused") if k in group}
                                for group in self.optimizer.param_groups]
         self._lr_tensors: list[Tensor] = []  # on CUDA, per parameter group: the learning rate a graph reads
+        self._lr_values: list[float] = []  # ... and the same as the number the schedule set (no float32 rounding)
         self._make_graph_safe()
 
     # -- the optimizer in a form a graph can hold ----------------------------------------------------------------
@@ -183,10 +196,11 @@ class GraphedTrainer(Trainer):
         if self.device.type != "cuda":
             return
         sgd = isinstance(self.optimizer, torch.optim.SGD)
-        self._lr_tensors = []
+        self._lr_tensors, self._lr_values = [], []
         for group in self.optimizer.param_groups:
             group["fused" if sgd else "capturable"] = True
-            group["lr"] = torch.tensor(float(group["lr"]), device=self.device)
+            self._lr_values.append(float(group["lr"]))
+            group["lr"] = torch.tensor(self._lr_values[-1], device=self.device)
             self._lr_tensors.append(group["lr"])
         for state in self.optimizer.state.values():
             if "step" in state:
@@ -196,17 +210,18 @@ class GraphedTrainer(Trainer):
     def _apply_lr(self) -> None:
         """Trainer's schedule, written into the learning-rate tensors a captured step reads (on CUDA)."""
         super()._apply_lr()
-        for group, tensor in zip(self.optimizer.param_groups, self._lr_tensors):
+        for index, (group, tensor) in enumerate(zip(self.optimizer.param_groups, self._lr_tensors)):
+            self._lr_values[index] = group["lr"]
             tensor.fill_(group["lr"])
             group["lr"] = tensor
 
     def _lr(self) -> float:
-        return float(self.optimizer.param_groups[0]["lr"])
+        return self._lr_values[0] if self._lr_tensors else self.optimizer.param_groups[0]["lr"]
 
     def _checkpoint(self) -> dict[str, Any]:
         ckpt = super()._checkpoint()
-        for saved, flags in zip(ckpt["optimizer"]["param_groups"], self._default_flags):
-            saved.update(flags, lr=float(saved["lr"]))
+        for index, (saved, flags) in enumerate(zip(ckpt["optimizer"]["param_groups"], self._default_flags)):
+            saved.update(flags, lr=self._lr_values[index] if self._lr_tensors else saved["lr"])
         return ckpt
 
     def load(self, path, restore_position: bool = True) -> None:
@@ -235,17 +250,18 @@ class GraphedTrainer(Trainer):
         static_inputs, static_targets = inputs.clone(), targets.clone()
         static_state = map_state(lambda t: t.detach().clone(), self.state)
         static_loss = torch.zeros((), device=self.device)
+        # the step holds what it uses, not the trainer: no cycle keeps a dropped graph's memory alive
+        net, optimizer, samples, device = self.net, self.optimizer, self.config.num_samples, self.device
         clip_norm, params = self.config.clip_norm, list(self.model.parameters())
 
         def step() -> None:
-            self.optimizer.zero_grad(set_to_none=True)  # at capture: the backward writes fresh gradients
-            with self._autocast():
-                loss, state = multi_sample_loss(self.net, static_inputs, static_targets, self.config.num_samples,
-                                                static_state)
+            optimizer.zero_grad(set_to_none=True)  # at capture: the backward writes fresh gradients
+            with _capture_autocast(device):
+                loss, state = multi_sample_loss(net, static_inputs, static_targets, samples, static_state)
             loss.backward()
             if clip_norm > 0:
                 torch.nn.utils.clip_grad_norm_(params, clip_norm)
-            self.optimizer.step()
+            optimizer.step()
             for kept, new in zip(state_tensors(static_state), state_tensors(state)):  # after the backward pass,
                 kept.copy_(new.detach())  # which may still read the old state
             static_loss.copy_(loss.detach())
@@ -253,11 +269,6 @@ class GraphedTrainer(Trainer):
         self.step_counts["captures"] += 1
         self._captured = _Captured(CapturedStep(step, self.device), look, static_inputs, static_targets,
                                    static_state, static_loss)
-
-    def _autocast(self):
-        if current().precision == "bf16" and self.device.type == "cuda":
-            return torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False)
-        return autocast(self.device)
 
     def _replayed_step(self, inputs: Tensor, targets: Tensor) -> float | None:
         """Trainer's step, replayed: the same return values; the loss is checked after the update (see above)."""
