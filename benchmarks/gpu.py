@@ -17,7 +17,9 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
 4. **Stacked trials** (``--stacked M ...``, before the workloads, at most ``--stacked-budget`` seconds): a training
    step of M PTB sentence-VAE trials of one curve as one stacked model
    (:mod:`paperlib.experiments.micmco.ptb.stacked_trials`) against M separate steps, at the paper's shapes
-   (:func:`stacked_timings`); the small models of ch. 5 are launch-bound, which stacking is meant to fix.
+   (:func:`stacked_timings`); the small models of ch. 5 are launch-bound, which stacking is meant to fix. At the
+   very end (``--graphed-stack-budget`` seconds beyond ``--budget``), each stack again with its step replayed as one
+   CUDA graph (:func:`graphed_stack_timings`).
 5. **Workloads**: :data:`paperlib.experiments.dryrun.dryrun.ADAPTERS` builds each stage's ``paper`` workloads, the models
    and steps the dry run counted, here materialised for real on the device. Each gets warm-up steps, then timed
    steps (the median step: forward, backward, clipping where the stage clips, optimizer step), tokens/s (batch x
@@ -636,23 +638,13 @@ def stacked_timings(device: torch.device, quick: bool, deadline: float, warmup: 
     packed encoder; steps timed through its scoring hook) and, per stack size M in ``sizes``, the median stacked step (:class:`~paperlib.experiments.micmco.ptb.
     stacked_trials.StackedTrials`) and its speed-up over M separate steps.
     """
-    from paperlib.experiments.micmco.ptb.data import SentenceData
-    from paperlib.experiments.micmco.ptb.design import MicmcoPtbParams, curve_of
-    from paperlib.experiments.micmco.ptb.stacked_trials import StackedTrials, TrialSpec
+    from paperlib.experiments.micmco.ptb.stacked_trials import StackedTrials
     from paperlib.experiments.micmco.ptb.trials import build_model, train
-    from paperlib.experiments.micmco.synthetic.micmco_synthetic import halton_design
 
-    vocab, hidden, batch = (50, 8, 4) if quick else (10_000, 128, 64)
-    generator = torch.Generator().manual_seed(0)
-    sentences = [torch.cat([torch.randint(1, vocab, (int(n),), generator=generator), torch.tensor([0])])
-                 for n in torch.randint(4, 35, (2_000,), generator=generator)]
-    data = SentenceData(sentences, sentences[:8], sentences[:8], sentences[:8], vocab, 0)
-    settings = MicmcoPtbParams(figures=["5.12"], trials=max(sizes), startup_trials=max(sizes), steps=10**6,
-                               batch_size=batch, hidden_size=hidden, **({"latent_dim": 4} if quick else {}))
+    vocab, hidden, batch, data, settings = _stacked_setup(quick, max(sizes))
     rows = []
     for name in STACKED_CURVES:
-        curve = curve_of(name)
-        specs = [TrialSpec(p, i) for i, p in enumerate(halton_design(curve.space, max(sizes), 0))]
+        curve, specs = _stacked_curve(name, max(sizes))
         row: dict[str, Any] = {"curve": name, "hidden": hidden, "vocab": vocab, "batch": batch,
                                "samples": curve.estimator.num_samples, "stacks": []}
         try:
@@ -678,11 +670,11 @@ def stacked_timings(device: torch.device, quick: bool, deadline: float, warmup: 
                 try:
                     stack = StackedTrials(curve, specs[:size], settings, data, device)
                     step = statistics.median(timed(stack.step, device, warmup, repeats))
-                    row["stacks"].append({
-                        "trials": size, "status": "timed", "step_s": step,
-                        "speedup": round(size * row["separate_step_s"] / step, 3) if step else None,
-                        "peak_memory_gib": (round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
-                                            if device.type == "cuda" else None)})
+                    entry = {"trials": size, "status": "timed", "step_s": step,
+                             "speedup": round(size * row["separate_step_s"] / step, 3) if step else None,
+                             "peak_memory_gib": (round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+                                                 if device.type == "cuda" else None)}
+                    row["stacks"].append(entry)
                     del stack
                 except torch.cuda.OutOfMemoryError as err:
                     row["stacks"].append({"trials": size, "status": "out of memory", "error": str(err).splitlines()[0]})
@@ -696,6 +688,70 @@ def stacked_timings(device: torch.device, quick: bool, deadline: float, warmup: 
                        error=f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300])
         rows.append(row)
     return rows
+
+
+def _stacked_setup(quick: bool, trials: int) -> tuple[int, int, int, Any, Any]:
+    """Vocabulary, hidden size, batch, random sentences of 5-35 tokens and the settings of the stacked timings: paper
+    shapes, tiny ones in the check mode."""
+    from paperlib.experiments.micmco.ptb.data import SentenceData
+    from paperlib.experiments.micmco.ptb.design import MicmcoPtbParams
+
+    vocab, hidden, batch = (50, 8, 4) if quick else (10_000, 128, 64)
+    generator = torch.Generator().manual_seed(0)
+    sentences = [torch.cat([torch.randint(1, vocab, (int(n),), generator=generator), torch.tensor([0])])
+                 for n in torch.randint(4, 35, (2_000,), generator=generator)]
+    data = SentenceData(sentences, sentences[:8], sentences[:8], sentences[:8], vocab, 0)
+    settings = MicmcoPtbParams(figures=["5.12"], trials=trials, startup_trials=trials, steps=10**6,
+                               batch_size=batch, hidden_size=hidden, **({"latent_dim": 4} if quick else {}))
+    return vocab, hidden, batch, data, settings
+
+
+def _stacked_curve(name: str, trials: int) -> tuple[Any, list]:
+    """The curve and ``trials`` Halton points of it, seeds 0, 1, ...: the trials every stacked timing trains."""
+    from paperlib.experiments.micmco.ptb.design import curve_of
+    from paperlib.experiments.micmco.ptb.stacked_trials import TrialSpec
+    from paperlib.experiments.micmco.synthetic.micmco_synthetic import halton_design
+
+    curve = curve_of(name)
+    return curve, [TrialSpec(p, i) for i, p in enumerate(halton_design(curve.space, trials, 0))]
+
+
+def graphed_stack_timings(rows: list[dict[str, Any]], device: torch.device, quick: bool, deadline: float,
+                          repeats: int) -> None:
+    """Each stack that :func:`stacked_timings` timed, again with its step replayed as one CUDA graph
+    (:class:`~paperlib.experiments.micmco.ptb.graphed_stack.GraphedStackedTrials`), added to its entry: the median
+    replayed step after the eager warm-up and the capture, the speed-up over the stacked step, how the steps ran;
+    the error instead when it cannot be captured (a finding). Run last of all: a capture that fails part-way can
+    leave the CUDA state unusable for what would follow."""
+    import gc
+
+    from paperlib.experiments.micmco.ptb.graphed_stack import GraphedStackedTrials
+
+    sizes = [s["trials"] for row in rows for s in row.get("stacks", [])]
+    if not sizes:
+        return
+    *_, data, settings = _stacked_setup(quick, max(sizes))
+    for row in rows:
+        curve, specs = _stacked_curve(row["curve"], max(sizes))
+        for entry in row.get("stacks", []):
+            if entry.get("status") != "timed":
+                continue
+            if time.monotonic() > deadline:
+                entry["graphed_status"] = "not timed: budget"
+                continue
+            graphed = None
+            try:
+                graphed = GraphedStackedTrials(curve, specs[:entry["trials"]], settings, data, device)
+                step = statistics.median(timed(graphed.step, device, graphed.warmup + 1, repeats))
+                entry.update(graphed_step_s=step, graphed_speedup=round(entry["step_s"] / step, 3) if step else None,
+                             graphed_steps=dict(graphed.step_counts))
+            except Exception as err:  # noqa: BLE001 - recorded, not fatal
+                entry["graphed_error"] = _error_text(err)
+            finally:
+                del graphed
+                gc.collect()
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -850,8 +906,11 @@ def render(result: dict[str, Any]) -> str:
         if row["status"] != "timed":
             lines.append(f"stacked {row['curve']}: {row['status']} {row.get('error', '')}")
             continue
-        stacks = ", ".join(f"M={r['trials']} {r['step_s'] * 1e3:.1f} ms ({r['speedup']:.2f}x)" if r["status"] == "timed"
-                           else f"M={r['trials']} {r['status']}" for r in row["stacks"])
+        stacks = ", ".join(f"M={r['trials']} {r['step_s'] * 1e3:.1f} ms ({r['speedup']:.2f}x)" + (
+            f", graphed {r['graphed_step_s'] * 1e3:.1f} ms ({r['graphed_speedup']:.2f}x the stack)"
+            if "graphed_step_s" in r else f", graphed: {r.get('graphed_error') or r.get('graphed_status')}"
+            if "graphed_error" in r or "graphed_status" in r else "")
+            if r["status"] == "timed" else f"M={r['trials']} {r['status']}" for r in row["stacks"])
         lines.append(f"stacked {row['curve']} (H {row['hidden']}, V {row['vocab']}, B {row['batch']}, "
                      f"K {row['samples']}): separate step {row['separate_step_s'] * 1e3:.1f} ms; {stacks}")
     concurrent = result.get("concurrent")
@@ -903,6 +962,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="stack sizes to time PTB sentence-VAE trials at (none: skip; check mode: 1 and 2)")
     parser.add_argument("--stacked-budget", type=float, default=45.0,
                         help="seconds of --budget the stacked timings may take (they run before the workloads)")
+    parser.add_argument("--graphed-stack-budget", type=float, default=40.0,
+                        help="seconds after everything else for the stacks again as replayed CUDA graphs (0: none)")
     parser.add_argument("--concurrent", nargs="*", type=_positive_int, default=[1, 2, 4], metavar="N",
                         help="process counts to train --concurrent-stage's first workload with at once on the one "
                              "device (none: skip; check mode: 1 and 2)")
@@ -953,6 +1014,8 @@ def main(argv: list[str] | None = None) -> int:
     measured, not_timed = measure_workloads(order, device, deadline, warmup, repeats, dry, precision,
                                             ceiling[f"matmul_tflops_{precision}"], args.graphs)
     compiled = compile_timings(order, args.compile, device, deadline, warmup, repeats)
+    if stacked and args.graphed_stack_budget > 0:
+        graphed_stack_timings(stacked, device, args.cpu, time.monotonic() + args.graphed_stack_budget, repeats)
     configure("fp32")
     path = args.out / output_name(env, mode, datetime.date.today())
     result = {"schema": SCHEMA, "mode": mode, "profile": profile, "precision": precision,

@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -116,19 +116,30 @@ class CapturedStep:
     """``fn`` (no arguments; reads and writes tensors it holds) captured as a CUDA graph on a CUDA ``device``:
     :meth:`replay` runs the captured kernels again on whatever those tensors hold then. On other devices nothing is
     captured and :meth:`replay` calls ``fn``: the same semantics for a function that is safe to capture (no host
-    reads, no new shapes, every random draw from the default generator), without the speed.
+    reads, no new shapes, random draws from the default generator or from ``generators``, which the graph registers
+    so that every replay draws the next numbers of each), without the speed.
 
     Capturing does not run the step: the first :meth:`replay` does. Warm the function up eagerly first (under
-    :func:`side_stream`), as CUDA graph capture requires.
+    :func:`side_stream`), as CUDA graph capture requires. A graph reads and writes the memory its tensors had at
+    capture: :meth:`stale` says whether any of ``watch`` (the weights) has moved since (``.to()``, an LSTM's weights
+    flattened again), after which it must be captured again.
     """
 
-    def __init__(self, fn: Callable[[], None], device: torch.device) -> None:
+    def __init__(self, fn: Callable[[], None], device: torch.device,
+                 generators: Sequence[torch.Generator] = (), watch: Sequence[Tensor] = ()) -> None:
         self.fn, self.device = fn, torch.device(device)
+        self.watch = list(watch)
+        self._pointers = [t.data_ptr() for t in self.watch]
         self.graph = None
         if self.device.type == "cuda":
             self.graph = torch.cuda.CUDAGraph()
+            for generator in generators:
+                self.graph.register_generator_state(generator)
             with torch.cuda.graph(self.graph):
                 fn()
+
+    def stale(self) -> bool:
+        return [t.data_ptr() for t in self.watch] != self._pointers
 
     def replay(self) -> None:
         if self.graph is None:
@@ -204,7 +215,7 @@ class GraphedTrainer(Trainer):
             self._lr_tensors.append(group["lr"])
         for state in self.optimizer.state.values():
             if "step" in state:
-                state["step"] = state["step"].to(device=self.device, dtype=torch.float32)
+                state["step"] = state["step"].to(device=self.device)  # its dtype kept
         self._captured = None  # the optimizer's tensors may be new: capture again
 
     def _apply_lr(self) -> None:
@@ -232,6 +243,8 @@ class GraphedTrainer(Trainer):
     # -- the step ------------------------------------------------------------------------------------------------
     def _train_step(self, inputs: Tensor, targets: Tensor) -> float | None:
         look = signature(inputs, self.state)
+        if self._captured is not None and self._captured.step.stale():
+            self._captured, self._streak = None, (None, 0)  # the weights moved since: warm up, capture again
         if self._captured is not None and look == self._captured.signature:
             return self._replayed_step(inputs, targets)
         last, count = self._streak
@@ -267,8 +280,8 @@ class GraphedTrainer(Trainer):
             static_loss.copy_(loss.detach())
 
         self.step_counts["captures"] += 1
-        self._captured = _Captured(CapturedStep(step, self.device), look, static_inputs, static_targets,
-                                   static_state, static_loss)
+        self._captured = _Captured(CapturedStep(step, self.device, watch=params), look, static_inputs,
+                                   static_targets, static_state, static_loss)
 
     def _replayed_step(self, inputs: Tensor, targets: Tensor) -> float | None:
         """Trainer's step, replayed: the same return values; the loss is checked after the update (see above)."""

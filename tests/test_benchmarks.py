@@ -132,7 +132,10 @@ def test_the_device_script_runs_its_whole_path_in_check_mode(tmp_path):
         # the speed-up is rounded to 3 decimals: within half a unit of the last one, or 1% (small ones on a busy CPU)
         assert all(s["speedup"] == pytest.approx(s["trials"] * row["separate_step_s"] / s["step_s"], rel=1e-2,
                                                  abs=5e-4) for s in row["stacks"])
-    assert "stacked dreg16_renyi.shared" in out
+        # each stack again as a replayed graph: two eager warm-up steps, the capture, then the timed replay
+        assert all(s["graphed_steps"] == {"eager": 2, "replayed": 2, "captures": 1} and s["graphed_step_s"] > 0
+                   for s in row["stacks"])
+    assert "stacked dreg16_renyi.shared" in out and "graphed" in out
     # tuning_ptb's first workload trained by 1 and 2 processes at once: each process counted its own steps
     concurrent = result["concurrent"]
     assert concurrent["stage"] == "tuning_ptb" and [r["processes"] for r in concurrent["rows"]] == [1, 2]

@@ -122,6 +122,21 @@ def test_a_state_that_changes_shape_every_window_trains_eagerly(tmp_path):
     assert math.isfinite(result.best_valid_nll)
 
 
+def test_weights_moved_since_the_capture_are_captured_again(tmp_path):
+    """A graph reads the memory its weights had at capture: once they move (here: new storage for every weight),
+    the trainer warms up and captures again instead of replaying into the old memory."""
+    config = TrainConfig(**{**CONFIG, "max_steps": 10, "eval_every": 50})
+    trainer, _ = fit(GraphedTrainer, tmp_path, config)
+    assert trainer.step_counts["captures"] == 1
+    with torch.no_grad():
+        for p in trainer.model.parameters():
+            p.data = p.data.clone()
+    windows = train_module.bptt_windows(trainer.train_stream, 8, start=trainer.window)
+    for _ in range(5):
+        trainer._train_step(*next(windows))
+    assert trainer.step_counts["captures"] == 2 and trainer.step_counts["eager"] == 4 + 3
+
+
 def test_signature_and_state_helpers():
     h = torch.zeros(2, 3)
     lstm_state = [(h, h + 1), (h + 2, h + 3)]
