@@ -121,7 +121,7 @@ def test_the_scale_names_a_capped_seed_a_grid_end_and_the_adapted_seed_only_when
                                                                  [-2.2, -2.0, -2.1])}}, "music.params": params}
     scale = music_scale(flawed)
     assert "seeds 0, 2 stopped at the 40-epoch cap still improving (best epoch 40)" in scale
-    assert "SGD picked the grid's largest rate (0.1 of 0.01–0.1: optimum not bracketed)" in scale
+    assert "SGD learning rate 0.1 (the largest of 0.01–0.1 tried: optimum not bracketed)" in scale
     assert ("dynamic evaluation of seed 0's model only: static -2.200 (the worst of the seeds on test), seeds' mean "
             "-2.100") in scale
     assert "best epochs 40 / 22 / 40 of at most 40" in scale and "Adam" not in scale  # no optimiser in the params

@@ -778,8 +778,12 @@ def test_disclosures_a_skeptical_reader_needs_are_computed_from_the_results():
 
     averaging = {"averaging_ptb": {"settings": {"ta_starts": [0.25, 0.5, 0.75], "ema_decays": [0.99, 0.998]},
                                    "summary": {"tuned_ta": "ta_0.75", "tuned_ema": "ema_0.99"}}}
-    assert _tuned_grids(averaging) == ("; tuned TA over starts 0.25 / 0.5 / 0.75 (0.75, the grid's end), EMA over "
-                                       "decays 0.99 / 0.998 (0.99, the grid's end) on this run's validation loss")
+    assert _tuned_grids(averaging) == (
+        "; tuned TA over starts 0.25 / 0.5 / 0.75, picked 0.75 (the largest of 0.25–0.75 tried: optimum not "
+        "bracketed), EMA over decays 0.99 / 0.998, picked 0.99 (the smallest of 0.99–0.998 tried: optimum not "
+        "bracketed) on this run's validation loss")
+    inside = {"averaging_ptb": {"settings": {"ta_starts": [0.25, 0.5, 0.75]}, "summary": {"tuned_ta": "ta_0.5"}}}
+    assert _tuned_grids(inside) == "; tuned TA over starts 0.25 / 0.5 / 0.75, picked 0.5 on this run's validation loss"
 
 
 def test_rows_no_profile_runs_show_the_thesis_numbers_they_would_compare():
@@ -826,4 +830,4 @@ def test_the_dyneval_table_scale_says_how_the_final_rule_and_the_cache_were_tune
     assert f"cache {len(cache['trials'])} trials" in scale
     lengths = sorted({t["cache_length"] for t in cache["trials"]})
     at_top = cache["settings"]["cache_length"] == lengths[-1]
-    assert (f"cache length {lengths[-1]:g}: the largest tried" in scale) == at_top
+    assert (f"cache length {lengths[-1]:g} (the largest of" in scale) == at_top

@@ -127,5 +127,6 @@ def test_a_best_trial_at_the_ends_of_its_ranges_is_named():
                                  {"name": "input_dropout", "low": 0.0, "high": 0.5},
                                  {"name": "l2_penalty", "low": 5e-6, "high": 1e-4}]
     evidence = neighbourhood_claim(results, "M-F2.5").parts[0].evidence
-    assert evidence.endswith("; the best at an end of its range for learning rate 0.004 (top), input dropout 0 "
-                             "(bottom)")
+    assert evidence.endswith("; the best trial at an end of its range: learning rate 0.004 (the largest of "
+                             "0.001–0.004 allowed: optimum not bracketed), input dropout 0 (the smallest of 0–0.5 "
+                             "allowed: optimum not bracketed)")

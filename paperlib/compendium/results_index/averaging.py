@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from paperlib.experiments.averaging.claims import (BASIN_CLAIMS, CLAIMS, ENTRY_MARGIN, almost_rising, judged_entries,
                                                    lengths_claim, switch_heights)
+from paperlib.experiments.common.grid_ends import not_bracketed
 from paperlib.reference.averaging import AVERAGING_BEST_LOSS
 
 from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note, grouped_reason, index_text
@@ -31,8 +32,9 @@ def _avg_scale(results: Results) -> str:
 
 
 def _tuned_grids(results: Results) -> str:
-    """"; TA tuned over starts 0.25 / 0.5 / 0.75 (0.75, the grid's end), EMA over decays ...": the grids the tuned
-    baselines were picked from, and whether the pick sits at an end of its grid (the optimum then not bracketed)."""
+    """"; tuned TA over starts 0.25 / 0.5 / 0.75, picked 0.75 (the largest of 0.25–0.75 tried: optimum not
+    bracketed), EMA over decays ...": the grids the tuned baselines were picked from, and whether the pick sits at an
+    end of its grid."""
     st, summary = results["averaging_ptb"]["settings"], _avg(results)
     shown = []
     for name, grid_key, tuned_key in (("TA", "ta_starts", "tuned_ta"), ("EMA", "ema_decays", "tuned_ema")):
@@ -40,9 +42,9 @@ def _tuned_grids(results: Results) -> str:
         if not grid or not tuned:
             continue
         value = float(tuned.rsplit("_", 1)[1])
-        end = ", the grid's end" if value in (min(grid), max(grid)) else ""
         what = "starts" if name == "TA" else "decays"
-        shown.append(f"{name} over {what} {' / '.join(f'{g:g}' for g in grid)} ({value:g}{end})")
+        shown.append(f"{name} over {what} {' / '.join(f'{g:g}' for g in grid)}, picked "
+                     f"{not_bracketed(value, grid) or f'{value:g}'}")
     return "; tuned " + ", ".join(shown) + " on this run's validation loss" if shown else ""
 
 

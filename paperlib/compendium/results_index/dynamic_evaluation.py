@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from paperlib.reference import dynamic_evaluation as reference_dyneval
+from paperlib.experiments.common.grid_ends import not_bracketed
 from paperlib.experiments.dynamic_evaluation.claims import (
     further_distinct, momentum_best, momentum_steps, statistics_share,
 )
@@ -209,11 +210,11 @@ def _final_and_cache_tuning(results: Results) -> str:
                 continue
             ends = []
             for setting, value in row["settings"].items():
-                tried = sorted({t[setting] for t in row["trials"] if isinstance(t.get(setting), (int, float))})
-                if len(tried) > 1 and value in (tried[0], tried[-1]):
-                    end = "largest" if value == tried[-1] else "smallest"
-                    ends.append(f"{setting.replace('_', ' ')} {value:g}: the {end} tried")
-            shown.append(f"{name} {len(row['trials'])} trials" + (f" ({', '.join(ends)})" if ends else ""))
+                tried = [t[setting] for t in row["trials"] if isinstance(t.get(setting), (int, float))]
+                note = not_bracketed(value, tried) if isinstance(value, (int, float)) else ""
+                if note:
+                    ends.append(f"{setting.replace('_', ' ')} {note}")
+            shown.append(f"{name} {len(row['trials'])} trials" + "".join(f", {e}" for e in ends))
         if shown:
             out.append(f"{_CORPUS.get(corpus, corpus)}: {', '.join(shown)}")
     return "; tuning: " + "; ".join(out) if out else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from paperlib.experiments.common.grid_ends import not_bracketed
 from paperlib.experiments.music.claims import CORPUS_NAMES, MIRROR_CORPORA, RULE_NAMES, adapted_seed, table_claim
 from paperlib.reference.music import TABLE_4_6, TABLE_4_6_CORPORA, THESIS_LSTM_NADE
 
@@ -63,11 +64,9 @@ def _grid_note(c: dict[str, Any]) -> str:
     notes = []
     for rule, name in RULE_NAMES.items():
         row = c["rows"].get(rule, {})
-        rates = [t["lr"] for t in row.get("trials", [])]
-        if len(rates) > 1 and row.get("lr") in (min(rates), max(rates)):
-            end = "largest" if row["lr"] == max(rates) else "smallest"
-            notes.append(f"{name} picked the grid's {end} rate ({row['lr']:g} of {min(rates):g}–{max(rates):g}: optimum "
-                         "not bracketed)")
+        note = not_bracketed(row["lr"], [t["lr"] for t in row["trials"]]) if row.get("trials") else ""
+        if note:
+            notes.append(f"{name} learning rate {note}")
     return "".join(f", {n}" for n in notes)
 
 

@@ -30,6 +30,7 @@ import statistics
 from typing import Any, Mapping
 
 from paperlib.experiments.common.claims import Claim, Part, Unjudged, direction_word
+from paperlib.experiments.common.grid_ends import not_bracketed
 from paperlib.reference.tuning import TUNING
 
 TUNING_ITEMS = {"M-F2.5": "lstm", "M-F2.6": "mogrifier"}  # seed item -> the model (search space) its figure shows
@@ -132,10 +133,12 @@ def _corner(record: Mapping[str, Any]) -> str:
     best, ends = record["best"]["params"], []
     for h in record.get("hyperparameters", []):
         value = best.get(h["name"])
-        if value is not None and "low" in h and "high" in h and (value <= h["low"] or value >= h["high"]):
+        note = not_bracketed(value, (h["low"], h["high"]), "allowed") if (
+            value is not None and "low" in h and "high" in h) else ""
+        if note:
             name = (h.get("label") or h["name"]).replace("_", " ").replace("l2", "L2").replace("mogrifier", "Mogrifier")
-            ends.append(f"{name} {value:g} ({'top' if value >= h['high'] else 'bottom'})")
-    return f"; the best at an end of its range for {', '.join(ends)}" if ends else ""
+            ends.append(f"{name} {note}")
+    return f"; the best trial at an end of its range: {', '.join(ends)}" if ends else ""
 
 
 __all__ = ["TUNING_ITEMS", "learning_rate_moves", "neighbourhood_claim", "neighbourhood_numbers"]
