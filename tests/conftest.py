@@ -15,6 +15,11 @@ torch.set_num_threads(int(os.environ.get("PAPERLIB_TEST_THREADS", "1")))
 if torch.cuda.is_available():
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=True)
+    # and IEEE float32 everywhere from the start (cuDNN's RNNs default to TF32): the tolerances are float32's,
+    # whichever test a worker process runs first
+    from paperlib.device import configure
+
+    configure("fp32")
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -103,8 +103,9 @@ def test_ranks_see_torchrun_environment_and_end_with_identical_weights(ddp):
         assert ranks[0][run]["history"] == ranks[1][run]["history"]
 
 
-def test_two_processes_follow_the_single_process_trajectory_with_the_same_global_batch(ddp, tmp_path):
+def test_two_processes_follow_the_single_process_trajectory_with_the_same_global_batch(ddp, tmp_path, monkeypatch):
     _, ranks = ddp
+    monkeypatch.setenv("PAPERLIB_DEVICE", "cpu")  # where the ranks train (gloo), also on a GPU machine
     # Without dropout, both compute the same gradients up to float summation order.
     single = _train(tmp_path / "single", 0.0, STEPS)
     ddp_run = ranks[0]["plain"]

@@ -35,9 +35,10 @@ def data():
     return prepare_sentences(splits, V, EOS, UNK, SETTINGS)
 
 
-def test_no_batch_starts_that_the_time_left_would_not_finish(tmp_path, slow_batches, data):
+def test_no_batch_starts_that_the_time_left_would_not_finish(tmp_path, slow_batches, data, monkeypatch):
     """Each batch here takes over 2 s (its training made slow); with 3 s to go, the first batch trains and the
     second does not start (it would be cut off part-way, its checkpoint of use only on this machine)."""
+    monkeypatch.setenv("PAPERLIB_DEVICE", "cpu")  # no CUDA start-up inside the 3 s on a GPU machine
     with pytest.raises(TimeLimitReached, match="with 2 of 4 trials of .* done; the same command continues"):
         run_curve_study("dreg16_kl.shared", SETTINGS, data, tmp_path, "smoke", deadline=time.time() + 3.0)
     assert not list(tmp_path.glob("*.stack.*"))  # the second batch never began
@@ -60,11 +61,14 @@ def test_table_5_1_stops_before_a_cell_it_would_not_finish_and_keeps_the_finishe
     assert [r.get("test_nll") for r in again] == [r.get("test_nll") for r in rows]
 
 
-def test_a_stacked_table_5_1_curve_keeps_its_best_trials_test_scores_so_the_table_needs_no_retraining(tmp_path, data):
+def test_a_stacked_table_5_1_curve_keeps_its_best_trials_test_scores_so_the_table_needs_no_retraining(
+        tmp_path, data, monkeypatch):
     """At the end of each batch of a stacked Table 5.1 curve, the study's best trial (if it is of that batch) is
     scored on the test set while its model is at hand; the table reads those scores without its checkpoint and
     past its deadline, and they are the scores of the trial's own model (the saved best model, scored again)."""
     import torch
+
+    monkeypatch.setenv("PAPERLIB_DEVICE", "cpu")  # the study and the rescoring below on one device
 
     from paperlib.experiments.micmco.ptb.design import CURVES
     from paperlib.experiments.micmco.ptb.studies import _checkpoint_path, test_scores

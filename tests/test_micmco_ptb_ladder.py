@@ -53,6 +53,7 @@ def test_settings_are_checked():
 def test_a_rung_repeats_the_main_stages_trial_and_finished_runs_are_read_back(tmp_path, data, monkeypatch):
     """Seed 0 at 8 steps: both curves' trials equal the main stage's (run_experiment at 8 steps, its Halton
     trials) to the last bit; a second call trains nothing; other rungs are other runs."""
+    monkeypatch.setenv("PAPERLIB_DEVICE", "cpu")  # the main stage's trials too: CUDA draws other numbers
     ladder = _ladder()
     records = run_ladder(ladder, MAIN, tmp_path, data=data)
     assert [(r["curve"], r["seed"], r["trial"]) for r in records] == [

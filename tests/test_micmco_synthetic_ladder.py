@@ -41,6 +41,7 @@ def test_settings_are_checked():
 def test_each_rung_is_the_run_of_that_budget_and_finished_runs_are_read_back(tmp_path, monkeypatch):
     """One run per (curve, seed, trial), scored at 3, 4, 6 and 8 steps on its way, equals separate runs of the main
     stage's run_trial with that many steps (same data stream, design point, trial seed and evaluation seed)."""
+    monkeypatch.setenv("PAPERLIB_DEVICE", "cpu")  # run_trial too: a GPU machine's CUDA draws other numbers
     ladder = _ladder(figures=["5.3"], seeds=[1, 2])
     records = run_ladder(ladder, MAIN, tmp_path)
     assert [(r["configuration"], r["seed"], r["trial"]) for r in records] == [

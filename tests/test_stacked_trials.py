@@ -136,9 +136,10 @@ def test_a_batch_stream_is_the_shuffled_epochs_of_full_batches_and_resumes_where
         assert all(torch.equal(next(tail).targets, b.targets) for b in expected[stop:12])
 
 
-def test_a_past_deadline_stops_a_stack_and_its_trials_give_run_trial_records(data):
+def test_a_past_deadline_stops_a_stack_and_its_trials_give_run_trial_records(data, monkeypatch):
     """``run`` with a deadline already past takes no step (and records no chunk); run on, each trial's record
     (training outcome and evaluation) is that of ``run_trial`` for the same trial up to float32 rounding (~1e-6)."""
+    monkeypatch.setenv("PAPERLIB_DEVICE", "cpu")  # run_trial too: a GPU machine's CUDA draws other numbers
     curve, specs = curve_of("dreg1.shared"), _specs("dreg1.shared")
     run = StackedTrials(curve, specs, SETTINGS, data, "cpu")
     assert not run.run(deadline=time.time() - 1) and run.step_count == 0 and run.chunks == []

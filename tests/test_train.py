@@ -232,7 +232,7 @@ def test_optimizers_are_torch_radam_and_adam_with_beta1_zero_and_l2(tmp_path, na
 def test_gradients_are_clipped_to_the_configured_norm(tmp_path, clip_norm):
     config = TrainConfig(batch_size=4, bptt=8, clip_norm=clip_norm, max_steps=1, eval_every=1, seed=0)
     trainer = Trainer(tiny_model(), markov_stream(500, 0), markov_stream(200, 1), config, tmp_path, progress=False)
-    inputs, targets = next(iter(bptt_windows(markov_stream(500, 0).view(4, -1), 8)))
+    inputs, targets = next(bptt_windows(trainer.train_stream, 8))  # on the trainer's device (CUDA there is one)
     trainer._train_step(inputs, targets)
     norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in trainer.model.parameters()
                                                  if p.grad is not None]))
