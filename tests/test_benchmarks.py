@@ -429,3 +429,46 @@ def test_the_device_script_times_the_trainer_against_the_graphed_trainer_at_a_wo
     not_an_lm = Workload("vae", lambda: torch.nn.Linear(2, 2), lambda *a: None,
                          lambda m: torch.optim.Adam(m.parameters()), 1, 8)
     assert gpu.time_trainers(not_an_lm, torch.device("cpu")) == {}
+
+
+def test_the_dry_run_tables_gain_a_column_with_the_language_model_steps_replayed_as_cuda_graphs(tmp_path):
+    """When the measurement also replayed a stage's steps as CUDA graphs, one more column re-prices that stage's
+    training at constants fitted to the replays (here 10,000 kernels in 0.01 s: 1 us each, pinned on calibrate's
+    grid), its evaluation and the other stages as in the calibrated column."""
+    import json
+
+    from paperlib.compendium.gpu_measurements import (END, ESTIMATE_END, ESTIMATE_START, GPU_ESTIMATE_END,
+                                                      GPU_ESTIMATE_START, START, readme_with_measurements)
+
+    readme = f"{ESTIMATE_START}\nold\n{ESTIMATE_END}\n{GPU_ESTIMATE_START}\nold\n{GPU_ESTIMATE_END}\n{START}\n{END}\n"
+
+    small = {"parameters": 10**7, "flops_per_step": 1e9, "kernels_per_step": 10_000, "steps_per_run": 36_000,
+             "runs": 1, "bound": "launch", "peak_memory_bytes": 2**30}
+    stage = {"gpu_hours": 0.5, "training_hours": 0.5, "evaluation_hours": 0.0, "peak_memory_bytes": 2**30,
+             "workloads": {"small": small}, "evaluations": {}}
+    dry = {"assumptions": {"precision": "tf32", "profile": "paper", "max_length": None},
+           "stages": {"lm_ptb": stage, "music": stage}}
+    (tmp_path / "results").mkdir()
+    for name in ("dryrun.json", "dryrun_gpu.json"):
+        (tmp_path / "results" / name).write_text(json.dumps(dry))
+    timed = {"status": "timed", "batch": "64", "length": 70, "workload": "small", "flops_per_step": 1e9,
+             "predicted_kernels": 10_000, "kernels_per_step": 10_000, "predicted_bound": "launch", "step_s": 0.1,
+             "tokens_per_s": 44_800.0}
+    measurement = {
+        "environment": {"card": "NVIDIA H200", "driver": "1", "torch": "2.11.0", "cuda": "13.0"}, "profile": "paper",
+        "precision": "tf32", "ceilings": {"matmul_tflops_fp32": 50.0, "matmul_tflops_tf32": 100.0,
+                                          "matmul_tflops_bf16": 200.0, "copy_gbps": 1000.0},
+        "workloads": [{**timed, "stage": "lm_ptb", "graph_step_s": 0.01}, {**timed, "stage": "music"}]}
+    folder = tmp_path / "benchmarks" / "results"
+    folder.mkdir(parents=True)
+    (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(measurement))
+    table = readme_with_measurements(readme, tmp_path).split(ESTIMATE_START)[1].split(ESTIMATE_END)[0]
+    assert "calibrated | the same, language-model steps as CUDA graphs |" in table
+    # 36,000 steps x 0.1 s eager = 1 h; replayed: 36,000 x 10,000 x 1 us = 0.1 h; music keeps its hour
+    assert "| lm_ptb |" in table and "| 0.5 | 1.0 | 0.1 |" in table and "| 0.5 | 1.0 | 1.0 |" in table
+    assert "| **1.0** | **2.0** | **1.1** |" in table
+    assert ("time per counted kernel (1 µs) fitted to the 1 graph replays timed on the card (within 1× of each), "
+            "their evaluation and every other stage as before: 1.0 → 0.1 GPU-hours for those stages") in table
+    measurement["workloads"][0].pop("graph_step_s")  # nothing replayed: no such column
+    (folder / "gpu-nvidia-h200-2026-12-01.json").write_text(json.dumps(measurement))
+    assert "as CUDA graphs" not in readme_with_measurements(readme, tmp_path)

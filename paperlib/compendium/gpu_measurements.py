@@ -225,6 +225,47 @@ def recalibrated(result: dict[str, Any], measurement: dict[str, Any], source: st
             "stages": reestimate(result, constants, evaluation_precision(result["assumptions"]["precision"]))}
 
 
+def replayed(result: dict[str, Any], measurement: dict[str, Any], source: str, calibrated: dict[str, Any],
+             counts: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The dry run ``result`` as if the stages whose training step ``measurement`` also replayed as one CUDA graph
+    (``graph_step_s``: the language-model stages, which :class:`paperlib.graphed_train.GraphedTrainer` trains that
+    way) trained with it: their training at the MFU and time per counted kernel fitted to those replays (on the
+    same counts as ``calibrated``), their evaluation and every other stage as in ``calibrated`` (:func:`recalibrated`).
+    Returns ``{"mfu", "kernel_latency_us", "fit", "graphed" (stages), "stages": {stage: {"training_hours",
+    "evaluation_hours", "gpu_hours"}}}``, or None when the measurement replayed nothing."""
+    from paperlib.experiments.dryrun.evaluation import evaluation_precision
+    from paperlib.experiments.dryrun.gpu_time import calibrate, reestimate
+
+    rows = [{**r, "step_s": r["graph_step_s"]} for r in measurement["workloads"]
+            if r.get("status") == "timed" and r.get("graph_step_s")]
+    graphed = sorted({r["stage"] for r in rows} & set(result["stages"]))
+    if not graphed:
+        return None
+    constants, fit = calibrate({**measurement, "workloads": rows, "evaluations": []}, source, counts)
+    training = reestimate(result, constants, evaluation_precision(result["assumptions"]["precision"]))
+    stages = {}
+    for stage, hours in calibrated["stages"].items():
+        if stage in graphed:
+            hours = {**hours, "training_hours": training[stage]["training_hours"],
+                     "gpu_hours": training[stage]["training_hours"] + hours["evaluation_hours"]}
+        stages[stage] = dict(hours)
+    return {"mfu": constants.mfu, "kernel_latency_us": constants.kernel_latency_s * 1e6, "fit": fit,
+            "graphed": graphed, "stages": stages}
+
+
+def _replayed_sentence(replay: dict[str, Any], calibrated: dict[str, Any]) -> str:
+    fit = replay["fit"]
+    before = sum(calibrated["stages"][s]["gpu_hours"] for s in replay["graphed"])
+    after = sum(replay["stages"][s]["gpu_hours"] for s in replay["graphed"])
+    return (f" The column after it trains the {len(replay['graphed'])} language-model stages with "
+            f"`paperlib.graphed_train.GraphedTrainer` (each step replayed as one CUDA graph), at the MFU "
+            f"({replay['mfu']:.3g}) and time per counted kernel ({replay['kernel_latency_us']:.3g} µs) fitted to the "
+            f"{fit['workloads']} graph replays timed on the card (within {fit['max_ratio']:.3g}× of each), their "
+            f"evaluation and every other stage as before: {before:,.{1 if before < 100 else 0}f} → "
+            f"{after:,.{1 if before < 100 else 0}f} GPU-hours for those stages. "
+            "An estimate of a lever the stages do not use yet.")
+
+
 def _fit_sentence(calibrated: dict[str, Any], measurement: dict[str, Any]) -> str:
     """How the calibrated column was made and how well its model fits the measured steps, with what the misses come
     from: the spread of the measured time per launched kernel over the launch-bound steps, and the measured steps
@@ -233,7 +274,7 @@ def _fit_sentence(calibrated: dict[str, Any], measurement: dict[str, Any]) -> st
     bounds = calibrated.get("bounds", {})  # by the current counts where there are any
     launch = [r for r in measurement["workloads"] if r.get("status") == "timed" and r.get("kernels_per_step")
               and bounds.get(f"{r['stage']} {r['workload']}", r.get("predicted_bound")) == "launch"]
-    text = (f"The last column estimates the same counts on the {calibrated['card']} measured below "
+    text = (f"The calibrated column estimates the same counts on the {calibrated['card']} measured below "
             f"([`{calibrated['source']}`]({calibrated['source']})): its measured matmul peaks, with the MFU "
             f"({calibrated['mfu']:.3g}) and the time per counted kernel ({calibrated['kernel_latency_us']:.3g} µs) "
             f"that bring the model closest to all {fit['workloads']} steps and evaluation passes timed there "
@@ -263,18 +304,22 @@ def _parts(fit: dict[str, Any]) -> str:
 
 
 def render_estimate(result: dict[str, Any], calibrated: dict[str, Any] | None = None,
-                    measurement: dict[str, Any] | None = None) -> str:
+                    measurement: dict[str, Any] | None = None, replay: dict[str, Any] | None = None) -> str:
     """The dry run's table per stage (models, parameters per model, peak memory, the largest step's FLOPs and
     kernels, optimizer steps (a stacked step counts once), what bounds training, GPU-hours of training, of evaluation
     and both) with the totals and the largest peak memory. A stage without counted evaluation shows "not counted".
     With ``calibrated`` (:func:`recalibrated`, from ``measurement``) a last column gives each stage's GPU-hours on
-    the measured card, and a paragraph says how they were fitted and how well."""
+    the measured card, and a paragraph says how they were fitted and how well; with ``replay`` (:func:`replayed`)
+    one more gives them with the language-model stages' steps replayed as CUDA graphs."""
     from paperlib.experiments.dryrun.gpu_time import si_number as _si
 
+    replay = replay if calibrated else None
     card = f" | GPU-hours on the {calibrated['card']}, calibrated" if calibrated else ""
+    card += " | the same, language-model steps as CUDA graphs" if replay else ""
     lines = ["| stage | models | parameters | peak memory | FLOPs / step (largest) | kernels / step (largest) | "
              f"optimizer steps | bound | training GPU-hours | evaluation GPU-hours | GPU-hours{card} |",
-             "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if calibrated else "")]
+             "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if calibrated else "")
+             + ("---|" if replay else "")]
     for stage, entry in result["stages"].items():
         rows = list(entry["workloads"].values())
         sizes = [_si(min(r["parameters"] for r in rows)), _si(max(r["parameters"] for r in rows))]
@@ -283,6 +328,7 @@ def render_estimate(result: dict[str, Any], calibrated: dict[str, Any] | None = 
         steps = sum(r["steps_per_run"] * r["runs"] for r in rows)
         evaluation = f"{entry['evaluation_hours']:,.1f}" if entry["evaluations"] else "not counted"
         extra = f" {calibrated['stages'][stage]['gpu_hours']:,.1f} |" if calibrated else ""
+        extra += f" {replay['stages'][stage]['gpu_hours']:,.1f} |" if replay else ""
         lines.append(f"| {stage} | {len(rows)} | {params} | {peak:.{1 if peak >= 1 else 2}f} GiB | "
                      f"{_si(max(r['flops_per_step'] for r in rows))} | {max(r['kernels_per_step'] for r in rows):,} | "
                      f"{steps / 1e6:.3g}M | {', '.join(sorted({r['bound'] for r in rows}))} | "
@@ -291,14 +337,17 @@ def render_estimate(result: dict[str, Any], calibrated: dict[str, Any] | None = 
               for k in ("training_hours", "evaluation_hours", "gpu_hours")]
     digits = 1 if totals[2] < 100 else 0
     cells = [f"**{t:,.{digits}f}**" for t in totals]
-    if calibrated:
-        total = sum(entry["gpu_hours"] for entry in calibrated["stages"].values())
-        cells.append(f"**{total:,.{1 if total < 100 else 0}f}**")
+    for column in (calibrated, replay):
+        if column:
+            total = sum(entry["gpu_hours"] for entry in column["stages"].values())
+            cells.append(f"**{total:,.{1 if total < 100 else 0}f}**")
     lines.append("| **total** | | | | | | | | " + " | ".join(cells) + " |")
     stage, entry = max(result["stages"].items(), key=lambda item: item[1]["peak_memory_bytes"])
     lines += ["", f"The largest step needs {entry['peak_memory_bytes'] / 2**30:.1f} GiB ({stage})."]
     if calibrated:
         lines[-1] += " " + _fit_sentence(calibrated, measurement or {"workloads": []})
+    if replay:
+        lines[-1] += _replayed_sentence(replay, calibrated)
     return "\n".join(lines)
 
 
@@ -325,7 +374,7 @@ def readme_with_measurements(readme: str, root: str | Path) -> str:
         except ValueError:  # nothing timed there that the dry run predicts: no constants to fit
             return (render_estimate(result) + f" The newest measurement ([`{source}`]({source})) timed no step with a "
                     "dry-run prediction, so nothing recalibrates these estimates.")
-        return render_estimate(result, calibrated, measurement)
+        return render_estimate(result, calibrated, measurement, replayed(result, measurement, source, calibrated, counts))
 
     text = replace_between(readme, START, END, lambda: block(root), "gpu-measurements", str(PAGE))
     text = replace_between(text, ESTIMATE_START, ESTIMATE_END, lambda: estimate_table(DRYRUN), "dryrun-estimate",
