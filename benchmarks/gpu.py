@@ -342,8 +342,9 @@ def time_trainers(workload: dryrun.Workload, device: torch.device, steps: int = 
     """The stage's own training loop at the workload's shapes: :class:`paperlib.train.Trainer` against
     :class:`paperlib.graphed_train.GraphedTrainer` (the step replayed as one CUDA graph), on random tokens at the
     workload's vocabulary, batch, BPTT length, dropout samples, optimizer and clipping. Seconds per step over
-    ``steps`` steps after ``warmup`` (the graphed trainer captures within those), each step read back to the
-    host as the stages do (``sync_every`` 1); empty for a model that is not a language model (no ``vocab_size``)."""
+    ``steps`` steps after ``warmup`` (the graphed trainer captures within those), each step's loss read back to the
+    host (``sync_every`` 1, the trainer's default; the ``gpu`` and ``paper`` profiles read every 50th); empty for a
+    model that is not a language model (no ``vocab_size``)."""
     import dataclasses
     import gc
     import tempfile
@@ -479,7 +480,8 @@ def measure_workloads(order: list[tuple[str, dryrun.Workload]], device: torch.de
                       warmup: int, repeats: int, dry: dict[str, Any] | None, precision: str,
                       peak_tflops: float, graphs: bool = False) -> tuple[list, list]:
     """Time the planned workloads until ``deadline`` (``time.monotonic()``); returns (measured, not timed). With
-    ``graphs`` (CUDA only), the first workload of each LM stage is also timed as a CUDA graph (:func:`graphed_step`)."""
+    ``graphs`` (CUDA only), the first workload of each LM stage is also timed as a CUDA graph (:func:`graphed_step`),
+    and the first LM stage's training loop with both trainers (:func:`time_trainers`)."""
     measured, not_timed, references, graphed_stages = [], [], {}, set()
     for index, (stage, workload) in enumerate(order):
         if time.monotonic() > deadline:
@@ -511,7 +513,8 @@ def measure_workloads(order: list[tuple[str, dryrun.Workload]], device: torch.de
                     row["graph_speedup"] = round(row["step_s"] / row["graph_step_s"], 3)
                 except Exception as err:  # noqa: BLE001 - a step that cannot be captured is a finding
                     row["graph_error"] = _error_text(err)
-                if len(graphed_stages) == 1:  # the first LM stage only: two trainers' checkpoints cost seconds
+                # the first LM stage only (two trainers' checkpoints cost seconds), not after its capture failed
+                if len(graphed_stages) == 1 and "graph_error" not in row:
                     try:
                         row.update(time_trainers(workload, device))
                     except Exception as err:  # noqa: BLE001 - the same for the trainer's own graphed steps
@@ -721,8 +724,10 @@ def graphed_stack_timings(rows: list[dict[str, Any]], device: torch.device, quic
     """Each stack that :func:`stacked_timings` timed, again with its step replayed as one CUDA graph
     (:class:`~paperlib.experiments.micmco.ptb.graphed_stack.GraphedStackedTrials`), added to its entry: the median
     replayed step after the eager warm-up and the capture, the speed-up over the stacked step, how the steps ran;
-    the error instead when it cannot be captured (a finding). Run last of all: a capture that fails part-way can
-    leave the CUDA state unusable for what would follow."""
+    the error instead when it cannot be captured (a finding). Run last of all, and no further stack after a
+    failure: a capture that fails part-way can leave the CUDA state unusable for what would follow (the language
+    models' captures, which worked on the H200, stay with their workloads). ``deadline`` is checked before each
+    stack."""
     import gc
 
     from paperlib.experiments.micmco.ptb.graphed_stack import GraphedStackedTrials
@@ -731,22 +736,23 @@ def graphed_stack_timings(rows: list[dict[str, Any]], device: torch.device, quic
     if not sizes:
         return
     *_, data, settings = _stacked_setup(quick, max(sizes))
+    failed = False
     for row in rows:
         curve, specs = _stacked_curve(row["curve"], max(sizes))
         for entry in row.get("stacks", []):
             if entry.get("status") != "timed":
                 continue
-            if time.monotonic() > deadline:
-                entry["graphed_status"] = "not timed: budget"
+            if time.monotonic() > deadline or failed:
+                entry["graph_status"] = "not timed: " + ("an earlier capture failed" if failed else "budget")
                 continue
             graphed = None
             try:
                 graphed = GraphedStackedTrials(curve, specs[:entry["trials"]], settings, data, device)
-                step = statistics.median(timed(graphed.step, device, graphed.warmup + 1, repeats))
-                entry.update(graphed_step_s=step, graphed_speedup=round(entry["step_s"] / step, 3) if step else None,
-                             graphed_steps=dict(graphed.step_counts))
+                step = statistics.median(timed(graphed.step, device, graphed.eager_steps + 1, repeats))
+                entry.update(graph_step_s=step, graph_speedup=round(entry["step_s"] / step, 3) if step else None,
+                             graph_steps=dict(graphed.step_counts))
             except Exception as err:  # noqa: BLE001 - recorded, not fatal
-                entry["graphed_error"] = _error_text(err)
+                entry["graph_error"], failed = _error_text(err), True
             finally:
                 del graphed
                 gc.collect()
@@ -907,9 +913,9 @@ def render(result: dict[str, Any]) -> str:
             lines.append(f"stacked {row['curve']}: {row['status']} {row.get('error', '')}")
             continue
         stacks = ", ".join(f"M={r['trials']} {r['step_s'] * 1e3:.1f} ms ({r['speedup']:.2f}x)" + (
-            f", graphed {r['graphed_step_s'] * 1e3:.1f} ms ({r['graphed_speedup']:.2f}x the stack)"
-            if "graphed_step_s" in r else f", graphed: {r.get('graphed_error') or r.get('graphed_status')}"
-            if "graphed_error" in r or "graphed_status" in r else "")
+            f", as a CUDA graph {r['graph_step_s'] * 1e3:.1f} ms ({r['graph_speedup']:.2f}x)"
+            if "graph_step_s" in r else f", as a CUDA graph: {r.get('graph_error') or r.get('graph_status')}"
+            if "graph_error" in r or "graph_status" in r else "")
             if r["status"] == "timed" else f"M={r['trials']} {r['status']}" for r in row["stacks"])
         lines.append(f"stacked {row['curve']} (H {row['hidden']}, V {row['vocab']}, B {row['batch']}, "
                      f"K {row['samples']}): separate step {row['separate_step_s'] * 1e3:.1f} ms; {stacks}")
@@ -957,7 +963,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-stage", type=int, default=None, help="at most this many workloads per stage")
     parser.add_argument("--compile", nargs="*", default=[], choices=sorted(COMPILE_SECONDS), metavar="MODE")
     parser.add_argument("--graphs", action="store_true",
-                        help="also time the first workload of each LM stage as a CUDA graph of its whole step")
+                        help="also time the first workload of each LM stage as a CUDA graph of its whole step, "
+                             "and the first one's training loop with Trainer and GraphedTrainer")
     parser.add_argument("--stacked", nargs="*", type=int, default=[1, 4, 12], metavar="M",
                         help="stack sizes to time PTB sentence-VAE trials at (none: skip; check mode: 1 and 2)")
     parser.add_argument("--stacked-budget", type=float, default=45.0,

@@ -8,7 +8,8 @@
 # The default run fits an 8-minute slot: tests (at most 200 s; on an H200 with 8 workers 88% of the suite ran in
 # 120 s; each failure is logged as it happens, so a run cut off there still names its failures), then ceilings, stacked trials (<= 45 s), concurrent
 # processes (<= 50 s), evaluation passes (<= 30 s) and workloads (230 s in all), then the stacks again as replayed
-# CUDA graphs (<= 40 s more, last because a capture that fails can spoil what follows); torch.compile's
+# CUDA graphs (about 40 s more, checked before each stack; last because a capture that fails can spoil what
+# follows); torch.compile's
 # first step (~3 min, gpu.py's COMPILE_SECONDS) rarely fits after them and is then listed as not timed. A second
 # slot measures compilation alone: bash benchmarks/gpu.sh --no-tests --stages lm_ptb --per-stage 2 --budget 400
 # --stacked --concurrent --compile reduce-overhead default

@@ -8,11 +8,12 @@ launches go. ``benchmarks/gpu.py --graphs`` measures that on the ``paper`` workl
 
 :class:`GraphedTrainer` is :class:`paperlib.train.Trainer` with that step: the same settings, checkpoints,
 rollbacks, averaging and evaluation, and on a CPU (where there are no CUDA graphs) the same numbers bit for bit,
-because a replay there is a call of the captured function. A step is replayed when its window looks like the
-captured one: the same input shape and a hidden state of the same structure and shapes. Any other window runs
-eagerly through ``Trainer``'s own step: the first windows (``warmup`` eager steps with one look come before the
-capture), the shorter last window of an epoch, the first window of an epoch (no state yet), and every window of a
-model whose state keeps changing shape (a Transformer with learned absolute positions). After a rollback the graph
+because a replay there is a call of the captured function. A step is replayed when its window has the captured
+one's :func:`signature`: the same input shape and a hidden state of the same structure, shapes and other values.
+Any other window runs eagerly through ``Trainer``'s own step: the first windows (``eager_steps`` steps with one
+signature come before the capture), the shorter last window of an epoch, the first window of an epoch (no state
+yet), and every window of a model whose state keeps changing (a Transformer with learned absolute positions and a
+memory: the position its next window starts at grows with every window). After a rollback the graph
 is captured again, since the optimizer's state was replaced.
 
 Departures from ``Trainer``, all from what a graph can hold:
@@ -171,16 +172,17 @@ def _capture_autocast(device: torch.device):
 class GraphedTrainer(Trainer):
     """:class:`~paperlib.train.Trainer` whose training steps replay one captured CUDA graph (module docstring).
 
-    ``warmup``: eager steps with one signature (:func:`signature`) before that signature's step is captured.
+    ``eager_steps``: steps run eagerly with one signature (:func:`signature`) before that signature's step is
+    captured (warm-up, as capture requires; 3 as in PyTorch's whole-network capture example).
     :attr:`step_counts` says how the steps ran: ``eager``, ``replayed`` and ``captures``.
     """
 
     def __init__(self, model: nn.Module, train_ids: Tensor, valid_ids: Tensor, config: TrainConfig,
                  out_dir: str | os.PathLike, device: str | torch.device | None = None, progress: bool = True,
                  monitors: dict[str, WeightAverager] | None = None, eval_raw: bool = False,
-                 sync_every: int | None = None, warmup: int = 3) -> None:
-        if warmup < 1:
-            raise ValueError(f"warmup must be >= 1 eager steps before a capture, got {warmup}")
+                 sync_every: int | None = None, eager_steps: int = 3) -> None:
+        if eager_steps < 1:
+            raise ValueError(f"eager_steps must be >= 1 (warm-up before a capture), got {eager_steps}")
         if current().compile != "eager":
             raise ValueError(f"GraphedTrainer captures the whole step itself; compute.compile is "
                              f"{current().compile!r}, set it to 'eager'")
@@ -189,7 +191,7 @@ class GraphedTrainer(Trainer):
         if self.dist.is_distributed:
             raise ValueError("GraphedTrainer does not capture the data-parallel gradient all-reduce; run "
                              "Trainer under torchrun")
-        self.warmup = warmup
+        self.eager_steps = eager_steps
         self.step_counts = {"eager": 0, "replayed": 0, "captures": 0}
         self._captured: _Captured | None = None
         self._streak: tuple[tuple | None, int] = (None, 0)  # the last eager steps' signature and their number
@@ -242,22 +244,23 @@ class GraphedTrainer(Trainer):
 
     # -- the step ------------------------------------------------------------------------------------------------
     def _train_step(self, inputs: Tensor, targets: Tensor) -> float | None:
-        look = signature(inputs, self.state)
+        key = signature(inputs, self.state)
         if self._captured is not None and self._captured.step.stale():
             self._captured, self._streak = None, (None, 0)  # the weights moved since: warm up, capture again
-        if self._captured is not None and look == self._captured.signature:
+        if self._captured is not None and key == self._captured.signature:
             return self._replayed_step(inputs, targets)
         last, count = self._streak
-        if self._captured is None and look == last and count >= self.warmup and self.state is not None:
-            self._capture(inputs, targets, look)
+        if self._captured is None and key == last and count >= self.eager_steps and self.state is not None:
+            self._capture(inputs, targets, key)
             return self._replayed_step(inputs, targets)
-        self._streak = (look, count + 1 if look == last else 1)
+        self._streak = (key, count + 1 if key == last else 1)
         self.step_counts["eager"] += 1
         with side_stream(self.device):
             return super()._train_step(inputs, targets)
 
-    def _capture(self, inputs: Tensor, targets: Tensor, look: tuple) -> None:
-        """Capture the step of windows that look like this one (its tensors are copied in before each replay)."""
+    def _capture(self, inputs: Tensor, targets: Tensor, key: tuple) -> None:
+        """Capture the step of windows with this one's signature ``key`` (their tensors are copied in before each
+        replay)."""
         self.model.train()
         self._apply_lr()  # the learning-rate tensors exist before the graph reads them
         static_inputs, static_targets = inputs.clone(), targets.clone()
@@ -280,7 +283,7 @@ class GraphedTrainer(Trainer):
             static_loss.copy_(loss.detach())
 
         self.step_counts["captures"] += 1
-        self._captured = _Captured(CapturedStep(step, self.device, watch=params), look, static_inputs,
+        self._captured = _Captured(CapturedStep(step, self.device, watch=params), key, static_inputs,
                                    static_targets, static_state, static_loss)
 
     def _replayed_step(self, inputs: Tensor, targets: Tensor) -> float | None:

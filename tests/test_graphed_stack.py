@@ -46,7 +46,8 @@ def assert_same_weights(a: list, b: list) -> None:
 
 def test_the_padded_encoder_is_the_packed_one(float64):
     """Each direction's state at the sentence's own end, without packing: the forward direction read at the last
-    token, the backward one over the sentence reversed within its length (sentences of 1 to 8 tokens, padded to 8)."""
+    token, the backward one over the sentence reversed within its length (sentences of 1 to 8 words and the end
+    token, padded two columns past the longest)."""
     torch.manual_seed(0)
     encoder = BiLSTMEncoder(V, 6, 5)
     sentences = _sentences(7, 3)
@@ -86,7 +87,7 @@ def test_a_trial_that_diverges_stops_and_the_others_train_on_as_in_the_stacked_s
     specs[1] = TrialSpec({**specs[1].params, "learning_rate": 1e12}, specs[1].seed)
     settings = dataclasses.replace(SETTINGS, steps=9)
     stacked = StackedTrials(curve, specs, settings, full, "cpu")
-    graphed = GraphedStackedTrials(curve, specs, settings, full, "cpu", warmup=1)
+    graphed = GraphedStackedTrials(curve, specs, settings, full, "cpu", eager_steps=1)
     stacked.run(), graphed.run()
     assert graphed.stopped == stacked.stopped == [None, 2, None]
     assert_same_weights([graphed.models[0], graphed.models[2]], [stacked.models[0], stacked.models[2]])
@@ -112,8 +113,8 @@ def test_each_class_continues_the_others_checkpoints(full, tmp_path, float64):
 
 
 def test_bad_settings_are_value_errors(full):
-    with pytest.raises(ValueError, match="warmup"):
-        GraphedStackedTrials(curve_of("dreg1.train"), _specs("dreg1.train"), SETTINGS, full, "cpu", warmup=0)
+    with pytest.raises(ValueError, match="eager_steps"):
+        GraphedStackedTrials(curve_of("dreg1.train"), _specs("dreg1.train"), SETTINGS, full, "cpu", eager_steps=0)
 
 
 @pytest.mark.cuda
@@ -139,7 +140,7 @@ def test_on_cuda_in_float32_replays_train_as_the_same_steps_run_eagerly(full):
     order (atol 1e-5 on weights of order 0.1 after 6 steps; a frozen draw or a stale batch moves them by ~1e-3)."""
     curve, specs = curve_of("dreg16_kl.shared"), _specs("dreg16_kl.shared")
     replayed = GraphedStackedTrials(curve, specs, SETTINGS, full, "cuda")
-    eager = GraphedStackedTrials(curve, specs, SETTINGS, full, "cuda", warmup=SETTINGS.steps)
+    eager = GraphedStackedTrials(curve, specs, SETTINGS, full, "cuda", eager_steps=SETTINGS.steps)
     replayed.run(), eager.run()
     assert replayed.step_counts["replayed"] == SETTINGS.steps - 2 and eager.step_counts["replayed"] == 0
     for x, y in zip(replayed.models, eager.models):

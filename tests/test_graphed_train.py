@@ -110,9 +110,9 @@ def test_a_resumed_graphed_run_ends_where_an_uninterrupted_one_does_and_trainer_
     assert_same_run(handed, straight, handed_result, straight_result)
 
 
-def test_a_state_that_changes_shape_every_window_trains_eagerly(tmp_path):
-    """A Transformer with learned positions and a memory: the position offset grows with every window, so no two
-    windows look alike and no step is captured."""
+def test_a_state_that_changes_every_window_trains_eagerly(tmp_path):
+    """A Transformer with learned positions and a memory: the position its next window starts at grows with every
+    window (a value of the state's signature), so no two windows share a signature and no step is captured."""
     config = TrainConfig(**{**CONFIG, "max_steps": 12, "eval_every": 6})
     trainer = GraphedTrainer(build_lm("transformer", VOCAB, 16, 1, num_heads=2, ff_size=32, memory_length=8,
                                       max_len=4096), markov_stream(1000, 0), markov_stream(200, 1), config,
@@ -155,8 +155,8 @@ def test_signature_and_state_helpers():
 
 def test_bad_settings_are_value_errors(tmp_path):
     config = TrainConfig(**CONFIG)
-    with pytest.raises(ValueError, match="warmup"):
-        GraphedTrainer(model(), markov_stream(200, 0), markov_stream(100, 1), config, tmp_path, warmup=0)
+    with pytest.raises(ValueError, match="eager_steps"):
+        GraphedTrainer(model(), markov_stream(200, 0), markov_stream(100, 1), config, tmp_path, eager_steps=0)
     before = current()
     configure(before.precision, before.sync_every, "default")
     try:
@@ -184,7 +184,8 @@ def test_on_cuda_the_captured_step_trains_as_the_eager_one(tmp_path, optimizer):
     of each update), which over 40 steps stays far below 1e-4 in the validation loss, while a step that was not
     replayed correctly (stale inputs, a state not carried, a frozen learning rate) moves it by 0.002 to 1 on this
     model. (The graph-safe optimizers themselves differ from the default ones by more: capturable RAdam computes
-    its rectification in float32, about 4e-4 in this loss after 40 steps.)"""
+    its rectification in float32, about 4e-4 in this loss after 40 steps.) Those magnitudes were measured on a CPU,
+    running this comparison there with each fault put in on purpose and with the capturable arithmetic forced."""
     config = TrainConfig(**{**CONFIG, "max_steps": 40, "eval_every": 10, "optimizer": optimizer,
                             "averaging": "none"})
     graphed = GraphedTrainer(model(dropout=0.0, device="cuda"), markov_stream(1000, 0), markov_stream(200, 1),
@@ -247,7 +248,7 @@ def test_on_cuda_every_replay_draws_new_dropout_masks(tmp_path):
 
 
 @pytest.mark.cuda
-def test_on_cuda_bf16_and_a_rollback_capture_again(tmp_path):
+def test_on_cuda_a_step_captured_under_bf16_autocast_replays_and_a_rollback_captures_again(tmp_path):
     before = current()
     configure("bf16", before.sync_every, before.compile)
     try:

@@ -15,3 +15,7 @@ def test_the_phrase_names_the_end_and_the_values():
     assert not_bracketed(0.1, [0.05, 0.01, 0.1]) == "0.1 (the largest of 0.01–0.1 tried: optimum not bracketed)"
     assert not_bracketed(0, (0, 0.5), "allowed") == "0 (the smallest of 0–0.5 allowed: optimum not bracketed)"
     assert not_bracketed(0.05, [0.01, 0.05, 0.1]) == ""
+    assert not_bracketed(0.2, (0.001, 0.1), "allowed") == ("0.2 (above the largest of 0.001–0.1 allowed: optimum "
+                                                           "not bracketed)")
+    assert not_bracketed(-20, (-20, 100), "allowed") == ("-20 (the smallest of -20 to 100 allowed: optimum not "
+                                                         "bracketed)")

@@ -227,11 +227,13 @@ def recalibrated(result: dict[str, Any], measurement: dict[str, Any], source: st
 
 def replayed(result: dict[str, Any], measurement: dict[str, Any], source: str, calibrated: dict[str, Any],
              counts: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The dry run ``result`` as if the stages whose training step ``measurement`` also replayed as one CUDA graph
-    (``graph_step_s``: the language-model stages, which :class:`paperlib.graphed_train.GraphedTrainer` trains that
-    way) trained with it: their training at the MFU and time per counted kernel fitted to those replays (on the
-    same counts as ``calibrated``), their evaluation and every other stage as in ``calibrated`` (:func:`recalibrated`).
-    Returns ``{"mfu", "kernel_latency_us", "fit", "graphed" (stages), "stages": {stage: {"training_hours",
+    """The dry run ``result`` estimated with every training step of some stages replayed as one CUDA graph: the
+    stages of which ``measurement`` also timed a step that way (``graph_step_s``, ``benchmarks/gpu.py --graphs``:
+    the first workload of each language-model stage). Their training is priced at the two constants of the time
+    model fitted to those replays (:func:`~paperlib.experiments.dryrun.gpu_time.calibrate` on the dry run's
+    current ``counts`` where given; the "MFU" there is a fitted rate, not a measured efficiency: a graph changes
+    no arithmetic); their evaluation and every other stage stay as in ``calibrated`` (:func:`recalibrated`).
+    Returns ``{"mfu", "kernel_latency_us", "fit", "graphed" (the stages), "stages": {stage: {"training_hours",
     "evaluation_hours", "gpu_hours"}}}``, or None when the measurement replayed nothing."""
     from paperlib.experiments.dryrun.evaluation import evaluation_precision
     from paperlib.experiments.dryrun.gpu_time import calibrate, reestimate
@@ -257,13 +259,15 @@ def _replayed_sentence(replay: dict[str, Any], calibrated: dict[str, Any]) -> st
     fit = replay["fit"]
     before = sum(calibrated["stages"][s]["gpu_hours"] for s in replay["graphed"])
     after = sum(replay["stages"][s]["gpu_hours"] for s in replay["graphed"])
-    return (f" The column after it trains the {len(replay['graphed'])} language-model stages with "
-            f"`paperlib.graphed_train.GraphedTrainer` (each step replayed as one CUDA graph), at the MFU "
-            f"({replay['mfu']:.3g}) and time per counted kernel ({replay['kernel_latency_us']:.3g} µs) fitted to the "
-            f"{fit['workloads']} graph replays timed on the card (within {fit['max_ratio']:.3g}× of each), their "
-            f"evaluation and every other stage as before: {before:,.{1 if before < 100 else 0}f} → "
-            f"{after:,.{1 if before < 100 else 0}f} GPU-hours for those stages. "
-            "An estimate of a lever the stages do not use yet.")
+    return (f" The column after it assumes that every training step of {', '.join(replay['graphed'])} is replayed "
+            "as one CUDA graph, as `benchmarks/gpu.py --graphs` replayed the first step of each on the card "
+            "(`paperlib.graphed_train.GraphedTrainer` trains that way; it has not been timed on a card yet): "
+            f"their training at the time model's two constants fitted to those {fit['workloads']} replays (within "
+            f"{fit['max_ratio']:.3g}× of each; {replay['kernel_latency_us']:.3g} µs per counted kernel and a fitted "
+            f"rate of {replay['mfu']:.3g} of the peak, a parameter of the model since a graph changes no "
+            f"arithmetic), their evaluation and every other stage as before: "
+            f"{before:,.{1 if before < 100 else 0}f} → {after:,.{1 if before < 100 else 0}f} GPU-hours for those "
+            "stages. An estimate for a lever the stages do not use yet.")
 
 
 def _fit_sentence(calibrated: dict[str, Any], measurement: dict[str, Any]) -> str:
@@ -308,14 +312,15 @@ def render_estimate(result: dict[str, Any], calibrated: dict[str, Any] | None = 
     """The dry run's table per stage (models, parameters per model, peak memory, the largest step's FLOPs and
     kernels, optimizer steps (a stacked step counts once), what bounds training, GPU-hours of training, of evaluation
     and both) with the totals and the largest peak memory. A stage without counted evaluation shows "not counted".
-    With ``calibrated`` (:func:`recalibrated`, from ``measurement``) a last column gives each stage's GPU-hours on
-    the measured card, and a paragraph says how they were fitted and how well; with ``replay`` (:func:`replayed`)
-    one more gives them with the language-model stages' steps replayed as CUDA graphs."""
+    With ``calibrated`` (:func:`recalibrated`, from ``measurement``) a column gives each stage's GPU-hours on the
+    measured card, and a paragraph says how they were fitted and how well; with ``replay`` (:func:`replayed`) one
+    more gives them with the language-model stages' training steps replayed as CUDA graphs."""
     from paperlib.experiments.dryrun.gpu_time import si_number as _si
 
     replay = replay if calibrated else None
     card = f" | GPU-hours on the {calibrated['card']}, calibrated" if calibrated else ""
-    card += " | the same, language-model steps as CUDA graphs" if replay else ""
+    card += f" | GPU-hours on the {calibrated['card']}, language-model training steps as CUDA graphs (estimate)" \
+        if replay else ""
     lines = ["| stage | models | parameters | peak memory | FLOPs / step (largest) | kernels / step (largest) | "
              f"optimizer steps | bound | training GPU-hours | evaluation GPU-hours | GPU-hours{card} |",
              "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if calibrated else "")

@@ -64,7 +64,8 @@ def _grid_note(c: dict[str, Any]) -> str:
     notes = []
     for rule, name in RULE_NAMES.items():
         row = c["rows"].get(rule, {})
-        note = not_bracketed(row["lr"], [t["lr"] for t in row["trials"]]) if row.get("trials") else ""
+        note = not_bracketed(row["lr"], [t["lr"] for t in row["trials"]]) if row.get("trials") and \
+            row.get("lr") is not None else ""
         if note:
             notes.append(f"{name} learning rate {note}")
     return "".join(f", {n}" for n in notes)

@@ -26,12 +26,16 @@ def grid_end(value: float, tried: Iterable[float]) -> str | None:
 
 def not_bracketed(value: float, tried: Iterable[float], what: str = "tried") -> str:
     """``"0.1 (the largest of 0.01–0.1 tried: optimum not bracketed)"`` for a ``value`` at an end of ``tried``
-    (:func:`grid_end`); ``""`` otherwise. ``what`` says what the values were (``"tried"``, ``"allowed"``)."""
+    (:func:`grid_end`; ``"above the largest"`` / ``"below the smallest"`` past it); ``""`` otherwise. ``what`` says
+    what the values were (``"tried"``, ``"allowed"``)."""
     values = sorted(set(tried))
     end = grid_end(value, values)
     if end is None:
         return ""
-    return f"{value:g} (the {end} of {values[0]:g}–{values[-1]:g} {what}: optimum not bracketed)"
+    past = value > values[-1] or value < values[0]
+    place = ("above the " if end == "largest" else "below the ") if past else "the "
+    span = f"{values[0]:g} to {values[-1]:g}" if values[0] < 0 else f"{values[0]:g}–{values[-1]:g}"
+    return f"{value:g} ({place}{end} of {span} {what}: optimum not bracketed)"
 
 
 __all__ = ["grid_end", "not_bracketed"]

@@ -79,11 +79,9 @@ def learning_rate_moves(record: Mapping[str, Any], allowed: float) -> str:
     others = [move(t) for t, e in zip(found["trials"], found["excess"]) if e <= allowed]
     if not beyond:
         return ""
-    edge = " (the top of its range)" if best["learning_rate"] >= lr["high"] else \
-        " (the bottom of its range)" if best["learning_rate"] <= lr["low"] else ""
-    return ("; beyond the allowance: learning rate " + ", ".join(
+    return ("; beyond the allowance: learning rate " + ", ".join(  # an end of its range: said by _corner
         f"{t['params']['learning_rate']:.2g} ({move(t):.1%} of its range off the best's)" for t in beyond)
-        + f", the best's {best['learning_rate']:.2g}{edge}"
+        + f", the best's {best['learning_rate']:.2g}"
         + ("" if not others else ", the other neighbours' at it" if max(others) < 5e-4 else
            f", the other neighbours' at most {max(others):.1%} off it"))
 

@@ -2,8 +2,8 @@
 
 A stack of sentence VAEs at the thesis' sizes is still launch-bound on a GPU: every step issues thousands of small
 kernels (per trial the encoder's bidirectional LSTM, the vmapped decoders' time loop, each trial's objective and
-estimator, Adam over ten parameter groups), and the host launching them sets the pace (docs/gpu.md measures a
-16-sample stack of 10). :class:`GraphedStackedTrials` is :class:`~paperlib.experiments.micmco.ptb.stacked_trials.
+estimator, Adam with one parameter group per trial), and the host launching them sets the pace (on the H200 of
+``benchmarks/results``, a 16-sample stack of 12 took 0.28 s a step, 3.0 times the pace of 12 separate steps). :class:`GraphedStackedTrials` is :class:`~paperlib.experiments.micmco.ptb.stacked_trials.
 StackedTrials` with that step in a form a CUDA graph can hold, captured once and replayed: the same trials, seeds,
 objectives, estimators, optimizer settings, chunks and checkpoints (either class continues the other's).
 
@@ -140,15 +140,16 @@ class _Captured:
 
 class GraphedStackedTrials(StackedTrials):
     """:class:`~paperlib.experiments.micmco.ptb.stacked_trials.StackedTrials` with its step replayed as one
-    captured CUDA graph (module docstring). ``warmup``: steps run eagerly (the same function) before the capture,
-    again after a trial stops. :attr:`step_counts` says how the steps ran."""
+    captured CUDA graph (module docstring). ``eager_steps``: steps run eagerly (the same function) before the
+    capture, again after a trial stops (2: at the seeds' sizes an eager step of a stack takes a good part of a
+    second). :attr:`step_counts` says how the steps ran."""
 
     def __init__(self, curve: Curve, specs: Sequence[TrialSpec], settings: MicmcoPtbParams, data: SentenceData,
-                 device: torch.device | str | None = None, warmup: int = 2) -> None:
-        if warmup < 1:
-            raise ValueError(f"warmup must be >= 1 eager steps before a capture, got {warmup}")
+                 device: torch.device | str | None = None, eager_steps: int = 2) -> None:
+        if eager_steps < 1:
+            raise ValueError(f"eager_steps must be >= 1 (warm-up before a capture), got {eager_steps}")
         super().__init__(curve, specs, settings, data, device)
-        self.warmup = warmup
+        self.eager_steps = eager_steps
         self.width = max(len(s) for s in data.train)  # every batch padded to the longest training sentence
         self.step_counts = {"eager": 0, "replayed": 0, "captures": 0}
         self._captured: _Captured | None = None
@@ -233,7 +234,7 @@ class GraphedStackedTrials(StackedTrials):
         if captured.step is not None:
             captured.step.replay()
             self.step_counts["replayed"] += 1
-        elif self._eager_since >= self.warmup:
+        elif self._eager_since >= self.eager_steps:
             captured.step = CapturedStep(captured.run, self.device, [self.generators[i] for i in live],
                                          watch=[t for i in live for t in self.models[i].parameters()])
             self.step_counts["captures"] += 1
