@@ -46,11 +46,12 @@ def assert_same_run(graphed, plain, graphed_result, plain_result):
         assert_bitwise(a, b, f"{name}: {SAME_KERNELS}")
 
 
-@pytest.mark.parametrize("optimizer", ["radam", "sgd"])
-def test_on_a_cpu_the_graphed_trainer_is_the_trainer_bit_for_bit(tmp_path, optimizer):
+@pytest.mark.parametrize("optimizer,sync_every", [("radam", 1), ("sgd", 1), ("radam", 4)])
+def test_on_a_cpu_the_graphed_trainer_is_the_trainer_bit_for_bit(tmp_path, optimizer, sync_every):
+    """Also when the loss is read back every 4th step only (the steps between return nothing, in both)."""
     config = TrainConfig(**CONFIG, optimizer=optimizer)
-    graphed, graphed_result = fit(GraphedTrainer, tmp_path / "graphed", config)
-    plain, plain_result = fit(Trainer, tmp_path / "plain", config)
+    graphed, graphed_result = fit(GraphedTrainer, tmp_path / "graphed", config, sync_every=sync_every)
+    plain, plain_result = fit(Trainer, tmp_path / "plain", config, sync_every=sync_every)
     assert_same_run(graphed, plain, graphed_result, plain_result)
     counts = graphed.step_counts
     # eager: the first window (no state yet) and 3 warm-up steps, then the shorter last window of epochs 1 and 2
