@@ -88,7 +88,7 @@ from paperlib.experiments.dryrun.evaluation import Evaluation, evaluation_precis
 from paperlib.experiments.dryrun.evaluation_plans import EVALUATIONS  # noqa: E402
 from paperlib.experiments.dryrun.gpu_time import estimate  # noqa: E402
 from paperlib.experiments.dryrun.measure import clip_gradients  # noqa: E402
-from paperlib.graphed_train import CapturedStep, side_stream  # noqa: E402
+from paperlib.graphed_train import CapturedStep, graph_safe, side_stream  # noqa: E402
 
 SCHEMA = 1
 LM_STAGES = ("lm_ptb", "lm_ptb_char", "lm_ptb_ablation", "lm_wt2_bytes", "averaging_ptb", "tuning_ptb", "dyneval",
@@ -309,13 +309,11 @@ def graphed_step(workload: dryrun.Workload, model: nn.Module, device: torch.devi
                  warmup: int = 3) -> Callable[[], None]:
     """The workload's training step captured once as a CUDA graph (forward, backward, clipping, the optimizer step)
     and replayed (:class:`paperlib.graphed_train.CapturedStep`): the host no longer launches the thousands of small
-    kernels of a BPTT window one by one, the kernels themselves stay. The optimizer is made capturable (its step
+    kernels of a BPTT window one by one, the kernels themselves stay. The optimizer is made graph-safe (its step
     counts live on the device); the batch is drawn inside the graph, so each replay trains on new random tokens.
     Warm-up steps run on a side stream first, as capture requires (PyTorch's whole-network capture recipe)."""
     optimizer = workload.optimizer(model)
-    for group in optimizer.param_groups:
-        if "capturable" in group:
-            group["capturable"] = True
+    graph_safe(optimizer, device)
 
     def step() -> None:
         workload.backward(model, workload.length, device)

@@ -113,6 +113,21 @@ def side_stream(device: torch.device) -> Iterator[None]:
         torch.cuda.current_stream(device).wait_stream(side)
 
 
+def graph_safe(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
+    """``optimizer`` in the form a CUDA graph can hold, on a CUDA ``device``: Adam and RAdam ``capturable``, SGD
+    ``fused`` (no host reads of their step counts or learning rates), step counts moved to the device with their
+    dtype kept. Again after every ``load_state_dict``, which restores a checkpoint's flags and CPU step counts.
+    Elsewhere nothing (capturable optimizers need a GPU)."""
+    if torch.device(device).type != "cuda":
+        return
+    flag = "fused" if isinstance(optimizer, torch.optim.SGD) else "capturable"
+    for group in optimizer.param_groups:
+        group[flag] = True
+    for state in optimizer.state.values():
+        if "step" in state:
+            state["step"] = state["step"].to(device=device)
+
+
 class CapturedStep:
     """``fn`` (no arguments; reads and writes tensors it holds) captured as a CUDA graph on a CUDA ``device``:
     :meth:`replay` runs the captured kernels again on whatever those tensors hold then. On other devices nothing is
@@ -208,16 +223,12 @@ class GraphedTrainer(Trainer):
         GPU. Again after every load, which restores the checkpoint's flags, numbers and CPU step counts."""
         if self.device.type != "cuda":
             return
-        sgd = isinstance(self.optimizer, torch.optim.SGD)
+        graph_safe(self.optimizer, self.device)
         self._lr_tensors, self._lr_values = [], []
         for group in self.optimizer.param_groups:
-            group["fused" if sgd else "capturable"] = True
             self._lr_values.append(float(group["lr"]))
             group["lr"] = torch.tensor(self._lr_values[-1], device=self.device)
             self._lr_tensors.append(group["lr"])
-        for state in self.optimizer.state.values():
-            if "step" in state:
-                state["step"] = state["step"].to(device=self.device)  # its dtype kept
         self._captured = None  # the optimizer's tensors may be new: capture again
 
     def _apply_lr(self) -> None:
@@ -310,4 +321,4 @@ class GraphedTrainer(Trainer):
         return losses[-1].item()
 
 
-__all__ = ["CapturedStep", "GraphedTrainer", "map_state", "side_stream", "signature", "state_tensors"]
+__all__ = ["CapturedStep", "GraphedTrainer", "graph_safe", "map_state", "side_stream", "signature", "state_tensors"]

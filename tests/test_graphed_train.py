@@ -10,7 +10,7 @@ import torch
 import paperlib.graphed_train as graphed_module
 import paperlib.train as train_module
 from paperlib.device import configure, current
-from paperlib.graphed_train import GraphedTrainer, map_state, signature, state_tensors
+from paperlib.graphed_train import GraphedTrainer, graph_safe, map_state, signature, state_tensors
 from paperlib.models import build_lm
 from paperlib.models.transformer import TransformerState
 from paperlib.train import Trainer, TrainConfig
@@ -169,14 +169,6 @@ def test_bad_settings_are_value_errors(tmp_path):
 
 # -- on a GPU ------------------------------------------------------------------------------------------------------
 
-def graph_safe(trainer):
-    """``trainer``'s optimizer in the form GraphedTrainer gives it on CUDA (capturable Adam / RAdam, fused SGD)."""
-    sgd = isinstance(trainer.optimizer, torch.optim.SGD)
-    for group in trainer.optimizer.param_groups:
-        group["fused" if sgd else "capturable"] = True
-    return trainer
-
-
 @pytest.mark.cuda
 @pytest.mark.parametrize("optimizer", ["radam", "adam", "sgd"])
 def test_on_cuda_the_captured_step_trains_as_the_eager_one(tmp_path, optimizer):
@@ -192,8 +184,9 @@ def test_on_cuda_the_captured_step_trains_as_the_eager_one(tmp_path, optimizer):
     graphed = GraphedTrainer(model(dropout=0.0, device="cuda"), markov_stream(1000, 0), markov_stream(200, 1),
                              config, tmp_path / "graphed", device="cuda", progress=False, sync_every=1)
     graphed_result = graphed.fit()
-    plain = graph_safe(Trainer(model(dropout=0.0, device="cuda"), markov_stream(1000, 0), markov_stream(200, 1),
-                               config, tmp_path / "plain", device="cuda", progress=False, sync_every=1))
+    plain = Trainer(model(dropout=0.0, device="cuda"), markov_stream(1000, 0), markov_stream(200, 1), config,
+                    tmp_path / "plain", device="cuda", progress=False, sync_every=1)
+    graph_safe(plain.optimizer, plain.device)  # the optimizer GraphedTrainer uses, its learning rate a number
     plain_result = plain.fit()
     assert graphed.step_counts["replayed"] >= 30
     assert len(graphed_result.history) == len(plain_result.history) == 4

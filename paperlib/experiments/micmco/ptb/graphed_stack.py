@@ -51,7 +51,7 @@ from paperlib.experiments.micmco.ptb.stacked_trials import (StackedTrials, Trial
                                                             backward_all)
 from paperlib.experiments.micmco.ptb.trials import per_token
 from paperlib.experiments.micmco.synthetic.trials import latent_samples, objective_surrogates
-from paperlib.graphed_train import CapturedStep, side_stream
+from paperlib.graphed_train import CapturedStep, graph_safe, side_stream
 from paperlib.models.sentence_vae import BiLSTMEncoder
 from paperlib.stacked import StackedModels, pad_to
 
@@ -157,14 +157,9 @@ class GraphedStackedTrials(StackedTrials):
         self._make_graph_safe()
 
     def _make_graph_safe(self) -> None:
-        """Capturable Adam on CUDA (step counts on the GPU); again after a checkpoint's optimizer state is loaded."""
-        if self.device.type != "cuda":
-            return
-        for group in self.optimizer.param_groups:
-            group["capturable"] = True
-        for state in self.optimizer.state.values():
-            if "step" in state:
-                state["step"] = state["step"].to(device=self.device)  # its dtype kept (float64 in float64 runs)
+        """Capturable Adam on CUDA (:func:`paperlib.graphed_train.graph_safe`); again after a checkpoint's optimizer
+        state is loaded."""
+        graph_safe(self.optimizer, self.device)
         self._captured = None
 
     def save(self, path: str | os.PathLike, extra: Mapping[str, Any] | None = None) -> None:
