@@ -29,7 +29,8 @@ training step of every stage's ``paper`` workloads beside the dry run's predicti
    (``results/dryrun.json``). Each LM workload is also timed against ``torch.nn.LSTM`` (cuDNN) at its vocabulary,
    hidden size, layers, batch and BPTT (the goals: our LSTM >= 0.8x, the Mogrifier >= 0.5x its tokens/s).
    Workloads are taken round robin over the stages (every stage's first, then every stage's second, ...) while the
-   budget lasts; the ones left are listed under ``not_timed`` with the reason, never dropped silently.
+   budget lasts; the ones left are listed under ``not_timed`` with the reason, never dropped silently. Then the first
+   ``--again`` of them are timed once more, last first (``step_s_again``: how well a step time repeats).
 6. **Concurrent processes** (``--concurrent N ...``, after the stacked trials, at most ``--concurrent-budget``
    seconds): the first workload of ``--concurrent-stage`` (``tuning_ptb``'s LSTM: launch-bound, and the largest stage of
    the paper dry run) trained by N processes at once on the one device, each for ``--concurrent-seconds``; their total
@@ -476,8 +477,9 @@ def plan(stages: list[str], params: dict[str, Any], profile: str, cap: dryrun.Ca
 
 def measure_workloads(order: list[tuple[str, dryrun.Workload]], device: torch.device, deadline: float,
                       warmup: int, repeats: int, dry: dict[str, Any] | None, precision: str,
-                      peak_tflops: float, graphs: bool = False) -> tuple[list, list]:
-    """Time the planned workloads until ``deadline`` (``time.monotonic()``); returns (measured, not timed). With
+                      peak_tflops: float, graphs: bool = False, again: int = 0) -> tuple[list, list]:
+    """Time the planned workloads until ``deadline`` (``time.monotonic()``), then the first ``again`` of them once more
+    (:func:`time_again`); returns (measured, not timed). With
     ``graphs`` (CUDA only), the first workload of each LM stage is also timed as a CUDA graph (:func:`graphed_step`),
     and the first LM stage's training loop with both trainers (:func:`time_trainers`)."""
     measured, not_timed, references, graphed_stages = [], [], {}, set()
@@ -519,7 +521,25 @@ def measure_workloads(order: list[tuple[str, dryrun.Workload]], device: torch.de
                         row["graphed_trainer_error"] = _error_text(err)
             row["status"] = "timed"
         measured.append(row)
+    time_again(measured, order, device, warmup, repeats, again)
     return measured, not_timed
+
+
+def time_again(measured: list[dict[str, Any]], order: list[tuple[str, dryrun.Workload]], device: torch.device,
+               warmup: int, repeats: int, count: int) -> None:
+    """The first ``count`` timed workloads timed once more, last of them first, after every other workload (a fresh
+    model, the same warm-up and repeats): ``step_s_again`` beside ``step_s`` is how well one step time repeats on
+    the card and its host, the noise a calibration of the time model cannot fit below. Runs past the budget (a few
+    steps: seconds); a failure is recorded, not raised."""
+    workloads = {(stage, w.name): w for stage, w in order}
+    for row in [r for r in measured if r.get("status") == "timed"][:count][::-1]:
+        try:
+            again = time_workload(workloads[row["stage"], row["workload"]], device, warmup, repeats)
+            row["step_s_again"], row["step_s_again_spread"] = again["step_s"], again["step_s_spread"]
+        except Exception as err:  # noqa: BLE001 - the first timing stands
+            row["again_error"] = _error_text(err)
+            if device.type == "cuda":  # (an out-of-memory error leaves its tensors to the collector)
+                torch.cuda.empty_cache()
 
 
 def _error_text(err: BaseException) -> str:
@@ -978,6 +998,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds of --budget the concurrent-process timings may take (after the stacked ones)")
     parser.add_argument("--evaluations-budget", type=float, default=30.0,
                         help="seconds of --budget the evaluation passes may take (after the concurrent processes)")
+    parser.add_argument("--again", type=int, default=6,
+                        help="how many of the first timed workloads to time once more at the end (the step times' "
+                             "repeatability; beyond --budget, seconds; check mode: 1)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dryrun", type=Path, default=REPO / "results" / "dryrun.json")
@@ -1017,7 +1040,8 @@ def main(argv: list[str] | None = None) -> int:
         evaluation_plan(stages, params, profile, cap, precision, dry), device,
         min(deadline, time.monotonic() + args.evaluations_budget), repeats, dry, precision)
     measured, not_timed = measure_workloads(order, device, deadline, warmup, repeats, dry, precision,
-                                            ceiling[f"matmul_tflops_{precision}"], args.graphs)
+                                            ceiling[f"matmul_tflops_{precision}"], args.graphs,
+                                            1 if args.cpu else args.again)
     compiled = compile_timings(order, args.compile, device, deadline, warmup, repeats)
     if stacked and args.graphed_stack_budget > 0:
         graphed_stack_timings(stacked, device, args.cpu, time.monotonic() + args.graphed_stack_budget, repeats)

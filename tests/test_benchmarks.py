@@ -122,6 +122,10 @@ def test_the_device_script_runs_its_whole_path_in_check_mode(tmp_path):
         assert row["predicted_kernels"] > 0 and row["mfu"] > 0, row
         assert stage in out
     assert rows["lm_ptb"]["reference"].startswith("nn.LSTM 2x") and rows["lm_ptb"]["over_reference"] > 0
+    # the first timed workload timed once more at the end (check mode: one), the others once
+    first, *others = result["workloads"]
+    assert first["step_s_again"] > 0 and first["step_s_again_spread"] >= 0
+    assert not [r for r in others if "step_s_again" in r or "again_error" in r]
     assert "reference" not in rows["micmco_synthetic"]
     assert result["compile"] == [{"mode": "max-autotune", "stage": "lm_ptb", "workload": "lstm",
                                   "status": "not timed: budget (compiling takes >= 400 s)"}]
@@ -407,6 +411,39 @@ def test_the_dry_run_tables_gain_a_column_recalibrated_on_the_newest_measurement
                      r"one time per kernel cannot fit them all, since a launch-bound step measured 10 µs per launched "
                      r"kernel \(lm_ptb small\) to 20 µs \(lm_ptb tiny\), and the dry run's kernel counts are off by up to "
                      r"2× \(lm_ptb tiny: 10,000 launched, 5,000 counted\)\.", text), text
+
+
+def test_steps_of_the_same_work_set_a_floor_under_the_calibrations_fit():
+    """Two timed steps that launched the same kernels at the same FLOPs (within 1%) but took 0.1 and 0.2 s: no model
+    of counts predicts them apart, so the best it can do is sqrt(2) off each; the paragraph on the fit names them.
+    Steps of other work, untimed ones and a lone step set no floor; a step timed twice does."""
+    from paperlib.compendium.gpu_measurements import _fit_sentence, same_work_spread
+
+    def step(name, seconds, kernels=1000, flops=1e9, status="timed"):
+        return {"stage": "lm_ptb", "workload": name, "status": status, "step_s": seconds,
+                "kernels_per_step": kernels, "flops_per_step": flops, "predicted_bound": "launch"}
+
+    rows = [step("a", 0.1), step("b", 0.2, kernels=1005, flops=1.005e9), step("c", 0.5, kernels=2000),
+            step("d", 0.9, status="failed"), step("e", 0.4, flops=2e9)]
+    spread = same_work_spread({"workloads": rows})
+    assert spread["ratio"] == pytest.approx(2.0) and spread["floor"] == pytest.approx(2 ** 0.5)
+    assert spread["fast"] == ("lm_ptb a", 0.1) and spread["slow"] == ("lm_ptb b", 0.2) and spread["steps"] == 2
+    assert same_work_spread({"workloads": [rows[0], rows[2], rows[3], rows[4]]}) is None
+    assert same_work_spread({"workloads": [rows[0], {**rows[1], "kernels_per_step": 1020}]}) is None  # 2% apart
+    calibrated = {"card": "NVIDIA H200", "source": "gpu.json", "mfu": 0.1, "kernel_latency_us": 150.0, "kernels": {},
+                  "fit": {"workloads": 3, "max_ratio": 1.6, "training_max_ratio": 1.6}}
+    text = _fit_sentence(calibrated, {"workloads": rows})
+    assert ("Steps the counts cannot tell apart (the same kernels launched, the same FLOPs) took 100 ms (lm_ptb a) "
+            "and 200 ms (lm_ptb b) in one run, 2× apart: no model of these counts comes closer than 1.41× to "
+            "both.") in text
+    # a workload timed twice is the same work too, and here the farther pair
+    again = [{**rows[0], "step_s_again": 0.3}, *rows[1:]]
+    assert same_work_spread({"workloads": again})["ratio"] == pytest.approx(3.0)
+    assert ("One step timed twice in the same run (lm_ptb a) took 100 and 300 ms, 3× apart: no model of the counts "
+            "comes closer than 1.73× to both.") in _fit_sentence(calibrated, {"workloads": again})
+    assert same_work_spread({"workloads": [rows[2], {**rows[4], "step_s_again": 0.5}]})["steps"] == 1
+    assert "apart" not in _fit_sentence({**calibrated, "fit": {**calibrated["fit"], "max_ratio": 1.4}},
+                                        {"workloads": rows})  # within the goal: no miss to explain
 
 
 def test_the_device_script_times_the_trainer_against_the_graphed_trainer_at_a_workloads_shapes():

@@ -176,6 +176,7 @@ def block(root: str | Path) -> str:
 
 
 DRYRUN = Path("results") / "dryrun.json"
+SAME_WORK_NOTED = 1.1  # steps of the same work further apart than this in one run are named beside the fit
 GOAL = 1.5  # the agreement between the calibrated time model and every measured step that the estimates aim at
 ESTIMATE_START = "<!-- dryrun-estimate:start (written by `paperlib index --readme` from results/dryrun.json; do not edit) -->"
 ESTIMATE_END = "<!-- dryrun-estimate:end -->"
@@ -270,6 +271,36 @@ def _replayed_sentence(replay: dict[str, Any], calibrated: dict[str, Any]) -> st
             "stages. An estimate for a lever the stages do not use yet.")
 
 
+def same_work_spread(measurement: dict[str, Any], tolerance: float = 0.01) -> dict[str, Any] | None:
+    """How far apart the measurement timed steps that its counts cannot tell apart: among the timed training steps
+    of one workload timed twice (``step_s_again``: the run's repeatability), or with kernels launched and FLOPs
+    counted equal within ``tolerance`` (such as one model shape trained by several stages), the two step times
+    farthest apart. A time model of those counts gives both one time, so it comes no closer than the square root of
+    their ratio to both: a floor under its fit.
+    Returns ``{"ratio", "floor", "fast": (name, seconds), "slow": (name, seconds), "steps"}`` (``steps``: how many
+    timed steps share their work with another or were timed twice), or None when no two timings did the same
+    work."""
+    rows = [r for r in measurement.get("workloads", []) if r.get("status") == "timed" and r.get("step_s")
+            and r.get("kernels_per_step") and r.get("flops_per_step")]
+
+    def close(a: float, b: float) -> bool:
+        return abs(a - b) <= tolerance * max(a, b)
+
+    def name(r: dict[str, Any]) -> str:
+        return f"{r['stage']} {r['workload']}"
+
+    pairs = [((name(r), r["step_s"]), (name(r), r["step_s_again"]), id(r), id(r)) for r in rows if r.get("step_s_again")]
+    pairs += [((name(a), a["step_s"]), (name(b), b["step_s"]), id(a), id(b)) for i, a in enumerate(rows)
+              for b in rows[i + 1:]
+              if close(a["kernels_per_step"], b["kernels_per_step"]) and close(a["flops_per_step"], b["flops_per_step"])]
+    if not pairs:
+        return None
+    fast, slow = max((sorted(p[:2], key=lambda t: t[1]) for p in pairs), key=lambda p: p[1][1] / p[0][1])
+    ratio = slow[1] / fast[1]
+    return {"ratio": ratio, "floor": ratio ** 0.5, "steps": len({i for p in pairs for i in p[2:]}),
+            "fast": fast, "slow": slow}
+
+
 def _fit_sentence(calibrated: dict[str, Any], measurement: dict[str, Any]) -> str:
     """How the calibrated column was made and how well its model fits the measured steps, with what the misses come
     from: the spread of the measured time per launched kernel over the launch-bound steps, and the measured steps
@@ -295,6 +326,18 @@ def _fit_sentence(calibrated: dict[str, Any], measurement: dict[str, Any]) -> st
                  + (f", and the dry run's kernel counts are off by up to {off[worst]:.3g}× ({worst}: "
                     f"{counted[worst][0]:,} launched, {counted[worst][1]:,} counted)." if worst and off[worst] > GOAL
                     else "."))
+        spread = same_work_spread(measurement)
+        if spread and spread["ratio"] > SAME_WORK_NOTED:
+            (fast, fast_s), (slow, slow_s) = spread["fast"], spread["slow"]
+            if fast == slow:
+                text += (f" One step timed twice in the same run ({fast}) took {fast_s * 1e3:.3g} and "
+                         f"{slow_s * 1e3:.3g} ms, {spread['ratio']:.3g}× apart: no model of the counts comes closer "
+                         f"than {spread['floor']:.3g}× to both.")
+            else:
+                text += (f" Steps the counts cannot tell apart (the same kernels launched, the same FLOPs) took "
+                         f"{fast_s * 1e3:.3g} ms ({fast}) and {slow_s * 1e3:.3g} ms ({slow}) in one run, "
+                         f"{spread['ratio']:.3g}× apart: no model of these counts comes closer than "
+                         f"{spread['floor']:.3g}× to both.")
     else:
         text += "."
     return text
@@ -390,4 +433,4 @@ def readme_with_measurements(readme: str, root: str | Path) -> str:
 
 __all__ = ["DRYRUN", "DRYRUN_GPU", "END", "ESTIMATE_END", "ESTIMATE_START", "GPU_ESTIMATE_END", "GPU_ESTIMATE_START",
            "PAGE", "START", "block", "earlier", "fitting_counts", "newest", "readme_with_measurements", "recalibrated",
-           "render", "render_estimate", "repeatability"]
+           "render", "render_estimate", "repeatability", "same_work_spread"]
