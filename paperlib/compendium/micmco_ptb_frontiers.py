@@ -35,6 +35,11 @@ DEPARTURE_COLOUR = {"T×16": figure_style.PALETTE[2], "bs×16": figure_style.PAL
 FAMILY_KEY = {"dreg": "DReG (Gaussian latents)", "vimco": "VIMCO (categorical latents)"}
 
 
+# The level of a model without context (paperlib.experiments.micmco.ptb.unigram): wide, light and behind the frontiers,
+# unlike any objective's line
+UNIGRAM_LINE = {"color": "0.78", "ls": "-", "lw": 3.0, "zorder": 0.5}
+
+
 def departure_key(hidden_size: int) -> dict[str, str]:
     return {"T×16": "T×16: base run with 16× the optimisation steps",
             "bs×16": "bs×16: base run with 16× the batch size",
@@ -121,9 +126,12 @@ def draw_frontier(ax, c: Mapping[str, Any], settings: Mapping[str, Any], top: fl
 
 
 def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str = "micmco_ptb",
-                show: bool = True) -> list[str]:
+                show: bool = True, levels: Mapping[str, float] | None = None) -> list[str]:
     """One image per group of thesis figures, saved as ``figures/<stem>_<group>.png`` and ``.pdf`` under ``root``
-    (``stem`` may name a subfolder, e.g. ``gpu/micmco_ptb``); returns the PNG paths, relative to ``root``."""
+    (``stem`` may name a subfolder, e.g. ``gpu/micmco_ptb``); returns the PNG paths, relative to ``root``. With
+    ``levels`` (NLL per token per split, :func:`paperlib.experiments.micmco.ptb.unigram.unigram_levels`), each panel
+    draws the unigram model's NLL on the sentences its curves are scored on as a wide light grey line behind the
+    curves (:data:`UNIGRAM_LINE`)."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
@@ -148,7 +156,7 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
         # NLL shared by the whole group; KL by each row (one estimator family), whose KL ranges can differ several-fold
         fig, axes = plt.subplots(len(rows), ncols, figsize=(4.4 * ncols + 0.8, 3.8 * len(rows) + 2.4), sharex="row",
                                  sharey=True, squeeze=False, layout="constrained")
-        families, departures, objectives = set(), set(), set()
+        families, departures, objectives, level_drawn = set(), set(), set(), False
         for r, row in enumerate(rows):
             left, right = kl_limits(results, row, top)
             axes[r, 0].set_xlim(left, right)
@@ -164,6 +172,10 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
                 if fig_id not in results["figures"]:
                     ax.text(0.5, 0.5, "not run at this profile", transform=ax.transAxes, ha="center", color="grey")
                     continue
+                split = "train" if FIGURES[fig_id].configurations[0].split(".")[1] == "train" else "valid"
+                if levels is not None and bottom <= levels[split] <= top:
+                    ax.axhline(levels[split], **UNIGRAM_LINE)
+                    level_drawn = True
                 missing = []
                 for n in FIGURES[fig_id].configurations:
                     if n not in curves or not curves[n]["frontier"]:
@@ -198,6 +210,9 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
                         for d in keys_of_departures if d in departures]
         line_keys = [(Line2D([], [], color="0.25", **OBJECTIVE_STYLE[o]), OBJECTIVE_KEY[o])
                      for o in OBJECTIVE_STYLE if o in objectives]
+        if level_drawn:
+            line_keys.append((Line2D([], [], **{k: v for k, v in UNIGRAM_LINE.items() if k != "zorder"}),
+                              "a unigram model of the same sentences (no context)"))
         line_keys.append((Line2D([], [], color="0.25", ls="none", marker="^", ms=6),
                           "in the grey band: frontier points above the NLL axis (▶: also beyond the KL axis)"))
         blank = (Line2D([], [], alpha=0), "")
@@ -218,5 +233,5 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
     return written
 
 
-__all__ = ["DEPARTURE_COLOUR", "FAMILY_KEY", "GROUPS", "OBJECTIVE_KEY", "OBJECTIVE_STYLE", "departure_key",
-           "departure_of", "draw_frontier", "draw_groups", "kl_limits", "nll_limits", "objective_of"]
+__all__ = ["DEPARTURE_COLOUR", "FAMILY_KEY", "GROUPS", "OBJECTIVE_KEY", "OBJECTIVE_STYLE", "UNIGRAM_LINE",
+           "departure_key", "departure_of", "draw_frontier", "draw_groups", "kl_limits", "nll_limits", "objective_of"]

@@ -370,8 +370,71 @@ def _micmco_ptb_figure_scale(fig: str) -> Callable[[Results], str]:
         reach = (f"on this figure's common box (the hypervolumes under Ours) its trials reach at most KL {top:.3f} nats "
                  f"per token of the box's {cap}, so none of those hypervolumes can exceed {top / cap:.3f}, against the "
                  f"{hv_tie()} tie" if top is not None else "")
-        return "; ".join(x for x in (_micmco_ptb_scale(results), reach) if x)
+        names = [n for n in figure.get("curves", ()) if n in r["curves"]]
+        return "; ".join(x for x in (_micmco_ptb_scale(results), reach, _unigram_level(results, names)) if x)
     return scale
+
+
+_SPLIT_WORDS = {"train": "the training-fit sentences", "valid": "validation"}
+
+
+def _unigram_level(results: Results, names: Sequence[str]) -> str:
+    """How far the curves ``names`` got past a model without context: per split they are scored on, the unigram
+    model's NLL per token there (``results/micmco_ptb_unigram.json``, which the notebook writes) beside the curves'
+    lowest NLLs (an IWAE bound, the unigram's exact), naming the curves above it and those below it by no more than
+    the frontier tie (they have not yet learned what the word frequencies do not give), and counting the frontier
+    points above it. Empty without the levels of the same profile and sentences."""
+    r, level = results["micmco_ptb"], _same_sentences(results)
+    if level is None:
+        return ""
+    texts = []
+    for split in ("train", "valid"):
+        best = {r["curves"][n]["label"]: r["curves"][n]["best"]["nll"] for n in names
+                if r["curves"][n].get("split") == split and (r["curves"][n].get("best") or {}).get("nll") is not None
+                and math.isfinite(r["curves"][n]["best"]["nll"])}
+        if not best:
+            continue
+        unigram, tie = level["nll"][split], frontier_tie()
+        gains = sorted(unigram - v for v in best.values())
+        text = (f"a unigram model of the same sentences (no context) scores NLL {unigram:.3f} per token on "
+                f"{_SPLIT_WORDS[split]}: the curves' lowest NLLs are {_span_about(gains)} it")
+        above = [f"{label} ({v:.3f})" for label, v in best.items() if v > unigram]
+        level_with = [f"{label} ({v:.3f})" for label, v in best.items() if 0 <= unigram - v <= tie]
+        if above:
+            text += f"; {', '.join(above)} above it: worse than word frequencies alone"
+        if level_with:
+            text += (f"; {', '.join(level_with)} below it by no more than the {tie:.4f}-nat tie: no better than word "
+                     "frequencies alone")
+        points = [p["nll"] for n in names if r["curves"][n].get("split") == split
+                  for p in r["curves"][n].get("frontier", ())]
+        if over := sum(v > unigram for v in points):
+            text += (f"; {over} of the {len(points)} frontier points lie above it (their latent usage bought with a "
+                     "fit worse than the unigram model's)")
+        texts.append(text)
+    return "; ".join(texts)
+
+
+def _same_sentences(results: Results) -> Mapping[str, Any] | None:
+    """The unigram levels of ``results/micmco_ptb_unigram.json`` when they were made at the stage results' profile
+    on the sentences it scored (the same token counts), else None."""
+    r, level = results["micmco_ptb"], results.get("micmco_ptb_unigram")
+    if not level or level.get("profile") != r.get("profile"):
+        return None
+    data = r.get("data", {})
+    recorded = {"train": data.get("train_eval_tokens"), "valid": data.get("valid_tokens"),
+                "test": data.get("test_tokens")}
+    return level if all(level.get("tokens", {}).get(k) == v for k, v in recorded.items() if v is not None) else None
+
+
+def _span_about(gains: Sequence[float]) -> str:
+    """Where values lie against a level, from their gains below it (negative: above it), sorted: "0.139 to 0.157
+    below", "from 0.002 above it to 0.137 below", "0.010 to 0.160 above"."""
+    low, high = gains[0], gains[-1]
+    if low >= 0:
+        return f"{high:.3f} below" if low == high else f"{low:.3f} to {high:.3f} below"
+    if high < 0:
+        return f"{-high:.3f} above" if low == high else f"{-high:.3f} to {-low:.3f} above"
+    return f"from {-low:.3f} above it to {high:.3f} below"
 
 
 def _of(count: int | None, split: str, total: int | None) -> str:
@@ -421,6 +484,24 @@ def _ladder_budget(results: Results, steps: int) -> str:
     still = sum(improving.values())
     return (f"the budget ladder ({seeds} seeds, up to {top:,} steps, {top / steps:g}× this budget) finds {still} of "
             f"the {len(improving)} curves it trains still improving at its top rung")
+
+
+def _micmco_ptb_table_scale(results: Results) -> str:
+    """The shared PTB scale and the test sentences' unigram level beside the cells' test perplexities."""
+    r, level = results["micmco_ptb"], _same_sentences(results)
+    rows = [row for row in r.get("table_5_1", []) if row.get("curve") and row.get("test_perplexity") is not None
+            and math.isfinite(row["test_perplexity"])]
+    text = _micmco_ptb_scale(results)
+    if level is not None and rows:
+        unigram = level["perplexity"]["test"]
+        shares = sorted(1 - row["test_perplexity"] / unigram for row in rows)
+        cells = sorted(row["test_perplexity"] for row in rows)
+        where = (f"{shares[0]:.0%}–{shares[-1]:.0%} below it" if shares[0] >= 0 else
+                 f"{-shares[-1]:.0%}–{-shares[0]:.0%} above it" if shares[-1] < 0 else
+                 f"from {-shares[0]:.0%} above it to {shares[-1]:.0%} below")
+        text += (f"; a unigram model of the same test sentences (no context) has perplexity {unigram:.1f}: the cells' "
+                 f"{cells[0]:.1f}–{cells[-1]:.1f} are {where}")
+    return text
 
 
 def _micmco_ptb_table_ours(results: Results) -> str:

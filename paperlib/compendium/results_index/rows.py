@@ -45,8 +45,9 @@ from paperlib.compendium.results_index.word_generation import (
 )
 from paperlib.compendium.results_index.micmco_ptb import (
     _MICMCO_PTB_LADDER_ITEMS, _MICMCO_PTB_SAYS, _THESIS_TABLE_5_1, _micmco_ptb_figure_ours,
-    _micmco_ptb_figure_ours_short, _micmco_ptb_figure_scale, _micmco_ptb_figure_verdict, _micmco_ptb_scale,
-    _micmco_ptb_table_ours, _micmco_ptb_table_ours_short, _micmco_ptb_table_verdict, _table_5_1_short,
+    _micmco_ptb_figure_ours_short, _micmco_ptb_figure_scale, _micmco_ptb_figure_verdict,
+    _micmco_ptb_table_ours, _micmco_ptb_table_ours_short, _micmco_ptb_table_scale, _micmco_ptb_table_verdict,
+    _table_5_1_short,
 )
 
 
@@ -158,7 +159,7 @@ ROWS["M-T5.1"] = Row(file="`notebooks/micmco_ptb.ipynb`, `results/micmco_ptb.jso
                          for hs, row in _THESIS_TABLE_5_1.items()),
                      paper_short=_table_5_1_short(_THESIS_TABLE_5_1),
                      ours_short=_micmco_ptb_table_ours_short,
-                     ours=_micmco_ptb_table_ours, scale=_micmco_ptb_scale, verdict=_micmco_ptb_table_verdict,
+                     ours=_micmco_ptb_table_ours, scale=_micmco_ptb_table_scale, verdict=_micmco_ptb_table_verdict,
                      needs=("micmco_ptb", "micmco_ptb_ladder"))
 
 # Tables 2.1 / 2.2 alone (the reference also holds Tables 4.1 / 4.2's rows, which their own index rows show).

@@ -86,7 +86,59 @@ def _wg_mi_paper_short() -> str:
 def _wg_scale(results: Results) -> str:
     s = _wg(results)["scale"]
     return (f"wordfreq list ({s['top_n']:,} words; stand-in for BooksCorpus), {s['steps']:,} steps per model, "
-            f"{len(s['seeds'])} seed(s)" + _wg_training_note(results) + _wg_uniform_note(results))
+            f"{len(s['seeds'])} seed(s)" + _wg_training_note(results) + _wg_uniform_note(results)
+            + _wg_char_level_note(results))
+
+
+AT_LEVEL = 0.01  # a row within this share of the character unigram's H_test (or above it) is named as at its level
+
+
+def _wg_char_level_note(results: Results) -> str:
+    """Where the trained rows' H_test stands against models that keep no state: the character unigram and bigram of
+    each split's training words (``results/word_generation_char_levels.json``, which the notebook writes;
+    :mod:`paperlib.experiments.word_generation.char_levels`), the DSSMs and GRUs of Table 1 (standard split), Table
+    3's cells (naming those at the unigram's level) and Table 2 (type split) beside them. Empty without those levels
+    for the same profile and word list."""
+    main, levels = _wg(results), results.get("word_generation_char_levels")
+    if not levels or levels.get("profile") != main.get("profile") or levels.get("top_n") != main["data"]["top_n"]:
+        return ""
+    recorded = main["data"].get("splits", {})
+    if any(recorded.get(split, {}).get(k) != v for split, sizes in levels.get("split_sizes", {}).items()
+           for k, v in sizes.items()):
+        return ""  # levels of another word list
+    names = levels["orders"]
+    texts = []
+    for split, table, words in (("standard", "table1", "the standard split"), ("types", "table2", "the type split")):
+        rows = [r for r in main[table] if r.get("H_test") is not None and "ORACLE" not in r["model"]]
+        by_order = levels["splits"].get(split)
+        if not rows or not by_order:
+            continue
+        unigram, bigram = by_order["1"]["H_test"], by_order["2"]["H_test"]
+        if not (math.isfinite(unigram) and math.isfinite(bigram)):
+            continue  # a test letter the training words never show: no level to place the rows against
+
+        def where(value: float) -> str:
+            return ("above both" if value > unigram else "between them" if value > bigram else "below both")
+
+        groups = [(name, [r["H_test"] for r in rows if ("BASELINE" in r["model"]) == gru])
+                  for name, gru in (("DSSMs", False), ("GRUs", True))]
+        cells = {f"{g} × {q}": cell["H_test"] for g, by_q in (main.get("table3", {}).get("cells", {}).items()
+                                                               if split == "standard" else ())
+                 for q, cell in by_q.items() if cell.get("H_test") is not None}
+        if cells:
+            groups.append(("Table 3's cells", list(cells.values())))
+        placed = "; ".join(f"{name} {_f(min(v))}–{_f(max(v))}" + (f" {where(min(v))}" if where(min(v)) ==
+                                                                  where(max(v)) else "")
+                           if len(v) > 1 else f"{name[:-1]} {_f(v[0])} {where(v[0])}" for name, v in groups if v)
+        level = [f"{name} ({_f(v)})" for name, v in cells.items() if v >= unigram * (1 - AT_LEVEL)]
+        texts.append(f"on {words} a {names['1']} of the training words scores H_test {_f(unigram)} and a "
+                     f"{names['2']} {_f(bigram)} ({placed}"
+                     + (f"; within {AT_LEVEL:.0%} of the unigram or above it: F_g × F_q {', '.join(level)}"
+                        if level else "") + ")")
+    if not texts:
+        return ""
+    return ("; against models that keep no state (Witten–Bell, fitted as Table 2's n-grams): " + "; ".join(texts)
+            + ": a row above the bigram scores worse than a model of which letter follows which")
 
 
 def _wg_uniform_note(results: Results) -> str:

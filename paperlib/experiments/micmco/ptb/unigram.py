@@ -1,0 +1,59 @@
+"""The level of a model that ignores context: a unigram model of the PTB sentence VAEs' sentences.
+
+A sentence VAE that has learned nothing about word order still scores as well as the word frequencies of its training
+sentences allow. Its NLL per token beside the curves' says how far a profile's models got past that: at the thesis'
+scale the best curves lie far below it, and where a profile's budget leaves a curve at or near it, the curve has not
+yet learned what the figure compares. The unigram model is fitted on the stage's own training sentences (truncated,
+with its vocabulary cut and ``<unk>``) with add-one smoothing over the vocabulary, and scored per token, ``<eos>``
+included, on the same sentences the stage scores: the training-fit subset, the validation and the test sentences.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SPLITS = ("train", "valid", "test")  # the stage's names: "train" is the training-fit subset the curves are scored on
+
+
+def unigram_nll(train: Sequence[Any], scored: Mapping[str, Sequence[Any]], vocab_size: int,
+                smoothing: float = 1.0) -> dict[str, float]:
+    """NLL per token (nats) of each list of sentences in ``scored`` (token-id tensors) under the unigram model of the
+    ``train`` sentences: p(w) = (count(w) + ``smoothing``) / (tokens + ``smoothing`` x ``vocab_size``)."""
+    import torch
+
+    if smoothing <= 0:
+        raise ValueError(f"smoothing must be positive (an unseen word would get no probability), got {smoothing}")
+    counts = torch.bincount(torch.cat(list(train)).long(), minlength=vocab_size).double()
+    if counts.numel() != vocab_size:
+        raise ValueError(f"the training sentences hold ids up to {counts.numel() - 1}, beyond the vocabulary of "
+                         f"{vocab_size}")
+    log_p = (counts + smoothing).log() - (counts.sum() + smoothing * vocab_size).log()
+    return {name: float(-log_p[torch.cat(list(sentences)).long()].mean()) for name, sentences in scored.items()}
+
+
+def unigram_levels(results: Mapping[str, Any], data_root: str | os.PathLike) -> dict[str, Any]:
+    """The unigram level of a ``micmco_ptb`` results file's sentences: the data rebuilt from its settings (the
+    stage's own :func:`~paperlib.experiments.micmco.ptb.data.load_data`) and checked against the counts the stage
+    recorded, then :func:`unigram_nll` per split. Returns ``{"profile", "nll": {split: nats per token},
+    "perplexity": {split: exp(nll)}, "tokens": {split: count}, "smoothing"}``."""
+    import math
+
+    from paperlib.experiments.micmco.ptb.data import load_data
+    from paperlib.experiments.micmco.ptb.design import MicmcoPtbParams
+
+    data = load_data(MicmcoPtbParams(**results["settings"]), data_root)
+    recorded, rebuilt = results.get("data", {}), data.summary()
+    differ = sorted(k for k, v in recorded.items() if rebuilt.get(k) != v)
+    if differ:
+        raise ValueError("the sentences rebuilt from the results' settings are not the ones the stage scored ("
+                         + ", ".join(f"{k}: {recorded[k]} recorded, {rebuilt.get(k)} now" for k in differ) + ")")
+    scored = {split: data.split(split) for split in SPLITS}
+    nll = unigram_nll(data.train, scored, data.vocab_size)
+    return {"profile": results.get("profile"), "smoothing": 1.0, "nll": nll,
+            "perplexity": {split: math.exp(v) for split, v in nll.items()},
+            "tokens": {split: int(sum(len(s) for s in scored[split])) for split in SPLITS}}
+
+
+__all__ = ["SPLITS", "unigram_levels", "unigram_nll"]
