@@ -29,7 +29,7 @@ def test_the_unigram_nll_is_the_add_one_estimate_scored_per_token():
 
 def test_the_levels_rebuild_the_stages_sentences_and_refuse_other_ones(mirror, data_root):
     """On the committed cpu results: the sentences rebuilt from the results' settings are the ones the stage scored
-    (its recorded counts), the levels are those the notebook committed, and a results file whose recorded counts
+    (its recorded counts), the levels are the committed ones (`paperlib levels micmco_ptb`), and a results file whose recorded counts
     differ is refused rather than scored on other sentences."""
     results = json.loads((REPO / "results" / "micmco_ptb.json").read_text())
     levels = unigram_levels(results, data_root)

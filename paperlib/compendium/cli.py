@@ -122,6 +122,22 @@ RUNNERS = {
 }
 
 
+# Levels of models without context beside a stage's results: stage -> "module:function(profile) -> path".
+LEVELS = {
+    "micmco_ptb": "paperlib.experiments.micmco.ptb.unigram:write_levels",
+    "word_generation": "paperlib.experiments.word_generation.char_levels:write_levels",
+}
+
+
+def cmd_levels(args) -> int:
+    import importlib
+
+    module, function = LEVELS[args.stage].split(":")
+    out = getattr(importlib.import_module(module), function)(args.profile)
+    print(f"wrote {out}")
+    return 0
+
+
 def cmd_run(args) -> int:
     import importlib
 
@@ -402,6 +418,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="smoke, cpu, gpu or paper")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("levels", help="write the levels of models without context beside a stage's results (a "
+                                      "unigram of the PTB sentence VAEs' sentences, character n-grams of the words)")
+    p.add_argument("stage", choices=sorted(LEVELS))
+    p.add_argument("--profile", help="smoke, cpu, gpu or paper")
+    p.set_defaults(func=cmd_levels)
 
     p = sub.add_parser("tune", help="run trials of an Optuna study over a thesis search space (join it from any machine)")
     p.add_argument("space", help="search space with a model in params.yaml tuning_ptb: lstm, mogrifier, enwik8_lstm, "

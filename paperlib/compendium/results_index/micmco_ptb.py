@@ -380,8 +380,8 @@ _SPLIT_WORDS = {"train": "the training-fit sentences", "valid": "validation"}
 
 def _unigram_level(results: Results, names: Sequence[str]) -> str:
     """How far the curves ``names`` got past a model without context: per split they are scored on, the unigram
-    model's NLL per token there (``results/micmco_ptb_unigram.json``, which the notebook writes) beside the curves'
-    lowest NLLs (an IWAE bound, the unigram's exact), naming the curves above it and those below it by no more than
+    model's NLL per token there (``results/micmco_ptb_unigram.json``, by ``paperlib levels micmco_ptb``) beside the
+    curves' lowest NLLs (an IWAE bound, the unigram's exact), naming the curves above it and those below it by no more than
     the frontier tie (they have not yet learned what the word frequencies do not give), and counting the frontier
     points above it. Empty without the levels of the same profile and sentences."""
     r, level = results["micmco_ptb"], _same_sentences(results)

@@ -95,7 +95,7 @@ AT_LEVEL = 0.01  # a row within this share of the character unigram's H_test (or
 
 def _wg_char_level_note(results: Results) -> str:
     """Where the trained rows' H_test stands against models that keep no state: the character unigram and bigram of
-    each split's training words (``results/word_generation_char_levels.json``, which the notebook writes;
+    each split's training words (``results/word_generation_char_levels.json``, by ``paperlib levels word_generation``;
     :mod:`paperlib.experiments.word_generation.char_levels`), the DSSMs and GRUs of Table 1 (standard split), Table
     3's cells (naming those at the unigram's level) and Table 2 (type split) beside them. Empty without those levels
     for the same profile and word list."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 ORDERS = (1, 2)  # letters alone; each letter from the one before
@@ -70,4 +71,24 @@ def stage_char_levels(results: Mapping[str, Any], settings: Any) -> dict[str, An
             "splits": {name: {str(n): v for n, v in char_ngram_levels(split).items()} for name, split in splits.items()}}
 
 
-__all__ = ["ORDERS", "ORDER_NAMES", "char_ngram_levels", "stage_char_levels"]
+def write_levels(profile: str | None = None) -> Path:
+    """``paperlib levels word_generation``: the character n-gram levels of the stage's results at ``profile``
+    (default: the active one), with that profile's ``word_generation`` settings, written beside them as
+    ``word_generation_char_levels.json`` (the DVC stage ``word_generation_char_levels``; the notebook shows and the
+    results index quotes them)."""
+    import json
+
+    from paperlib.atomic_files import write_json_atomic
+    from paperlib.experiments.common.config import active_profile, experiment_params, load_params, repo_root
+    from paperlib.experiments.common.stage import results_path
+
+    root = repo_root()
+    params = load_params(root / "params.yaml")
+    profile = active_profile(profile, params)
+    results = json.loads(results_path(root, "word_generation", profile).read_text())
+    out = results_path(root, "word_generation_char_levels", profile)
+    write_json_atomic(out, stage_char_levels(results, experiment_params("word_generation", profile, params)))
+    return out
+
+
+__all__ = ["ORDERS", "ORDER_NAMES", "char_ngram_levels", "stage_char_levels", "write_levels"]

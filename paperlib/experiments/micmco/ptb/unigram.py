@@ -10,8 +10,10 @@ included, on the same sentences the stage scores: the training-fit subset, the v
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 SPLITS = ("train", "valid", "test")  # the stage's names: "train" is the training-fit subset the curves are scored on
@@ -56,4 +58,21 @@ def unigram_levels(results: Mapping[str, Any], data_root: str | os.PathLike) -> 
             "tokens": {split: int(sum(len(s) for s in scored[split])) for split in SPLITS}}
 
 
-__all__ = ["SPLITS", "unigram_levels", "unigram_nll"]
+def write_levels(profile: str | None = None) -> Path:
+    """``paperlib levels micmco_ptb``: the unigram levels of the stage's results at ``profile`` (default: the
+    active one), written beside them as ``micmco_ptb_unigram.json`` (the DVC stage ``micmco_ptb_unigram``; the
+    notebook draws and the results index quotes them)."""
+    from paperlib.atomic_files import write_json_atomic
+    from paperlib.experiments.common.config import active_profile, load_params, repo_root, section_params
+    from paperlib.experiments.common.stage import results_path
+
+    root = repo_root()
+    params = load_params(root / "params.yaml")
+    profile = active_profile(profile, params)
+    results = json.loads(results_path(root, "micmco_ptb", profile).read_text())
+    out = results_path(root, "micmco_ptb_unigram", profile)
+    write_json_atomic(out, unigram_levels(results, root / section_params("data", params).root))
+    return out
+
+
+__all__ = ["SPLITS", "unigram_levels", "unigram_nll", "write_levels"]
