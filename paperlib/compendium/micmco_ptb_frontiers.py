@@ -40,6 +40,13 @@ FAMILY_KEY = {"dreg": "DReG (Gaussian latents)", "vimco": "VIMCO (categorical la
 UNIGRAM_LINE = {"color": "0.78", "ls": "-", "lw": 3.0, "zorder": 0.5}
 
 
+def scored_on(fig_id: str) -> str:
+    """What a thesis figure's curves are scored on: ``train`` (the training fit) or ``valid``, by its first curve."""
+    from paperlib.experiments.micmco.ptb.design import FIGURES
+
+    return "train" if FIGURES[fig_id].configurations[0].split(".")[1] == "train" else "valid"
+
+
 def departure_key(hidden_size: int) -> dict[str, str]:
     return {"T×16": "T×16: base run with 16× the optimisation steps",
             "bs×16": "bs×16: base run with 16× the batch size",
@@ -149,9 +156,9 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
         ids = [f for row in rows for f in row]
         bottom, top = nll_limits(results, ids)
         band = 0.08 * (top - bottom)
-        splits = {FIGURES[f].configurations[0].split(".")[1] == "train" for f in ids}
-        ylabel = {frozenset({True}): "training NLL per token (nats)",
-                  frozenset({False}): "validation NLL per token (nats)"}.get(frozenset(splits), "NLL per token (nats)")
+        splits = {scored_on(f) for f in ids}
+        ylabel = {frozenset({"train"}): "training NLL per token (nats)",
+                  frozenset({"valid"}): "validation NLL per token (nats)"}.get(frozenset(splits), "NLL per token (nats)")
         ncols = max(len(row) for row in rows)
         # NLL shared by the whole group; KL by each row (one estimator family), whose KL ranges can differ several-fold
         fig, axes = plt.subplots(len(rows), ncols, figsize=(4.4 * ncols + 0.8, 3.8 * len(rows) + 2.4), sharex="row",
@@ -172,9 +179,8 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
                 if fig_id not in results["figures"]:
                     ax.text(0.5, 0.5, "not run at this profile", transform=ax.transAxes, ha="center", color="grey")
                     continue
-                split = "train" if FIGURES[fig_id].configurations[0].split(".")[1] == "train" else "valid"
-                if levels is not None and bottom <= levels[split] <= top:
-                    ax.axhline(levels[split], **UNIGRAM_LINE)
+                if levels is not None and bottom <= levels[scored_on(fig_id)] <= top:
+                    ax.axhline(levels[scored_on(fig_id)], **UNIGRAM_LINE)
                     level_drawn = True
                 missing = []
                 for n in FIGURES[fig_id].configurations:
@@ -234,4 +240,5 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
 
 
 __all__ = ["DEPARTURE_COLOUR", "FAMILY_KEY", "GROUPS", "OBJECTIVE_KEY", "OBJECTIVE_STYLE", "UNIGRAM_LINE",
-           "departure_key", "departure_of", "draw_frontier", "draw_groups", "kl_limits", "nll_limits", "objective_of"]
+           "departure_key", "departure_of", "draw_frontier", "draw_groups", "kl_limits", "nll_limits", "objective_of",
+           "scored_on"]

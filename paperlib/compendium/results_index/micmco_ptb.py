@@ -426,15 +426,15 @@ def _same_sentences(results: Results) -> Mapping[str, Any] | None:
     return level if all(level.get("tokens", {}).get(k) == v for k, v in recorded.items() if v is not None) else None
 
 
-def _span_about(gains: Sequence[float]) -> str:
-    """Where values lie against a level, from their gains below it (negative: above it), sorted: "0.139 to 0.157
-    below", "from 0.002 above it to 0.137 below", "0.010 to 0.160 above"."""
+def _span_about(gains: Sequence[float], digits: str = ".3f", to: str = " to ") -> str:
+    """Where values lie against a level, from their gains below it (negative: above it), sorted, each written with
+    ``digits``: "0.139 to 0.157 below", "from 0.002 above it to 0.137 below", "0.010 to 0.160 above"."""
     low, high = gains[0], gains[-1]
     if low >= 0:
-        return f"{high:.3f} below" if low == high else f"{low:.3f} to {high:.3f} below"
+        return f"{high:{digits}} below" if low == high else f"{low:{digits}}{to}{high:{digits}} below"
     if high < 0:
-        return f"{-high:.3f} above" if low == high else f"{-high:.3f} to {-low:.3f} above"
-    return f"from {-low:.3f} above it to {high:.3f} below"
+        return f"{-high:{digits}} above" if low == high else f"{-high:{digits}}{to}{-low:{digits}} above"
+    return f"from {-low:{digits}} above it to {high:{digits}} below"
 
 
 def _of(count: int | None, split: str, total: int | None) -> str:
@@ -496,11 +496,8 @@ def _micmco_ptb_table_scale(results: Results) -> str:
         unigram = level["perplexity"]["test"]
         shares = sorted(1 - row["test_perplexity"] / unigram for row in rows)
         cells = sorted(row["test_perplexity"] for row in rows)
-        where = (f"{shares[0]:.0%}–{shares[-1]:.0%} below it" if shares[0] >= 0 else
-                 f"{-shares[-1]:.0%}–{-shares[0]:.0%} above it" if shares[-1] < 0 else
-                 f"from {-shares[0]:.0%} above it to {shares[-1]:.0%} below")
         text += (f"; a unigram model of the same test sentences (no context) has perplexity {unigram:.1f}: the cells' "
-                 f"{cells[0]:.1f}–{cells[-1]:.1f} are {where}")
+                 f"{cells[0]:.1f}–{cells[-1]:.1f} are {_span_about(shares, '.0%', '–')} it")
     return text
 
 
