@@ -6,6 +6,7 @@ from the curves, and on the committed results every comparison the module recomp
 the stage's outcome (the claims re-read here never hold where the stage's record did not)."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -15,7 +16,7 @@ from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.micmco.ptb.micmco_ptb import CURVES, LOW_KL, PPL_TOLERANCE, claim_verdicts
 from paperlib.experiments.micmco.ptb.claims import (
     ALIKE, BEST_FIT, DEGRADES, DIRECTIONAL, DISCRETE_GAIN, DISCRETE_TRAILS, DROPOUT, FIGURE_CLAIMS, GENERALISE,
-    KEEPS_ORDER, LADDER_ITEMS, LOW_LATENTS, MASKS, NO_GAIN, ON_PAR, RENYI_HIGH, SAMPLES, SMALLER_GAIN, TRADEOFF,
+    KEEPS_ORDER, LADDER_ITEMS, LOW_LATENTS, MASKS, NO_GAIN, ON_PAR, PERPLEXITY, RENYI_HIGH, SAMPLES, SMALLER_GAIN, TRADEOFF,
     Untestable, figure_claim, lead, ladder_parts, reading, readings, table_claim,
 )
 from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE
@@ -750,3 +751,91 @@ def test_on_the_committed_results_a_tie_above_every_hypervolume_and_diverged_tri
     power = figure_claim(results, None, "5.28").parts[0]
     assert "every hypervolume compared here is at most 0.017" in power.evidence
     assert "tie itself" not in figure_claim(results, None, "5.29").parts[0].evidence  # HVs 0.024-0.029
+
+
+def _levels(train, valid=None, test=None, profile="cpu", tokens=None):
+    """Unigram levels (NLL per token per split) as ``paperlib levels micmco_ptb`` writes them."""
+    nll = {"train": train, "valid": train if valid is None else valid, "test": train if test is None else test}
+    return {"profile": profile, "nll": nll, "tokens": tokens or {}}
+
+
+def test_a_comparison_with_a_curve_no_better_than_the_unigram_level_is_named_as_not_run():
+    """Fig. 5.8: DReG 1's only trial has NLL 4.98 and the 16-sample curves' 4.90. With a unigram level within the
+    ln(1.03) = 0.0296-nat tie above 4.98, DReG 1 has not learned past word frequencies and both "16 beat 1"
+    comparisons are named as not run, with the curve, its NLL and the level; just past the tie they are judged. The
+    Rényi sentence at high latent usage compares two curves 0.1 below the level and is judged either way."""
+    results = _results({"dreg1.train": 0.2, "dreg16_kl.train": 1.0, "dreg16_renyi.train": 1.0})
+    tie = math.log1p(PPL_TOLERANCE)
+    claim = figure_claim(results, None, "5.8", _levels(4.98 + tie - 0.001))
+    assert SAMPLES not in _parts(claim) and RENYI_HIGH in _parts(claim)
+    assert (f"{SAMPLES} (cannot be tested at this scale: a curve compared is no better than word frequencies alone, "
+            f"DReG 1 K/R (training fit) at lowest NLL 4.980 (unigram {4.98 + tie - 0.001:.3f}), not below a unigram "
+            "model of the same sentences by more than the 0.0296-nat tie)") in claim.not_run
+    judged = figure_claim(results, None, "5.8", _levels(4.98 + tie + 0.001))
+    assert _parts(judged)[SAMPLES].verdict == "reproduced"
+    assert not any("word frequencies" in why for why in judged.not_run)
+    assert _parts(figure_claim(results, None, "5.8"))[SAMPLES].verdict == "reproduced"  # no levels: judged
+    # every curve above the level: nothing of the figure can be judged, and the row says why
+    with pytest.raises(Untestable) as raised:
+        figure_claim(results, None, "5.8", _levels(4.5))
+    assert all("no better than word frequencies alone" in why for why in raised.value.not_run)
+
+
+def test_levels_of_other_sentences_are_not_read():
+    """Levels made at another profile, or on sentences whose token counts differ from the ones the stage recorded,
+    say nothing about these curves: the comparisons are judged as without levels."""
+    results = _results({"dreg1.train": 0.2, "dreg16_kl.train": 1.0, "dreg16_renyi.train": 1.0})
+    assert SAMPLES in _parts(figure_claim(results, None, "5.8", _levels(4.5, profile="gpu")))
+    results["data"] = {"train_eval_tokens": 1000, "valid_tokens": 900, "test_tokens": 800}
+    counts = {"train": 1000, "valid": 900, "test": 800}
+    assert SAMPLES in _parts(figure_claim(results, None, "5.8", _levels(4.5, tokens={**counts, "train": 999})))
+    with pytest.raises(Untestable):
+        figure_claim(results, None, "5.8", _levels(4.5, tokens=counts))
+
+
+def test_a_frontier_comparison_reads_the_points_it_compares_against_the_level():
+    """Figs. 5.13 / 5.24's tradeoff compares frontier points at the highest KL both curves reach (here 0.5: VIMCO 16
+    KL 4.90, the run 4.95), which may lie far above the curves' best fits: a point not below the level is named,
+    even where the best fits are far below it (the best-fit half, at 4.00, is still judged)."""
+    results = _equal_compute(4.0)
+    claim = figure_claim(results, None, "5.13", _levels(4.93))
+    parts = _parts(claim)
+    assert TRADEOFF not in parts and parts[BEST_FIT].verdict == "reproduced"
+    assert any("frontier NLL at KL 0.500" in why and "VIMCO 1 K/R T×16 (training fit) at frontier NLL at KL 0.500 "
+               "4.950 (unigram 4.930)" in why for why in claim.not_run)
+    assert TRADEOFF in _parts(figure_claim(results, None, "5.13", _levels(5.0)))  # both points 0.05+ below
+
+
+def test_table_5_1_reads_its_cells_test_nlls_against_the_test_level():
+    rows = [_row("DReG 1 K/R", 100.0, 0.0), _row("DReG 16 K", 98.0, 0.1)]  # ln 100 = 4.605, ln 98 = 4.585
+    results = _results({}, rows)
+    assert PERPLEXITY in _parts(table_claim(results, _ladder(), _levels(3.0, test=4.7)))
+    claim = table_claim(results, _ladder(), _levels(3.0, test=4.63))  # DReG 1 within the tie, DReG 16 K past it
+    parts = _parts(claim)
+    assert PERPLEXITY not in parts and "DReG 16 K hs 64: test KL 0.100" in parts[LOW_LATENTS].evidence
+    assert any("a curve compared is no better than word frequencies alone, DReG 1 K/R hs 64 at test NLL 4.605 "
+               "(unigram 4.630)" in why for why in claim.not_run)
+
+
+def test_on_the_committed_results_comparisons_with_curves_at_the_unigram_level_are_named_as_not_run():
+    """At cpu, VIMCO 1 K/R (3.924 on the training fit against the unigram's 3.921; 3.943 on validation against
+    3.941) has learned no more than word frequencies: every comparison with it is named as not run, so Fig. 5.20's
+    one order kept (VIMCO 1 against 16 samples) goes and the row reads within noise; the tradeoffs of Figs. 5.13 and
+    5.24 compare 16-sample points 0.7-1.4 nats above the level and are named too."""
+    path = REPO / "results" / "micmco_ptb_unigram.json"
+    if not path.exists():
+        pytest.skip("no committed unigram levels")
+    results, ladder, levels = _committed(), _committed_ladder(), json.loads(path.read_text())
+    assert figure_claim(results, None, "5.20").verdict == "partly"
+    claim = figure_claim(results, None, "5.20", levels)
+    assert claim.verdict == "within noise"
+    assert any("VIMCO 1 K/R (validation, shared masks) at lowest NLL 3.943 (unigram 3.941)" in why
+               for why in claim.not_run)
+    for fig in ("5.13", "5.24"):
+        claim = figure_claim(results, None, fig, levels)
+        assert TRADEOFF not in _parts(claim) and BEST_FIT in _parts(claim)
+    for fig in ("5.9", "5.11", "5.12"):  # 16 against 1 sample: judged for DReG, named for VIMCO
+        read = next(r for r in readings(results, fig, ladder, levels) if r.name == SAMPLES) if fig != "5.9" else None
+        assert read is None or all(c.key.split()[1].startswith("dreg") for c in read.comparisons)
+        assert any(why.startswith(SAMPLES) and "VIMCO 1 K/R" in why
+                   for why in figure_claim(results, ladder, fig, levels).not_run)

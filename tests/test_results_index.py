@@ -30,10 +30,11 @@ def test_rows_whose_stages_ran_at_another_profile_show_that_verdict_beside_the_c
     judged on them by the same rules (so here to the same verdict) and shows it in the table and its details,
     unless it is not attempted there; rows needing other stages do not; with no such folder nothing changes."""
     (tmp_path / "results" / "gpu").mkdir(parents=True)
-    for name in ("micmco_ptb.json", "micmco_ptb.provenance.json"):
+    for name in ("micmco_ptb.json", "micmco_ptb.provenance.json", "micmco_ptb_unigram.json"):
         (tmp_path / "results" / "gpu" / name).write_text((REPO / "results" / name).read_text())
     gpu = ri.load_results(tmp_path, "gpu")
-    assert set(gpu) == {"micmco_ptb", "micmco_ptb.params"} and ri.load_results(tmp_path, "paper") == {}
+    assert set(gpu) == {"micmco_ptb", "micmco_ptb.params", "micmco_ptb_unigram"}
+    assert ri.load_results(tmp_path, "paper") == {}
     results = ri.load_results(REPO)
     table = ri.build_index(_items(), results, {"gpu": gpu})
     shown = {row["id"]: row for row in table if row["profiles"]}

@@ -24,6 +24,8 @@ from paperlib.experiments.micmco.ptb.claims import (
 )
 from paperlib.experiments.micmco.ptb.claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
 from paperlib.experiments.micmco.ptb.comparisons import pass_share, passes
+from paperlib.experiments.micmco.ptb.unigram import matching_levels
+from paperlib.experiments.micmco.ptb.untestable import WORD_FREQUENCIES
 from paperlib.experiments.micmco.synthetic.claims import hv_tie
 
 from paperlib.compendium.results_index.text import (MissingResult, NotAttempted, REASON_CHARS, Results, _clip, _f,
@@ -212,16 +214,25 @@ def _ptb_ladder_reason(results: Results, item: str) -> str:
                      for k in read)
 
 
+_ONE_PASS = "of one pass over the training sentences"
+
+
 def _untestable_reason(r: Mapping[str, Any], fig: str, not_run: Sequence[str]) -> str:
-    """The one-line reason of a figure none of whose claims can be tested at this scale: the most of one pass over
-    the training sentences its curves saw, where every claim waits for a completed pass, else the plain fact."""
+    """The one-line reason of a figure none of whose claims can be tested at this scale, where each waits for a
+    completed pass over the training sentences (the most of one its curves saw) or for a curve compared to get past
+    a model without context, else the plain fact."""
     st = r["settings"]
     shares = passes(st.get("steps", 0), st.get("batch_size", 0), r.get("data", {}).get("train_sentences"),
                     [n for n in r["figures"].get(fig, {}).get("curves", ()) if n in r["curves"]])
-    if shares and all("of one pass over the training sentences" in why for why in not_run):
-        return (f"ran, but its sentences need runs past one pass over the training data; ours saw at most "
-                f"{max(shares):.0%}")
-    return "ran, but its claims cannot be judged at this profile"
+    if not all(_ONE_PASS in why or WORD_FREQUENCIES in why for why in not_run):
+        return "ran, but its claims cannot be judged at this profile"
+    needs = []
+    if shares and any(_ONE_PASS in why for why in not_run):
+        needs.append(f"runs past one pass over the training data (ours: at most {max(shares):.0%})")
+    if any(WORD_FREQUENCIES in why for why in not_run):
+        needs.append("curves past word frequencies")
+    return (f"ran, but its sentences need {' and '.join(needs)}" if needs else
+            "ran, but its claims cannot be judged at this profile")
 
 
 def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]:
@@ -232,7 +243,7 @@ def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]
         r = results["micmco_ptb"]
         ladder = results["micmco_ptb_ladder"] if f"M-F{fig}" in LADDER_ITEMS else None
         try:
-            claim = figure_claim(r, ladder, fig)
+            claim = figure_claim(r, ladder, fig, results.get("micmco_ptb_unigram"))
         except Untestable as why:
             raise NotAttempted(f"the curves ran at this profile, but {'; '.join(why.not_run)}",
                                _untestable_reason(r, fig, why.not_run)) from None
@@ -248,7 +259,7 @@ def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]
                      f"; HV 0.000 is no area: see 'ours' for why {', '.join(zero['labels'])} have none")
             text += "".join(f"; {_lost(r['curves'][n])}" for n in _zero_names(r, fig)  # some finite, some not
                             if diverged_trials(r["curves"][n]) and lowest_nll(r["curves"][n]["trials"]) < math.inf)
-        reason = _ptb_reason(readings(r, fig, ladder))
+        reason = _ptb_reason(readings(r, fig, ladder, results.get("micmco_ptb_unigram")))
         if zero and len(reason) + 45 <= REASON_CHARS:
             reason += "; HV 0.000: no trial inside the reference box"
         ladder_reason = _ptb_ladder_reason(results, f"M-F{fig}")
@@ -416,14 +427,8 @@ def _unigram_level(results: Results, names: Sequence[str]) -> str:
 
 def _same_sentences(results: Results) -> Mapping[str, Any] | None:
     """The unigram levels of ``results/micmco_ptb_unigram.json`` when they were made at the stage results' profile
-    on the sentences it scored (the same token counts), else None."""
-    r, level = results["micmco_ptb"], results.get("micmco_ptb_unigram")
-    if not level or level.get("profile") != r.get("profile"):
-        return None
-    data = r.get("data", {})
-    recorded = {"train": data.get("train_eval_tokens"), "valid": data.get("valid_tokens"),
-                "test": data.get("test_tokens")}
-    return level if all(level.get("tokens", {}).get(k) == v for k, v in recorded.items() if v is not None) else None
+    on the sentences it scored (:func:`paperlib.experiments.micmco.ptb.unigram.matching_levels`), else None."""
+    return matching_levels(results["micmco_ptb"], results.get("micmco_ptb_unigram"))
 
 
 def _span_about(gains: Sequence[float], digits: str = ".3f", to: str = " to ") -> str:
@@ -538,7 +543,7 @@ def _micmco_ptb_table_verdict(results: Results) -> tuple[str, str]:
     """Table 5.1's claim as :func:`paperlib.experiments.micmco.ptb.claims.table_claim` judges it."""
     r = results["micmco_ptb"]
     try:
-        claim = table_claim(r, results["micmco_ptb_ladder"])
+        claim = table_claim(r, results["micmco_ptb_ladder"], results.get("micmco_ptb_unigram"))
     except Untestable as why:
         raise NotAttempted(f"the cells ran at this profile, but {'; '.join(why.not_run)}",
                            "ran, but its claims cannot be judged at this profile") from None
@@ -548,5 +553,6 @@ def _micmco_ptb_table_verdict(results: Results) -> tuple[str, str]:
     unrun = f"{cells - run} of {cells} cells not run at this profile" if run < cells else ""
     text = index_text(claim) + "; absolute perplexities far from the thesis' (smaller model, vocabulary and budget)"
     ladder_reason = _ptb_ladder_reason(results, "M-T5.1")
-    reason = _ptb_reason(readings(r, TABLE, results.get("micmco_ptb_ladder"))) + (f"; {ladder_reason}" if ladder_reason else "")
+    judged = readings(r, TABLE, results.get("micmco_ptb_ladder"), results.get("micmco_ptb_unigram"))
+    reason = _ptb_reason(judged) + (f"; {ladder_reason}" if ladder_reason else "")
     return text, _clip(reason + (f"; {unrun}" if unrun else ""))

@@ -6,7 +6,8 @@ A figure's parts are (1) the claims it is read for (:data:`FIGURE_CLAIMS`): the 
 thesis' sentences about the figure that the stage does not judge (their comparisons in :data:`OWN_KEYS`), each on the
 figure's own comparisons when a claim spans several figures (its outcome over all of them counted beside); (2) for
 the rows of :data:`LADDER_ITEMS`, the budget ladder's parts; and (3) named as not run: a claim whose curves did not
-run at the profile, a comparison that cannot be tested at this scale (:data:`UNTESTABLE`: a tie reading whose
+run at the profile, a comparison that cannot be tested at this scale (one of whose compared curves or frontier points
+is no better than a unigram model of the same sentences, given its levels; :data:`UNTESTABLE`: a tie reading whose
 hypervolumes all lie below the tie, a validation gain without a training-fit gain beyond the tie, a Table 5.1 cell
 whose curve has no trial above the low-KL line, a latent usage the trials do not reach, a sentence about
 regularisation, overfitting or validation set against the training fit where no compared run completed one pass over
@@ -42,16 +43,18 @@ from typing import Any, Callable, Mapping
 
 from paperlib.experiments.common.claims import Claim, Part, Unjudged, part_word
 from paperlib.experiments.micmco.ptb.comparisons import (  # noqa: F401 (diverged_trials, lead: exported for the index)
-    _BASES, ON_PAR_KL, SMALLER_SHARE, Measured, Results, Spreads, _alike, _base, _best_fit, _both_terms,
-    _configurations, _degrades, _discrete, _discrete_gain, _discrete_trails, _dropout, _dropout_keys,
-    _equal_compute_keys, _generalise, _hv, _low_latents, _masks, _max_kl, _no_gain, _objectives, _on_par, _perplexity,
-    _power, _present, _ran, _renyi_high, _samples, _smaller_gain, _tradeoff, discrete_cap, diverged_trials,
-    frontier_tie, hv_tie, lead, lowest_nll, plain_key, seed_margins,
+    ON_PAR_KL, SMALLER_SHARE, Measured, Results, Spreads, _alike, _best_fit, _both_terms, _configurations, _degrades,
+    _discrete, _discrete_gain, _discrete_trails, _dropout, _dropout_keys, _equal_compute_keys, _generalise, _hv,
+    _low_latents, _masks, _max_kl, _no_gain, _objectives, _on_par, _perplexity, _power, _present, _ran, _renyi_high,
+    _samples, _smaller_gain, _tradeoff, discrete_cap, diverged_trials, frontier_tie, hv_tie, lead, lowest_nll,
+    seed_margins,
 )
+from paperlib.experiments.micmco.ptb.curve_names import _BASES, _base, plain_key
 from paperlib.experiments.micmco.ptb.robustness import KEEPS_ORDER_RULE, _order, _order_keys, _spread
+from paperlib.experiments.micmco.ptb.unigram import matching_levels
 from paperlib.experiments.micmco.ptb.untestable import (  # noqa: F401 (ladder_cannot_fail: exported for the index)
     _cannot_overfit, _every_hv_below_tie, _high_kl_unreached, _line_cannot_fail, _no_training_gain,
-    _overfitting_unseen, _too_short, _undertrained, _validation_as_training, ladder_cannot_fail,
+    _overfitting_unseen, _too_short, _undertrained, _validation_as_training, at_unigram_level, ladder_cannot_fail,
 )
 
 MASKS = "shared dropout masks restore the validation frontiers"
@@ -399,15 +402,17 @@ def _judge(results: Results, name: str, key: str, recorded: bool | None, spreads
     return Comparison(key, shown, bool(held), gap, numbers)
 
 
-def reading(results: Results, record: Mapping[str, Any], where: str, spreads: Spreads | None = None
-            ) -> Reading | None:
+def reading(results: Results, record: Mapping[str, Any], where: str, spreads: Spreads | None = None,
+            levels: Mapping[str, Any] | None = None) -> Reading | None:
     """The claim ``record`` (from ``results["claims"]``, or one judged here with its keys, :func:`readings`) read on
     figure ``where`` (or Table 5.1): the comparisons keyed by that figure when the claim keys its comparisons by
     figure, else all of them (a claim over several figures' curves, e.g. shared against naive masks); None when it
     compared nothing there. Each comparison is judged again here (:data:`HELD`; a seed spread from ``spreads``,
     :func:`seed_margins`, replaces the fixed tie only where the budget ladder repeated the stage's run), a comparison
-    that cannot be tested at this scale (:data:`UNTESTABLE`) is set aside as untested rather than judged, and a claim
-    spanning other figures counts its tested comparisons there as judged here."""
+    that cannot be tested at this scale is set aside as untested rather than judged (one of whose curves is no better
+    than the unigram ``levels`` of the same sentences, :func:`~paperlib.experiments.micmco.ptb.untestable.
+    at_unigram_level`, checked first; else :data:`UNTESTABLE`), and a claim spanning other figures counts its tested
+    comparisons there as judged here."""
     name, wins = record["claim"], dict(record.get("wins", {}))
     if name == KEEPS_ORDER:  # every pair of every figure, re-judged by KEEPS_ORDER_RULE
         wins = dict.fromkeys(_order_keys(wins))
@@ -416,7 +421,8 @@ def reading(results: Results, record: Mapping[str, Any], where: str, spreads: Sp
     if not own:  # nothing compared, or nothing on this figure of a claim keyed by figure
         return None
     judged = {key: _judge(results, name, key, wins[key], spreads) for key in (wins if len(own) < len(wins) else own)}
-    why = {key: UNTESTABLE.get(name, lambda c: None)(c) for key, c in judged.items()}
+    why = {key: at_unigram_level(c, results, levels) or UNTESTABLE.get(name, lambda c: None)(c)
+           for key, c in judged.items()}
     tested = [key for key in judged if why[key] is None]
     pooled = (sum(judged[key].held for key in tested), len(tested)) if len(own) < len(wins) else None
     rule = KEEPS_ORDER_RULE.format(tie=hv_tie()) if name == KEEPS_ORDER else record.get("rule", "")
@@ -438,16 +444,19 @@ def _records(results: Results) -> dict[str, Mapping[str, Any]]:
     return records
 
 
-def _read(results: Results, where: str, ladder: Results | None) -> tuple[list[Reading], list[str]]:
+def _read(results: Results, where: str, ladder: Results | None, levels: Mapping[str, Any] | None
+          ) -> tuple[list[Reading], list[str]]:
     """The claims figure ``where`` (or Table 5.1) is read for that judged a comparison there, and the not-run entries
     of the rest: a claim that compared nothing at this profile ("<claim> (its curves did not run at this profile)")
-    and the comparisons that could not be tested at this scale (:attr:`Reading.not_run`)."""
+    and the comparisons that could not be tested at this scale (:attr:`Reading.not_run`), among them those whose
+    curves lie at the unigram ``levels`` (used only where made on the same sentences,
+    :func:`~paperlib.experiments.micmco.ptb.unigram.matching_levels`)."""
     records = _records(results)
     names = TABLE_CLAIMS if where == TABLE else FIGURE_CLAIMS.get(where, ())
-    spreads = seed_margins(results, ladder)
+    spreads, levels = seed_margins(results, ladder), matching_levels(results, levels)
     judged, not_run = [], []
     for name in names:
-        read = reading(results, records[name], where, spreads) if name in records else None
+        read = reading(results, records[name], where, spreads, levels) if name in records else None
         if read is None:
             not_run.append(f"{name} (its curves did not run at this profile)")
             continue
@@ -457,11 +466,13 @@ def _read(results: Results, where: str, ladder: Results | None) -> tuple[list[Re
     return judged, not_run
 
 
-def readings(results: Results, where: str, ladder: Results | None = None) -> list[Reading]:
+def readings(results: Results, where: str, ladder: Results | None = None,
+             levels: Mapping[str, Any] | None = None) -> list[Reading]:
     """The claims figure ``where`` (or Table 5.1) is read for, each on its comparisons there, with the seed spreads
-    the budget ladder (``ladder``; None: none) measured where it did; those that judged nothing at this profile (no
-    curves, or no comparison that could be tested) are left out (:func:`figure_claim` names them as not run)."""
-    return _read(results, where, ladder)[0]
+    the budget ladder (``ladder``; None: none) measured where it did and the unigram ``levels`` (None: none); those
+    that judged nothing at this profile (no curves, or no comparison that could be tested) are left out
+    (:func:`figure_claim` names them as not run)."""
+    return _read(results, where, ladder, levels)[0]
 
 
 # The budget ladders that read one of the row's sentences on other curves than the row's own part: how the row
@@ -517,14 +528,16 @@ class Untestable(Unjudged):
         self.not_run = tuple(not_run)
 
 
-def figure_claim(results: Results, ladder: Results | None, fig: str) -> Claim:
+def figure_claim(results: Results, ladder: Results | None, fig: str, levels: Mapping[str, Any] | None = None
+                 ) -> Claim:
     """The claim of PTB figure ``fig`` (seed item M-F<fig>) on the stage's results and, for the rows with one, the
     budget ladder's results (``ladder``; None when not at hand), named as not run: what of the ladder went unjudged,
     the claims of :data:`FIGURE_CLAIMS` whose curves did not run, the comparisons that cannot be tested at this scale
-    (:data:`UNTESTABLE`) and what the thesis says about a range our trials do not reach (:data:`UNREACHED`). Raises
+    (a curve compared no better than the unigram ``levels`` of ``results/micmco_ptb_unigram.json``, None when not at
+    hand; :data:`UNTESTABLE`) and what the thesis says about a range our trials do not reach (:data:`UNREACHED`). Raises
     :class:`~paperlib.experiments.common.claims.Unjudged` when none of the claims the figure is read for judged
     anything at this profile (:class:`Untestable`, with the reasons, when some could have)."""
-    judged, unread = _read(results, fig, ladder)
+    judged, unread = _read(results, fig, ladder, levels)
     if not judged:
         message = (f"Fig. {fig}: none of its claims ({', '.join(FIGURE_CLAIMS.get(fig, ())) or 'none'}) judged "
                    "curves at this profile" + (f" (not run: {', '.join(unread)})" if unread else ""))
@@ -541,11 +554,11 @@ def table_cells(results: Results) -> tuple[int, int, list[int]]:
     return sum(bool(r.get("curve")) for r in rows), len(rows), missing
 
 
-def table_claim(results: Results, ladder: Results | None) -> Claim:
+def table_claim(results: Results, ladder: Results | None, levels: Mapping[str, Any] | None = None) -> Claim:
     """Table 5.1's claim (seed item M-T5.1): its two claims on the test results, its two budget ladders, and named as
     not run the cells the profile did not run and those whose low-KL line cannot fail (:data:`UNTESTABLE`). Raises
     :class:`~paperlib.experiments.common.claims.Unjudged` when neither claim compared anything (no cell ran)."""
-    judged, unread = _read(results, TABLE, ladder)
+    judged, unread = _read(results, TABLE, ladder, levels)
     if not judged:
         message = "Table 5.1: no claim could be judged at this profile"
         raise Untestable(f"{message} (not run: {', '.join(unread)})", unread) if unread else Unjudged(message)

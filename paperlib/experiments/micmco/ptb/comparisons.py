@@ -1,7 +1,8 @@
 """The numbers behind each comparison of the PTB MICMCO claims (:mod:`paperlib.experiments.micmco.ptb.claims`):
-plain names for the results' curve keys, the hypervolumes, frontier NLLs and best NLLs of the compared curves as the
-stage computes them (:func:`~paperlib.experiments.micmco.ptb.micmco_ptb.compare_hypervolumes` on the same curves,
-reference margin and KL cap), and one measuring function per claim that turns a comparison key into what the index
+the hypervolumes, frontier NLLs and best NLLs of the compared curves as the stage computes them
+(:func:`~paperlib.experiments.micmco.ptb.micmco_ptb.compare_hypervolumes` on the same curves, reference margin and
+KL cap), what says whether the compared curves had learned anything (:func:`_compared`), and one measuring function
+per claim that turns a comparison key into what the index
 shows, the gap in the thesis' direction and the numbers a rule reads. Which claim a function measures, and how its
 gap is judged, is :mod:`~paperlib.experiments.micmco.ptb.claims`'s business.
 
@@ -12,10 +13,10 @@ torch) are imported inside the functions that need them.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from paperlib.experiments.micmco.ptb.curve_names import _BASES, _base, _objective, plain_key
 from paperlib.experiments.micmco.seed_spread import Spread, ladder_spreads, standing_in
 
 Results = Mapping[str, Any]
@@ -26,38 +27,6 @@ Spreads = Mapping[tuple[str, str], Spread]
 # stands for Fig. 5.8's "high latent usage", which the thesis gives no number for.
 ON_PAR_KL = 0.5
 SMALLER_SHARE = 0.5  # "not nearly to the extent observed on the training set": below half the training-fit gain
-
-
-# -- plain names ------------------------------------------------------------------------------------------------
-
-_REGIMES = {"train": "training fit", "shared": "validation, shared masks", "naive": "validation, naive dropout",
-            "l2": "validation, L2"}
-_BASES = {"dreg": "DReG", "vimco": "VIMCO", "kl": "KL", "renyi": "Rényi", "power": "power"}
-
-
-def plain_key(key: str, curves: Mapping[str, Mapping[str, Any]]) -> str:
-    """A PTB claim's comparison key in plain words: "5.8 dreg16_kl.train" -> "Fig. 5.8 DReG 16 KL (training fit)",
-    "dreg16_kl" -> "DReG 16 KL", "renyi" -> "Rényi"."""
-    figure, _, rest = key.partition(" ")
-    if not re.fullmatch(r"\d+\.\d+", figure):
-        figure, rest = "", key
-    if rest in curves:
-        regime = curves[rest].get("regime")
-        rest = curves[rest]["label"] + (f" ({_REGIMES[regime]})" if regime in _REGIMES else "")
-    else:
-        stem = next((c for c in curves if c.startswith(f"{rest}.")), None)
-        rest = curves[stem]["label"] if stem else re.sub(r"\b(dreg|vimco|kl|renyi)\b", lambda m: _BASES[m[1]], rest)
-    return " ".join(x for x in (f"Fig. {figure}" if figure else "", rest) if x)
-
-
-def _base(name: str) -> str:
-    """The estimator family of a curve name: "dreg16_kl.train" -> "dreg"."""
-    return re.match(r"[a-z]+", name)[0]
-
-
-def _objective(name: str) -> str:
-    """ "dreg16_power.train" -> "power" (plain)."""
-    return _BASES[name.split(".")[0].split("_")[1]]
 
 
 # -- the numbers behind each comparison ---------------------------------------------------------------------------
@@ -171,6 +140,17 @@ def frontier_nll(trials: list[Mapping[str, Any]], kl: float) -> float:
     return min((nll for k, nll in _kls(trials) if k >= kl), default=math.inf)
 
 
+def _compared(results: Results, names: Sequence[str], kl: float | None = None) -> dict:
+    """What says whether the curves a comparison sets against each other had learned anything: ``{"compared NLL":
+    {curve: its lowest NLL}}``, or, for a comparison of frontier points at latent usage ``kl``, each curve's frontier
+    NLL there (with ``"compared at KL": kl``). Read against a model without context
+    (:func:`paperlib.experiments.micmco.ptb.untestable.at_unigram_level`)."""
+    curves = results["curves"]
+    if kl is None:
+        return {"compared NLL": {n: lowest_nll(curves[n]["trials"]) for n in names}}
+    return {"compared NLL": {n: frontier_nll(curves[n]["trials"], kl) for n in names}, "compared at KL": kl}
+
+
 def diverged_trials(curve: Mapping[str, Any]) -> list[int]:
     """The numbers of ``curve``'s trials without a finite NLL (diverged or failed)."""
     return [t.get("number", i) for i, t in enumerate(curve["trials"]) if not _finite(t)]
@@ -220,7 +200,8 @@ def _masks(results: Results, key: str, spreads: Spreads | None = None) -> Measur
     shared, naive = f"{key}.shared", f"{key}.naive"
     hv, spread = _hv(results, [shared, naive]), (spreads or {}).get((shared, naive))
     shown, gap, numbers = _led("shared", "naive", hv[shared], hv[naive], standing_in(spread))
-    return f"{plain_key(key, results['curves'])}: {shown}{_beside(spread)}", gap, numbers
+    return (f"{plain_key(key, results['curves'])}: {shown}{_beside(spread)}", gap,
+            {**numbers, **_compared(results, [shared, naive])})
 
 
 def _samples(results: Results, key: str, spreads: Spreads | None = None) -> Measured:
@@ -235,22 +216,25 @@ def _samples(results: Results, key: str, spreads: Spreads | None = None) -> Meas
             spread.differs, "the ladder's gap is on the reference of its two curves, the stage's on that of the 1-, "
             "16 KL- and 16 Rényi-sample curves") if x))
     shown, gap, numbers = _led("16", "1", hv[name], hv[one], standing_in(spread))
-    return f"{plain_key(key, results['curves'])}: {shown}{_beside(spread)}", gap, numbers
+    return (f"{plain_key(key, results['curves'])}: {shown}{_beside(spread)}", gap,
+            {**numbers, **_compared(results, [name, one])})
 
 
 def _discrete(results: Results, key: str) -> Measured:  # key: the objective
     discrete, continuous = f"vimco16_{key}.train", f"dreg16_{key}.train"
     hv = _hv(results, [discrete, continuous], discrete_cap(results))
     shown, gap, numbers = _led("VIMCO 16", "DReG 16", hv[discrete], hv[continuous])
-    return f"{_BASES[key]}: {shown}", gap, numbers
+    return f"{_BASES[key]}: {shown}", gap, {**numbers, **_compared(results, [discrete, continuous])}
 
 
 def _power(results: Results, key: str) -> Measured:  # key: "<figure> power > KL" or "<figure> Rényi > power"
     fig, better, _, worse = key.split()
     names = _configurations(fig)
+    by_objective = {_objective(n): n for n in names}
     hv = {_objective(n): v for n, v in _hv(results, names).items()}
     shown, gap, numbers = _led(better, worse, hv[better], hv[worse])
-    return f"Fig. {fig} {_BASES[_base(names[0])]} 16: {shown}", gap, numbers
+    return (f"Fig. {fig} {_BASES[_base(names[0])]} 16: {shown}", gap,
+            {**numbers, **_compared(results, [by_objective[better], by_objective[worse]])})
 
 
 def _trials_note(results: Results, name: str, tag: str) -> str:
@@ -271,9 +255,10 @@ def _both_terms(results: Results, key: str) -> Measured:  # key: "<figure> <obje
     base = _base(names[0])
     worse = f"{base}16-1.train" if other == "16/1" else f"{base}1-16_{objective}.train"
     hv = _hv(results, names)
-    shown, gap, numbers = _led("16/16", other, hv[f"{base}16_{objective}.train"], hv[worse])
+    both = f"{base}16_{objective}.train"
+    shown, gap, numbers = _led("16/16", other, hv[both], hv[worse])
     return (f"Fig. {fig} {_BASES[base]} {_BASES[objective]}: {shown}{_trials_note(results, worse, other)}", gap,
-            numbers)
+            {**numbers, **_compared(results, [both, worse])})
 
 
 def _equal_compute(results: Results, key: str) -> tuple[str, str, list[str], str]:
@@ -289,8 +274,9 @@ def _equal_compute_lead(results: Results, key: str) -> Measured:
     curves alone (the figure's reference is set by its lowest NLL, which one run alone may reach)."""
     fig, name, many, label = _equal_compute(results, key)
     hv = _hv(results, [name, *many])
-    shown, gap, numbers = _led("best 16", label, max(hv[n] for n in many), hv[name])
-    return f"Fig. {fig} {label}: {shown}", gap, numbers
+    best = max(many, key=lambda n: hv[n])
+    shown, gap, numbers = _led("best 16", label, hv[best], hv[name])
+    return f"Fig. {fig} {label}: {shown}", gap, {**numbers, **_compared(results, [best, name])}
 
 
 def _generalise(results: Results, key: str) -> Measured:  # key: "<figure> 16 > 1 <T×16 or bs×16>"
@@ -365,7 +351,7 @@ def _tradeoff(results: Results, key: str) -> Measured:  # key: "<figure> 1 <T×1
     passes = _passes_note(results, name, many)
     return (f"Fig. {fig} {label}: {where}, {shown} ({_point_note(curves[better], k)}; "
             f"{_point_note(curves[name], k)}){'; ' + passes if passes else ''}", gap,
-            {"short": 0.0, "reach": k, "best fit KL": best[0]})
+            {"short": 0.0, "reach": k, "best fit KL": best[0], **_compared(results, [better, name], k)})
 
 
 def _renyi_high(results: Results, key: str) -> Measured:  # key: "5.8 Rényi vs KL"
@@ -381,20 +367,22 @@ def _renyi_high(results: Results, key: str) -> Measured:  # key: "5.8 Rényi vs 
                 + ", ".join(f"{reach[n]:.3f} ({_objective(n)})" for n in names), None, numbers)
     x, y = (frontier_nll(curves[n]["trials"], ON_PAR_KL) for n in names)
     shown, gap = _frontier_lead("Rényi 16", "KL 16", x, y, "Rényi")
-    return f"Fig. 5.8 DReG 16 at KL {ON_PAR_KL} or above (training fit): {shown}", gap, numbers
+    return (f"Fig. 5.8 DReG 16 at KL {ON_PAR_KL} or above (training fit): {shown}", gap,
+            {**numbers, **_compared(results, names, ON_PAR_KL)})
 
 
 def _best_fit(results: Results, key: str) -> Measured:  # key: "<figure> 1 <T×16 or bs×16>"
     fig, name, many, label = _equal_compute(results, key)
     lowest = lowest_nll(results["curves"][name]["trials"])
-    best_16 = min(lowest_nll(results["curves"][n]["trials"]) for n in many)
+    best = min(many, key=lambda n: lowest_nll(results["curves"][n]["trials"]))
+    best_16 = lowest_nll(results["curves"][best]["trials"])
     gap = best_16 - lowest
     trials = len(results["curves"][name]["trials"])
     passes = _passes_note(results, name, many)
     return (f"Fig. {fig} {label}: lowest training NLL {lowest:.4f} vs the 16-sample estimators' {best_16:.4f}, "
             + (f"lower by {gap:.4f}" if gap > 0 else f"not lower ({-gap:.4f} higher)")
             + f" (each the lowest of one seed's {trials} tuned trials per curve{'; ' + passes if passes else ''})",
-            gap, {})
+            gap, _compared(results, [best, name]))
 
 
 def _no_gain(results: Results, key: str) -> Measured:  # key: the objective
@@ -408,7 +396,7 @@ def _no_gain(results: Results, key: str) -> Measured:  # key: the objective
         train = f" (on the training fit, Fig. 5.8: {fit_hv[fit[1]] - fit_hv[fit[0]]:+.3f})"
     return (f"DReG 16 {_BASES[key]}: HV 16 {hv[many]:.3f} vs 1 {hv[one]:.3f}, a gain of {gain:+.3f}, "
             f"{'within' if gain <= tie else 'beyond'} the {tie} tie{train}", None,
-            {"holds": float(gain <= tie), "larger HV": max(hv[many], hv[one])})
+            {"holds": float(gain <= tie), "larger HV": max(hv[many], hv[one]), **_compared(results, [many, one])})
 
 
 def _vimco_gains(results: Results, objective: str) -> tuple[float, float, float]:
@@ -422,7 +410,8 @@ def _vimco_gains(results: Results, objective: str) -> tuple[float, float, float]
 def _discrete_gain(results: Results, key: str) -> Measured:  # key: the objective
     _, x, y = _vimco_gains(results, key)
     shown, gap, numbers = _led("16", "1", x, y)
-    return f"VIMCO 16 {_BASES[key]}: {shown}", gap, numbers
+    return (f"VIMCO 16 {_BASES[key]}: {shown}", gap,
+            {**numbers, **_compared(results, [f"vimco16_{key}.naive", "vimco1.shared"])})
 
 
 def _smaller_gain(results: Results, key: str) -> Measured:  # key: the objective
@@ -435,14 +424,15 @@ def _smaller_gain(results: Results, key: str) -> Measured:  # key: the objective
     of = f"{share:.0%} of it" if math.isfinite(share) else "no training-fit gain to compare with"
     return (f"VIMCO 16 {_BASES[key]}: validation gain {gain:+.3f} (HV {x:.3f} vs {y:.3f}) against the training-fit "
             f"gain {train:+.3f} (Fig. 5.9, HV {fit[many]:.3f} vs {fit[one]:.3f}): {of}", None,
-            {"holds": float(holds), "share": share if math.isfinite(share) else None, "training gain": train})
+            {"holds": float(holds), "share": share if math.isfinite(share) else None, "training gain": train,
+             **_compared(results, [f"vimco16_{key}.naive", "vimco1.shared", many, one])})
 
 
 def _discrete_against(results: Results, key: str, regime: str) -> Measured:
     continuous, discrete = f"dreg16_{key}.{regime}", f"vimco16_{key}.{regime}"
     hv = _hv(results, [continuous, discrete], discrete_cap(results))
     shown, gap, numbers = _led("DReG 16", "VIMCO 16", hv[continuous], hv[discrete])
-    return f"{_BASES[key]}: {shown}", gap, numbers
+    return f"{_BASES[key]}: {shown}", gap, {**numbers, **_compared(results, [continuous, discrete])}
 
 
 def _discrete_trails(results: Results, key: str) -> Measured:  # key: the objective
@@ -470,7 +460,8 @@ def _on_par(results: Results, key: str) -> Measured:  # key: the objective
     return (f"{_BASES[key]}: on KL 0 to {cap:.3f} (as far as both curves' trials reach), HV VIMCO 16 {x:.3f} vs "
             f"DReG 16 {y:.3f}, {ahead} ahead by {abs(x - y):.3f}, {'within' if abs(x - y) <= tie else 'beyond'} the "
             f"{tie} tie",
-            None, {"holds": float(abs(x - y) <= tie), "reach": reach, "larger HV": max(x, y)})
+            None, {"holds": float(abs(x - y) <= tie), "reach": reach, "larger HV": max(x, y),
+                   **_compared(results, [discrete, continuous])})
 
 
 def _alike(results: Results, key: str) -> Measured:  # key: the figure
@@ -489,7 +480,7 @@ def _alike(results: Results, key: str) -> Measured:  # key: the figure
     return (f"Fig. {key}: lowest validation NLL {labels} = {values} (at KL {kls}), {spread:.3f} nats apart, "
             f"{100 * change:.0f}% in perplexity (at most {PPL_TOLERANCE:.0%})", None,
             {"holds": float(change <= PPL_TOLERANCE), "spread": spread,
-             "least passes": min(_passes(results, runs), default=None)})
+             "least passes": min(_passes(results, runs), default=None), **_compared(results, runs)})
 
 
 def _table_rows(results: Results, hidden: int) -> dict[str, Mapping[str, Any]]:
@@ -499,11 +490,18 @@ def _table_rows(results: Results, hidden: int) -> dict[str, Mapping[str, Any]]:
 def _perplexity(results: Results, key: str) -> Measured:  # key: "<DReG or VIMCO> hs <hidden size>"
     label, hidden = key.split(" hs ")
     rows = _table_rows(results, int(hidden))
-    one = rows[f"{label} 1 K/R"]["test_perplexity"]
-    best = min(r["test_perplexity"] for c, r in rows.items() if c.startswith(f"{label} 16"))
+    single = rows[f"{label} 1 K/R"]
+    many = min((r for c, r in rows.items() if c.startswith(f"{label} 16")), key=lambda r: r["test_perplexity"])
+    one, best = single["test_perplexity"], many["test_perplexity"]
     change = best / one - 1.0
     return f"{key}: test perplexity 1 / best 16 = {one:.1f} / {best:.1f} ({100 * change:+.1f}%)", None, \
-        {"change": change}
+        {"change": change, **_tested(single, many)}
+
+
+def _tested(*rows: Mapping[str, Any]) -> dict:
+    """:func:`_compared` for Table 5.1's cells: each cell's test NLL, keyed by its column and hidden size."""
+    return {"compared NLL": {f"{r['column']} hs {r['hidden_size']}": math.log(r["test_perplexity"]) for r in rows},
+            "compared split": "test"}
 
 
 def _low_latents(results: Results, key: str) -> Measured:  # key: "<column> hs <hidden size>"
@@ -518,7 +516,8 @@ def _low_latents(results: Results, key: str) -> Measured:  # key: "<column> hs <
     curve = results["curves"].get(row["curve"])
     top = None if curve is None else _max_kl(curve)
     reach = "" if top is None else f"; its curve's trials reach KL {top:.3f} on validation"
-    return f"{key}: test KL {kl:.3f}{reach}", None, {"kl": kl, "holds": float(kl <= LOW_KL), "curve max": top}
+    return f"{key}: test KL {kl:.3f}{reach}", None, {"kl": kl, "holds": float(kl <= LOW_KL), "curve max": top,
+                                                     **_tested(row)}
 
 
 def _dropout(results: Results, key: str) -> Measured:  # key: the estimator family
@@ -540,7 +539,7 @@ def _dropout(results: Results, key: str) -> Measured:  # key: the estimator fami
     trials = len(results["curves"][dropout]["trials"])
     return (f"{_BASES[key]}: best validation NLL naive dropout {x:.4f} ({label[dropout]}) vs L2 {y:.4f} "
             f"({label[l2]}), {reading} (each the lowest of one seed's {trials} tuned trials per curve)", gap,
-            {"most passes": max(_passes(results, [dropout, l2]), default=None)})
+            {"most passes": max(_passes(results, [dropout, l2]), default=None), **_compared(results, [dropout, l2])})
 
 
 # -- which comparisons the curves that ran allow ---------------------------------------------------------------

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from paperlib.experiments.micmco.ptb.comparisons import Measured, Results, _hv, hv_tie
+from paperlib.experiments.micmco.ptb.comparisons import Measured, Results, _compared, _hv, hv_tie
+
+
+def _trio_names(base: str, variant: str) -> list[str]:
+    """The curves of the three estimators (1, 16 KL, 16 Rényi) of ``base`` at one robustness setting."""
+    return [f"{base}{s}.shared{variant}" for s in ("1", "16_kl", "16_renyi")]
 
 
 def _trio(results: Results, base: str, variant: str) -> list[float] | None:
     """HVs of the three estimators (1, 16 KL, 16 Rényi) of ``base`` at one robustness setting, on that setting's
     own reference; None unless all three ran with an area."""
-    names = [f"{base}{s}.shared{variant}" for s in ("1", "16_kl", "16_renyi")]
+    names = _trio_names(base, variant)
     if not all(n in results["curves"] for n in names):
         return None
     hv = _hv(results, names)
@@ -29,6 +34,14 @@ def _settings(results: Results, fig: str) -> list[tuple[str, list[float] | None]
 
     base, variants = ROBUSTNESS[fig]
     return [(_VARIANT_TAG[v], _trio(results, base, v)) for v in variants]
+
+
+def _setting_curves(fig: str) -> list[list[str]]:
+    """Per setting of robustness figure ``fig``, its three estimators' curves (as :func:`_settings` orders them)."""
+    from paperlib.experiments.micmco.ptb.design import ROBUSTNESS
+
+    base, variants = ROBUSTNESS[fig]
+    return [_trio_names(base, v) for v in variants]
 
 
 _TRIO_TAGS = ("1", "16 K", "16 R")
@@ -102,7 +115,8 @@ def _order(results: Results, key: str) -> Measured:  # key: "<figure> <tag> vs <
                else "a pair shows no lead at one setting" if gap == 0
                else f"a pair's sign changes inside the tie (by {-gap:.{digits}f})")
         return (f"Fig. {fig}: HV 1 / 16 K / 16 R = {_trio_text(settings)}: the three estimators tie at both "
-                f"settings, {how}", gap, {"kept gap": gap})
+                f"settings, {how}", gap,
+                {"kept gap": gap, **_compared(results, [n for trio in _setting_curves(fig) for n in trio])})
     i, j = (_TRIO_TAGS.index(t) for t in pair.split(" vs "))
     sides = [_side(hv[i], hv[j]) for _, hv in settings]
     reversed_, one_sided = sides[0] * sides[1] < 0, (sides[0] == 0) != (sides[1] == 0)
@@ -113,7 +127,8 @@ def _order(results: Results, key: str) -> Measured:  # key: "<figure> <tag> vs <
     ahead = _TRIO_TAGS[i] if max(differences, key=abs) >= 0 else _TRIO_TAGS[j]
     values = ", ".join(f"{hv[i]:.3f} / {hv[j]:.3f} ({tag})" for tag, hv in settings)
     return (f"Fig. {fig} {pair}: HV {_TRIO_TAGS[i]} / {_TRIO_TAGS[j]} = {values}: {how}, {_lead_text(gap, ahead)}",
-            gap, {"reversed": int(reversed_), "one sided": int(one_sided), "kept gap": gap})
+            gap, {"reversed": int(reversed_), "one sided": int(one_sided), "kept gap": gap,
+                  **_compared(results, [trio[k] for trio in _setting_curves(fig) for k in (i, j)])})
 
 
 def _spread(results: Results, key: str) -> Measured:  # key: "5.18 <tag>"
@@ -125,4 +140,4 @@ def _spread(results: Results, key: str) -> Measured:  # key: "5.18 <tag>"
     base = None if base_hv is None else max(base_hv) - min(base_hv)
     return (f"Fig. {fig} {tag}: HV 1 / 16 K / 16 R = {' / '.join(f'{x:.3f}' for x in hv)}, spread {spread:.3f} "
             f"(tie {hv_tie()}" + ("" if base is None else f", base hidden size at the same length: {base:.3f}") + ")",
-            None, {"spread": spread, "base spread": base})
+            None, {"spread": spread, "base spread": base, **_compared(results, _setting_curves(fig)[k])})

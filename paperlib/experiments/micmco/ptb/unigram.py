@@ -58,6 +58,18 @@ def unigram_levels(results: Mapping[str, Any], data_root: str | os.PathLike) -> 
             "tokens": {split: int(sum(len(s) for s in scored[split])) for split in SPLITS}}
 
 
+def matching_levels(results: Mapping[str, Any], levels: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``levels`` (a ``micmco_ptb_unigram.json``) when they were made at the profile of ``results`` (a
+    ``micmco_ptb.json``) on the sentences it scored (the same token counts per split), else None: levels of other
+    sentences say nothing about these curves."""
+    if not levels or levels.get("profile") != results.get("profile"):
+        return None
+    data = results.get("data", {})
+    recorded = {"train": data.get("train_eval_tokens"), "valid": data.get("valid_tokens"),
+                "test": data.get("test_tokens")}
+    return levels if all(levels.get("tokens", {}).get(k) == v for k, v in recorded.items() if v is not None) else None
+
+
 def write_levels(profile: str | None = None) -> Path:
     """``paperlib levels micmco_ptb``: the unigram levels of the stage's results at ``profile`` (default: the
     active one), written beside them as ``micmco_ptb_unigram.json`` (the DVC stage ``micmco_ptb_unigram``; the
@@ -75,4 +87,4 @@ def write_levels(profile: str | None = None) -> Path:
     return out
 
 
-__all__ = ["SPLITS", "unigram_levels", "unigram_nll", "write_levels"]
+__all__ = ["SPLITS", "matching_levels", "unigram_levels", "unigram_nll", "write_levels"]

@@ -1,7 +1,10 @@
 """Which PTB MICMCO comparisons cannot be tested at this scale, and why: the reason a claim's comparison (or a
 budget ladder) is named as not run rather than judged (:data:`paperlib.experiments.micmco.ptb.claims.UNTESTABLE`
-maps each claim to its reason). A reading that could not fail whatever the models did (every hypervolume below the
-tie it must stay within, every trial below the low-KL line it must stay under), a quantity the trials do not reach
+maps each claim to its reason; :func:`at_unigram_level` is asked first, of every claim). A comparison one of whose
+curves is no better than a unigram model of the same sentences (it has not learned what word frequencies do not
+give, so the comparison measures the budget), a reading that could not fail whatever the models did (every
+hypervolume below the tie it must stay within, every trial below the low-KL line it must stay under), a quantity the
+trials do not reach
 (a KL level, a latent usage above the best fit), a training-fit gain too small to cut in half, and a sentence about
 regularisation, overfitting, validation set against the training fit or runs trained to their best read where the
 runs have not completed one pass over the training data.
@@ -13,10 +16,46 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from paperlib.experiments.micmco.ptb.comparisons import ON_PAR_KL, SMALLER_SHARE, Results, hv_tie, passes
+from typing import Any, Mapping
+
+from paperlib.experiments.micmco.ptb.comparisons import ON_PAR_KL, SMALLER_SHARE, Results, frontier_tie, hv_tie, passes
+from paperlib.experiments.micmco.ptb.curve_names import plain_key
 
 if TYPE_CHECKING:
     from paperlib.experiments.micmco.ptb.claims import Comparison
+
+
+WORD_FREQUENCIES = "no better than word frequencies alone"  # in every reason of :func:`at_unigram_level`
+
+
+def at_unigram_level(c: Comparison, results: Results, levels: Mapping[str, Any] | None) -> str | None:
+    """Why comparison ``c`` cannot be tested at this scale where a curve it sets against another has not learned what
+    word frequencies do not give: its lowest NLL (for a comparison of frontier points, its frontier NLL at the KL
+    compared; for Table 5.1's cells, their test NLLs; ``c.numbers["compared NLL"]``) not below the ``levels`` of a
+    unigram model of the same sentences (:mod:`paperlib.experiments.micmco.ptb.unigram`, NLL per token per split) by
+    more than the frontier tie. Such a curve is still at the level of a model without context, and what it is
+    compared on (latent usage, multiple samples, regularisation) has nothing to act on: the comparison measures the
+    budget, not the claim, whichever way it comes out. None without levels, or where every compared curve lies below
+    by more than the tie."""
+    compared = c.numbers.get("compared NLL")
+    if not levels or not compared:
+        return None
+    tie, curves = frontier_tie(), results["curves"]
+    what = (f"frontier NLL at KL {c.numbers['compared at KL']:.3f}" if "compared at KL" in c.numbers
+            else "test NLL" if c.numbers.get("compared split") == "test" else "lowest NLL")
+    stuck = []
+    for name, nll in compared.items():
+        curve = curves.get(name, {})  # a Table 5.1 cell is named by its column, not a curve
+        split = c.numbers.get("compared split") or curve.get("split") or (
+            "train" if curve.get("regime") == "train" else "valid")
+        level = levels["nll"][split]
+        if nll > level - tie:
+            stuck.append(f"{plain_key(name, curves)} at {what} {nll:.3f} (unigram {level:.3f})")
+    if not stuck:
+        return None
+    who = "a curve compared is" if len(stuck) == 1 else "curves compared are"
+    return (f"cannot be tested at this scale: {who} {WORD_FREQUENCIES}, {', '.join(stuck)}, not below a unigram "
+            f"model of the same sentences by more than the {tie:.4f}-nat tie")
 
 
 def _every_hv_below_tie(c: Comparison) -> str | None:
