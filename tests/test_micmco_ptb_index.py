@@ -178,3 +178,13 @@ def test_a_figure_whose_claims_cannot_be_tested_keeps_its_numbers_and_scale(resu
     assert ri.ROWS["M-F5.14"].render(results)["reason"] == ("ran, but its sentences need runs past one pass over the "
                                                             "training data (ours: at most 91%)")
     assert "VIMCO 1 K/R T×16 0.037" in rendered["ours"] and "6% of one pass" in rendered["scale"]
+
+
+def test_a_claim_set_aside_at_the_unigram_level_is_named_in_the_reason(with_levels):
+    """M-F5.13: the tradeoff compares VIMCO 16's frontier point 0.7 nats above the unigram level; with the levels the
+    row's reason names it as not run beside the best fit that holds, and the details name the point."""
+    rendered = ri.ROWS["M-F5.13"].render(with_levels)
+    assert rendered["reason"] == ("16x compute's best fit: both hold; 16x compute's tradeoff: not run (a curve at word "
+                                  "frequencies)")
+    assert "VIMCO 16 KL (training fit) at frontier NLL 4.629 at KL 0.132 (unigram 3.921)" in rendered["verdict"]
+    assert ri.ROWS["M-F5.20"].render(with_levels)["status"] == "within noise"

@@ -20,7 +20,7 @@ from paperlib.experiments.micmco.ptb.claims import (
     ALIKE, BEST_FIT, BOTH_TERMS, DEGRADES, DISCRETE, DISCRETE_GAIN, DISCRETE_TRAILS, DROPOUT, FRONTIER, GENERALISE,
     KEEPS_ORDER, LADDER_ITEMS, LOW_LATENTS, MASKS, NO_GAIN, ON_PAR, PERPLEXITY, POWER, RENYI_HIGH, SAMPLES,
     SMALLER_GAIN, SPREAD, TABLE, TRADEOFF, Reading, Untestable, diverged_trials, figure_claim, frontier_tie,
-    ladder_cannot_fail, lowest_nll, readings, table_cells, table_claim,
+    ladder_cannot_fail, lowest_nll, readings, set_aside, table_cells, table_claim,
 )
 from paperlib.experiments.micmco.ptb.claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
 from paperlib.experiments.micmco.ptb.comparisons import pass_share, passes
@@ -208,7 +208,7 @@ def _ptb_ladder_reason(results: Results, item: str) -> str:
     if not keys or ladder is None or ladder["profile"] != results["micmco_ptb"]["profile"]:
         return ""
     read = [k for k in keys if ladder["ladders"].get(k, {}).get("reading")]
-    return "; ".join(f"ladder{' ' + _PTB_LADDER_SUBJECTS[k] if len(keys) > 1 else ''}: "
+    return "; ".join(f"ladder {_PTB_LADDER_SUBJECTS[k]}: "
                      + (why.split(" at this scale")[0] if (why := ladder_cannot_fail(ladder, k))
                         else ladder["ladders"][k]["reading"])
                      for k in read)
@@ -217,10 +217,10 @@ def _ptb_ladder_reason(results: Results, item: str) -> str:
 _ONE_PASS = "of one pass over the training sentences"
 
 
-def _untestable_reason(r: Mapping[str, Any], fig: str, not_run: Sequence[str]) -> str:
-    """The one-line reason of a figure none of whose claims can be tested at this scale, where each waits for a
-    completed pass over the training sentences (the most of one its curves saw) or for a curve compared to get past
-    a model without context, else the plain fact."""
+def _untestable_reason(r: Mapping[str, Any], fig: str | None, not_run: Sequence[str]) -> str:
+    """The one-line reason of a figure (or, ``fig`` None, Table 5.1) none of whose claims can be tested at this
+    scale, where each waits for a completed pass over the training sentences (the most of one the figure's curves
+    saw) or for a curve compared to get past a model without context, else the plain fact."""
     st = r["settings"]
     shares = passes(st.get("steps", 0), st.get("batch_size", 0), r.get("data", {}).get("train_sentences"),
                     [n for n in r["figures"].get(fig, {}).get("curves", ()) if n in r["curves"]])
@@ -259,12 +259,23 @@ def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]
                      f"; HV 0.000 is no area: see 'ours' for why {', '.join(zero['labels'])} have none")
             text += "".join(f"; {_lost(r['curves'][n])}" for n in _zero_names(r, fig)  # some finite, some not
                             if diverged_trials(r["curves"][n]) and lowest_nll(r["curves"][n]["trials"]) < math.inf)
-        reason = _ptb_reason(readings(r, fig, ladder, results.get("micmco_ptb_unigram")))
+        levels = results.get("micmco_ptb_unigram")
+        reason = "; ".join(x for x in (_ptb_reason(readings(r, fig, ladder, levels)),
+                                       _ptb_ladder_reason(results, f"M-F{fig}")) if x)
+        at_level = _at_level_reason(set_aside(r, fig, ladder, levels))  # in the details where it does not fit
+        if at_level and len(reason) + len(at_level) + 2 <= REASON_CHARS:
+            reason += f"; {at_level}"
         if zero and len(reason) + 45 <= REASON_CHARS:
             reason += "; HV 0.000: no trial inside the reference box"
-        ladder_reason = _ptb_ladder_reason(results, f"M-F{fig}")
-        return text, _clip(f"{reason}; {ladder_reason}") if ladder_reason else reason
+        return text, _clip(reason)
     return verdict
+
+
+def _at_level_reason(aside: Sequence[Reading]) -> str:
+    """The claims of a row none of whose comparisons could be tested because a curve compared is no better than word
+    frequencies alone (:func:`~paperlib.experiments.micmco.ptb.untestable.at_unigram_level`), for its reason."""
+    names = [_PTB_SUBJECTS.get(c.name, c.name) for c in aside if all(WORD_FREQUENCIES in why for _, why in c.untested)]
+    return f"{' and '.join(names)}: not run (a curve at word frequencies)" if names else ""
 
 
 def _tie(*judged: Reading) -> str:
@@ -546,7 +557,7 @@ def _micmco_ptb_table_verdict(results: Results) -> tuple[str, str]:
         claim = table_claim(r, results["micmco_ptb_ladder"], results.get("micmco_ptb_unigram"))
     except Untestable as why:
         raise NotAttempted(f"the cells ran at this profile, but {'; '.join(why.not_run)}",
-                           "ran, but its claims cannot be judged at this profile") from None
+                           _untestable_reason(r, None, why.not_run)) from None
     except Unjudged:
         raise MissingResult("Table 5.1 claims") from None
     run, cells, _ = table_cells(r)

@@ -402,6 +402,16 @@ def _judge(results: Results, name: str, key: str, recorded: bool | None, spreads
     return Comparison(key, shown, bool(held), gap, numbers)
 
 
+def _why_untested(name: str, c: Comparison, results: Results, levels: Mapping[str, Any] | None) -> str | None:
+    """Why comparison ``c`` of claim ``name`` cannot be tested at this scale, or None: a compared curve no better than
+    the unigram ``levels`` (:func:`~paperlib.experiments.micmco.ptb.untestable.at_unigram_level`), the claim's own
+    reason (:data:`UNTESTABLE`), or both, the first then the second."""
+    whys = [w for w in (at_unigram_level(c, results, levels), UNTESTABLE.get(name, lambda c: None)(c)) if w]
+    if len(whys) < 2:
+        return whys[0] if whys else None
+    return f"{whys[0]}, and {whys[1].removeprefix('cannot be tested at this scale: ')}"
+
+
 def reading(results: Results, record: Mapping[str, Any], where: str, spreads: Spreads | None = None,
             levels: Mapping[str, Any] | None = None) -> Reading | None:
     """The claim ``record`` (from ``results["claims"]``, or one judged here with its keys, :func:`readings`) read on
@@ -411,8 +421,8 @@ def reading(results: Results, record: Mapping[str, Any], where: str, spreads: Sp
     :func:`seed_margins`, replaces the fixed tie only where the budget ladder repeated the stage's run), a comparison
     that cannot be tested at this scale is set aside as untested rather than judged (one of whose curves is no better
     than the unigram ``levels`` of the same sentences, :func:`~paperlib.experiments.micmco.ptb.untestable.
-    at_unigram_level`, checked first; else :data:`UNTESTABLE`), and a claim spanning other figures counts its tested
-    comparisons there as judged here."""
+    at_unigram_level`, or for its claim's reason, :data:`UNTESTABLE`; both are named where both hold), and a claim
+    spanning other figures counts its tested comparisons there as judged here."""
     name, wins = record["claim"], dict(record.get("wins", {}))
     if name == KEEPS_ORDER:  # every pair of every figure, re-judged by KEEPS_ORDER_RULE
         wins = dict.fromkeys(_order_keys(wins))
@@ -421,8 +431,7 @@ def reading(results: Results, record: Mapping[str, Any], where: str, spreads: Sp
     if not own:  # nothing compared, or nothing on this figure of a claim keyed by figure
         return None
     judged = {key: _judge(results, name, key, wins[key], spreads) for key in (wins if len(own) < len(wins) else own)}
-    why = {key: at_unigram_level(c, results, levels) or UNTESTABLE.get(name, lambda c: None)(c)
-           for key, c in judged.items()}
+    why = {key: _why_untested(name, c, results, levels) for key, c in judged.items()}
     tested = [key for key in judged if why[key] is None]
     pooled = (sum(judged[key].held for key in tested), len(tested)) if len(own) < len(wins) else None
     rule = KEEPS_ORDER_RULE.format(tie=hv_tie()) if name == KEEPS_ORDER else record.get("rule", "")
@@ -445,25 +454,25 @@ def _records(results: Results) -> dict[str, Mapping[str, Any]]:
 
 
 def _read(results: Results, where: str, ladder: Results | None, levels: Mapping[str, Any] | None
-          ) -> tuple[list[Reading], list[str]]:
-    """The claims figure ``where`` (or Table 5.1) is read for that judged a comparison there, and the not-run entries
-    of the rest: a claim that compared nothing at this profile ("<claim> (its curves did not run at this profile)")
-    and the comparisons that could not be tested at this scale (:attr:`Reading.not_run`), among them those whose
-    curves lie at the unigram ``levels`` (used only where made on the same sentences,
-    :func:`~paperlib.experiments.micmco.ptb.unigram.matching_levels`)."""
+          ) -> tuple[list[Reading], list[str], list[Reading]]:
+    """The claims figure ``where`` (or Table 5.1) is read for that judged a comparison there, the not-run entries
+    of the rest (a claim that compared nothing at this profile, "<claim> (its curves did not run at this profile)",
+    and the comparisons that could not be tested at this scale, :attr:`Reading.not_run`, among them those whose
+    curves lie at the unigram ``levels``, used only where made on the same sentences,
+    :func:`~paperlib.experiments.micmco.ptb.unigram.matching_levels`), and the claims none of whose comparisons there
+    could be tested."""
     records = _records(results)
     names = TABLE_CLAIMS if where == TABLE else FIGURE_CLAIMS.get(where, ())
     spreads, levels = seed_margins(results, ladder), matching_levels(results, levels)
-    judged, not_run = [], []
+    judged, not_run, aside = [], [], []
     for name in names:
         read = reading(results, records[name], where, spreads, levels) if name in records else None
         if read is None:
             not_run.append(f"{name} (its curves did not run at this profile)")
             continue
         not_run += read.not_run
-        if read.comparisons:
-            judged.append(read)
-    return judged, not_run
+        (judged if read.comparisons else aside).append(read)
+    return judged, not_run, aside
 
 
 def readings(results: Results, where: str, ladder: Results | None = None,
@@ -473,6 +482,13 @@ def readings(results: Results, where: str, ladder: Results | None = None,
     that judged nothing at this profile (no curves, or no comparison that could be tested) are left out
     (:func:`figure_claim` names them as not run)."""
     return _read(results, where, ladder, levels)[0]
+
+
+def set_aside(results: Results, where: str, ladder: Results | None = None,
+              levels: Mapping[str, Any] | None = None) -> list[Reading]:
+    """The claims figure ``where`` (or Table 5.1) is read for whose every comparison there cannot be tested at this
+    scale (:attr:`Reading.untested` says why), as :func:`readings` reads them."""
+    return _read(results, where, ladder, levels)[2]
 
 
 # The budget ladders that read one of the row's sentences on other curves than the row's own part: how the row
@@ -537,7 +553,7 @@ def figure_claim(results: Results, ladder: Results | None, fig: str, levels: Map
     hand; :data:`UNTESTABLE`) and what the thesis says about a range our trials do not reach (:data:`UNREACHED`). Raises
     :class:`~paperlib.experiments.common.claims.Unjudged` when none of the claims the figure is read for judged
     anything at this profile (:class:`Untestable`, with the reasons, when some could have)."""
-    judged, unread = _read(results, fig, ladder, levels)
+    judged, unread, _ = _read(results, fig, ladder, levels)
     if not judged:
         message = (f"Fig. {fig}: none of its claims ({', '.join(FIGURE_CLAIMS.get(fig, ())) or 'none'}) judged "
                    "curves at this profile" + (f" (not run: {', '.join(unread)})" if unread else ""))
@@ -558,7 +574,7 @@ def table_claim(results: Results, ladder: Results | None, levels: Mapping[str, A
     """Table 5.1's claim (seed item M-T5.1): its two claims on the test results, its two budget ladders, and named as
     not run the cells the profile did not run and those whose low-KL line cannot fail (:data:`UNTESTABLE`). Raises
     :class:`~paperlib.experiments.common.claims.Unjudged` when neither claim compared anything (no cell ran)."""
-    judged, unread = _read(results, TABLE, ladder, levels)
+    judged, unread, _ = _read(results, TABLE, ladder, levels)
     if not judged:
         message = "Table 5.1: no claim could be judged at this profile"
         raise Untestable(f"{message} (not run: {', '.join(unread)})", unread) if unread else Unjudged(message)

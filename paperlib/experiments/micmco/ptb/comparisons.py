@@ -499,9 +499,10 @@ def _perplexity(results: Results, key: str) -> Measured:  # key: "<DReG or VIMCO
 
 
 def _tested(*rows: Mapping[str, Any]) -> dict:
-    """:func:`_compared` for Table 5.1's cells: each cell's test NLL, keyed by its column and hidden size."""
-    return {"compared NLL": {f"{r['column']} hs {r['hidden_size']}": math.log(r["test_perplexity"]) for r in rows},
-            "compared split": "test"}
+    """:func:`_compared` for Table 5.1's cells: each cell's test NLL (from its perplexity where the row has no NLL),
+    keyed by its column and hidden size."""
+    return {"compared NLL": {f"{r['column']} hs {r['hidden_size']}": r.get("test_nll", math.log(r["test_perplexity"]))
+                             for r in rows}, "compared split": "test"}
 
 
 def _low_latents(results: Results, key: str) -> Measured:  # key: "<column> hs <hidden size>"

@@ -14,9 +14,8 @@ Pure Python at import, as :mod:`~paperlib.experiments.micmco.ptb.claims`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from typing import Any, Mapping
+import math
+from typing import TYPE_CHECKING, Any, Mapping
 
 from paperlib.experiments.micmco.ptb.comparisons import ON_PAR_KL, SMALLER_SHARE, Results, frontier_tie, hv_tie, passes
 from paperlib.experiments.micmco.ptb.curve_names import plain_key
@@ -41,21 +40,28 @@ def at_unigram_level(c: Comparison, results: Results, levels: Mapping[str, Any] 
     if not levels or not compared:
         return None
     tie, curves = frontier_tie(), results["curves"]
-    what = (f"frontier NLL at KL {c.numbers['compared at KL']:.3f}" if "compared at KL" in c.numbers
-            else "test NLL" if c.numbers.get("compared split") == "test" else "lowest NLL")
     stuck = []
     for name, nll in compared.items():
         curve = curves.get(name, {})  # a Table 5.1 cell is named by its column, not a curve
         split = c.numbers.get("compared split") or curve.get("split") or (
             "train" if curve.get("regime") == "train" else "valid")
         level = levels["nll"][split]
-        if nll > level - tie:
-            stuck.append(f"{plain_key(name, curves)} at {what} {nll:.3f} (unigram {level:.3f})")
+        if not nll <= level - tie:  # a NaN or an infinite NLL (no finite trial) has not got past it either
+            stuck.append(f"{plain_key(name, curves)} at {_nll_words(c, nll)} (unigram {level:.3f})")
     if not stuck:
         return None
     who = "a curve compared is" if len(stuck) == 1 else "curves compared are"
     return (f"cannot be tested at this scale: {who} {WORD_FREQUENCIES}, {', '.join(stuck)}, not below a unigram "
             f"model of the same sentences by more than the {tie:.4f}-nat tie")
+
+
+def _nll_words(c: Comparison, nll: float) -> str:
+    """ "lowest NLL 3.943", "frontier NLL 4.629 at KL 0.132", "test NLL 3.887" or "no finite NLL"."""
+    if not math.isfinite(nll):
+        return "no finite NLL"
+    if "compared at KL" in c.numbers:
+        return f"frontier NLL {nll:.3f} at KL {c.numbers['compared at KL']:.3f}"
+    return f"{'test' if c.numbers.get('compared split') == 'test' else 'lowest'} NLL {nll:.3f}"
 
 
 def _every_hv_below_tie(c: Comparison) -> str | None:
