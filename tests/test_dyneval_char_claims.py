@@ -24,6 +24,8 @@ IMPROVES_TXL, BEATS_SGD = "dynamic evaluation improves the Transformer", "global
 MLSTM_FASTER = "the mLSTM recovers faster than the LSTM"
 MOGRIFIER_NOT = "the Mogrifier does not recover faster than the LSTM"
 PEAK = "in-domain peak at 2–3k (sequences end at 0.6k)"  # Fig. 5.2's third sentence, never judged on short sequences
+MARKUP = ("the gain largest on a text that mixes markup and prose, as enwik8 (our one out-of-domain text is WikiText-2 "
+          "prose)")  # Table 6.4's "especially enwik8": one out-of-domain text, so never judged
 
 
 def _rows(**bpc):
@@ -65,8 +67,9 @@ def test_every_claim_holds_where_the_numbers_have_the_seeds_shape():
     for item, claim in judged.items():
         held = "within noise" if item == "K-F3.2" else "reproduced"  # one training seed per size: no seed margin
         assert claim.item == item and all(p.verdict == held for p in claim.parts), claim.text()
-        assert claim.not_run == ((PEAK,) if item == "K-F5.2" else ()), claim.text()
-        assert claim.verdict == {"K-F5.2": "partly", "K-F3.2": "within noise"}.get(item, "reproduced")
+        assert claim.not_run == {"K-F5.2": (PEAK,), "K-T6.4": (MARKUP,)}.get(item, ()), claim.text()
+        assert claim.verdict == {"K-F5.2": "partly", "K-T6.4": "partly", "K-F3.2": "within noise"}.get(item,
+                                                                                                         "reproduced")
         assert all(p.claim and p.evidence and p.rule for p in claim.parts)
     assert set(_parts(judged["K-T4.4"])) == {IMPROVES_MLSTM, SPARSE}
     assert set(_parts(judged["K-T6.1"])) == {IMPROVES_TXL, BEATS_SGD}
@@ -123,7 +126,7 @@ def test_the_models_cells_not_their_names_decide_which_table_they_answer():
     assert set(_parts(table_4_4)) == {"dynamic evaluation improves the big", "sparse between static and full (big)",
                                       "dynamic evaluation improves the LSTM"}
     assert table_4_4.not_run == ("sparse between static and full (LSTM)",)
-    assert out_of_domain_claim(r).not_run == ("dynamic evaluation improves the LSTM out of domain",)
+    assert out_of_domain_claim(r).not_run == ("dynamic evaluation improves the LSTM out of domain", MARKUP)
 
 
 def test_out_of_domain_parts_judge_table_6_4s_claim_that_every_rule_improves_on_static():
@@ -140,7 +143,7 @@ def test_out_of_domain_parts_judge_table_6_4s_claim_that_every_rule_improves_on_
     assert _parts(out_of_domain_claim(r))[mlstm] == "not reproduced"
     del r["ood"]["models"]["transformer"]
     claim = out_of_domain_claim(r)
-    assert claim.not_run == (txl,) and claim.verdict == "not reproduced"
+    assert claim.not_run == (txl, MARKUP) and claim.verdict == "not reproduced"
 
 
 def test_the_scaling_claim_needs_the_mlstm_below_the_lstm_at_every_size_beyond_the_seed_margin():

@@ -32,7 +32,8 @@ def constructed():
              _row("global_rms_decay", 90.0), _row("global_rms_rms_decay", 89.0), _row("sparse", 96.0),
              _row("neural_cache", 92.0)]
     return {
-        "corpora": {"ptb": {"rows": table}, "wikitext2": {"rows": copy.deepcopy(table)}},
+        "corpora": {"ptb": {"rows": table}, "wikitext2": {"rows": [  # the lead over the cache larger, as in the thesis
+            _row("neural_cache", 96.0) if r["key"] == "neural_cache" else copy.deepcopy(r) for r in table]}},
         "timescale": {
             "curves": {"static": [5.0, 5.0, 5.0], "dynamic": [4.9, 4.7, 4.5], "neural_cache": [4.8, 4.8, 4.8]},
             "seen_unseen": {"static": {"seen": 3.2, "unseen": 6.9}, "dynamic": {"seen": 2.8, "unseen": 7.0},

@@ -49,3 +49,36 @@ def test_how_the_rung_differs_from_the_stages_run():
     assert differences(RUN, _ladder([], training={"batch_size": 32})) == ["its batch_size is 32, the stage's 16"]
     spread = ladder_spreads(sampled, _ladder([0.0, 0.02, 0.04]), TIE)[("x", "y")]
     assert not spread.applies and "shown beside the 0.02 tie, not in its place: the ladder tunes 4" in spread.shown(TIE)
+
+
+def _shared(stage_nlls, ladder_nlls, trials=6, startup=4, ladder_trials=4):
+    """A stage whose curve "x" ran ``stage_nlls`` (trial by trial) and a ladder whose seed 0 ran ``ladder_nlls`` at
+    the stage's budget, as the synthetic results record them (the PTB ones name the curve ``curve``)."""
+    run = {"profile": "cpu", "settings": {"steps": 150, "trials": trials, "startup_trials": startup, "seed": 0,
+                                          "batch_size": 16},
+           "configurations": {"x": {"trials": [{"number": i, "nll": v} for i, v in enumerate(stage_nlls)]}}}
+    ladder = {**_ladder([0.0, 0.02, 0.04]), "settings": {"trials": ladder_trials},
+              "runs": [{"configuration": "x", "seed": 0, "trial": i, "scores": [{"step": 150, "nll": v}]}
+                       for i, v in enumerate(ladder_nlls)]
+              + [{"configuration": "x", "seed": 1, "trial": 0, "scores": [{"step": 150, "nll": 9.0}]}]}
+    return run, ladder
+
+
+def test_a_start_design_shared_trial_for_trial_lets_the_spread_stand_in():
+    """The stage's first trials are the ladder's seed 0 with the same results (the stage adding GP draws): one
+    seed's gap is the same draw but for those trials, so the spread is the margin, and says how the runs differ; a
+    shared trial with another result (or none recorded) keeps the spread beside the tie."""
+    from paperlib.experiments.micmco.seed_spread import design_shared, shared_start
+
+    run, ladder = _shared([5.0, 4.0, 4.5, float("inf"), 3.0, 3.5], [5.0, 4.0, 4.5, float("inf")])
+    assert shared_start(run, ladder) == 4 and differences(run, ladder) == []
+    spread = ladder_spreads(run, ladder, TIE)[("x", "y")]
+    assert spread.applies and "the margin here (the stage's first 4 trials of each curve are the ladder's seed 0" \
+        in spread.shown(TIE) and "its last 2 of 6 come from the GP sampler, which the ladder does not run" \
+        in spread.shown(TIE)
+    run, ladder = _shared([5.0, 4.0, 4.5, 4.1, 3.0, 3.5], [5.0, 4.0, 4.5, 4.1, 4.4, 4.6], trials=6, ladder_trials=6)
+    assert "the ladder's last 2 from the Halton design" in design_shared(run, ladder)
+    run, ladder = _shared([5.0, 4.0, 4.5, 4.1000001, 3.0, 3.5], [5.0, 4.0, 4.5, 4.1])
+    assert shared_start(run, ladder) is None and not ladder_spreads(run, ladder, TIE)[("x", "y")].applies
+    run, ladder = _shared([5.0, 4.0, 4.5, 4.1, 3.0, 3.5], [5.0, 4.0, 4.5])  # the ladder's trial 3 not recorded
+    assert shared_start(run, ladder) is None

@@ -6,7 +6,8 @@ import math
 from typing import Any, Callable
 
 from paperlib.compendium.results_index.text import MissingResult, Results, _f, grouped_reason, index_text
-from paperlib.experiments.micmco.synthetic.claims import Compared, blown_text, blown_up, hv_tie, tally
+from paperlib.experiments.micmco.synthetic.claims import (Compared, blown_text, blown_up, hv_tie, ladder_spreads,
+                                                          tally)
 from paperlib.reference.micmco import SYNTHETIC_VOCAB_SIZE
 
 
@@ -101,7 +102,23 @@ def _micmco_scale(results: Results) -> str:
     return (f"vocabulary {math.exp(r['optimum_nll']):,.0f} (thesis {SYNTHETIC_VOCAB_SIZE:,}), {st['steps']} steps, "
             f"{len(next(iter(configs.values()))['trials'])} tuned trials per curve, one seed (seed {st['seed']}), "
             f"{len(configs)} curves; hypervolume box: NLL from ln V to ln V + {st['hypervolume_margin']} nats, MI "
-            "from 0 to ln V" + _micmco_budget(results))
+            "from 0 to ln V" + _micmco_budget(results) + _seed_noise(results))
+
+
+def _seed_noise(results: Results) -> str:
+    """"; one seed's gap ... spreads by ...": the seed spreads the budget ladder measured for one-seed hypervolume
+    gaps at the stage's budget, beside the tie that judges the gaps no ladder measured; empty without them."""
+    r, ladder = results["micmco_synthetic"], results.get("micmco_synthetic_ladder")
+    spreads = ladder_spreads(r, ladder)
+    if not spreads:
+        return ""
+    label = {name: c["label"] for name, c in r["configurations"].items()}
+    each = ", ".join(f"{spread.two_sd:.3f} for {label.get(a, a)} − {label.get(b, b)}"
+                     for (a, b), spread in sorted(spreads.items(), key=lambda x: x[1].two_sd))
+    return (f"; one seed's hypervolume gap between two curves spreads by {each} at this budget (twice its sd over the "
+            f"budget ladder's {next(iter(spreads.values())).seeds} seeds), the margin of those gaps where the ladder "
+            f"repeated the stage's run; the other gaps, whose spread no ladder measured, are judged against the "
+            f"{hv_tie()} tie, and one of theirs below about these spreads may be seed noise")
 
 
 def _micmco_budget(results: Results) -> str:

@@ -1,5 +1,6 @@
 """The claims of Krause ch. 4-5 judged on ``results/dyneval.json``: one :class:`~paperlib.experiments.common.claims.Claim`
-per seed item (Tables 4.1/4.2, Fig. 5.1, Tables 5.1-5.7), read by the results index and the notebook alike.
+per seed item (Tables 4.1/4.2, in :mod:`~paperlib.experiments.dynamic_evaluation.table_claims`; Fig. 5.1, Tables
+5.1-5.7), read by the results index and the notebook alike.
 
 Tie rules. Every number compared here comes from one trained model evaluated deterministically (no dropout, no
 sampling), so no seed spread is measured. The test text is itself a sample: Tables 4.1/4.2's comparisons take
@@ -28,9 +29,10 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from paperlib.experiments.common.claims import Claim, Part, direction_word, paired_bootstrap, part_word
-from paperlib.experiments.dynamic_evaluation.comparisons import (SEQUENCES, STRICT, compared, fmt, over_sequences,
-                                                                 strict_part, study_part)
-from paperlib.reference.dynamic_evaluation import (DYNEVAL_TABLES, DYNEVAL_EPSILON, DYNEVAL_EPSILON_BASELINES, DYNEVAL_MOMENTUM, DYNEVAL_SEEN_UNSEEN,
+from paperlib.experiments.dynamic_evaluation.comparisons import (SEQUENCES, STRICT, fmt, over_sequences, strict_part,
+                                                                 study_part, within_allowance)
+from paperlib.experiments.dynamic_evaluation.table_claims import TABLE_ITEMS, table_claim
+from paperlib.reference.dynamic_evaluation import (DYNEVAL_EPSILON, DYNEVAL_EPSILON_BASELINES, DYNEVAL_MOMENTUM, DYNEVAL_SEEN_UNSEEN,
                                         DYNEVAL_RELATED_WORDS_MEDIAN, DYNEVAL_STATISTICS_AMOUNT, DYNEVAL_STATISTICS_LOCALITY,
                                         DYNEVAL_UNSEEN_SHARE)
 
@@ -42,47 +44,6 @@ ON_PAR = 0.01  # Table 5.7: non-local RMSprop "on par" with global RMS (thesis: 
 # Table 5.5: RMSprop at a very large ε "behaved identically to SGD" (thesis: 54.7 and 54.7); in nats per token, about
 # 1% perplexity, the same size as ON_PAR
 IDENTICAL = 0.01
-
-# The dynamic-evaluation rules of Tables 4.1/4.2 (keys of the results' rows), in the tables' order.
-DYNAMIC_RULES = ("traditional_sgd", "sgd", "sgd_decay", "global_rms_decay", "global_rms_rms_decay")
-TABLE_ITEMS = {"ptb": "K-T4.1", "wikitext2": "K-T4.2"}
-
-
-# Tables 4.1/4.2's chain of contributions after traditional dynamic evaluation: (label, rule before, rule after, what
-# the step adds). Table 4.1's caption: "Each of our other contributions leads to further improvements."
-CONTRIBUTIONS = (
-    ("segments help", "traditional_sgd", "sgd", "SGD on segments of n tokens instead of one"),
-    ("the decay prior helps", "sgd", "sgd_decay", "the decay prior (eq. 4.5)"),
-    ("global RMS helps", "sgd_decay", "global_rms_decay", "global RMS instead of SGD"),
-    ("RMS decay helps", "global_rms_decay", "global_rms_rms_decay", "RMS decay (eq. 4.7) instead of plain decay"),
-)
-
-
-def table_claim(results: Results, corpus: str) -> Claim:
-    """Tables 4.1/4.2 (test perplexity): every rule beats static ("dynamic evaluation gives a large improvement over a
-    state-of-the-art static model"); each contribution of :data:`CONTRIBUTIONS` improves on the rule before it,
-    one part per step ("Each of our other contributions leads to further improvements", Table 4.1's caption); the
-    final rule beats the neural cache. Our tables also hold a sparse row, but the thesis shows sparse dynamic
-    evaluation on enwik8 only (Table 4.4, judged by :mod:`paperlib.experiments.dynamic_evaluation.char_claims`), so it is not
-    part of these claims."""
-    table = results["corpora"][corpus]
-    rows = {r["key"]: r["test_ppl"] for r in table["rows"]}
-    thesis = DYNEVAL_TABLES[corpus]
-    static = rows["static"]
-    worst = max(DYNAMIC_RULES, key=lambda k: rows[k])
-    final, cache = rows["global_rms_rms_decay"], rows["neural_cache"]
-    parts = [compared("every rule beats static", "every dynamic-evaluation rule has lower test perplexity than static "
-                       "evaluation (judged on the worst rule)", table, worst, "static",
-                       f"static {fmt(static)}, worst rule {fmt(rows[worst])}")]
-    for label, before, after, adds in CONTRIBUTIONS:
-        parts.append(compared(label, f"{adds} lowers test perplexity (thesis {thesis[before][1]} → "
-                                      f"{thesis[after][1]})", table, after, before,
-                               f"{fmt(rows[before])} → {fmt(rows[after])}"))
-    parts.append(compared("beats the cache", "the final rule (global RMS + RMS decay) beats the neural cache "
-                           f"(thesis {thesis['global_rms_rms_decay'][1]} vs {thesis['neural_cache'][1]})", table,
-                           "global_rms_rms_decay", "neural_cache", f"{fmt(final)} vs cache {fmt(cache)}"))
-    return Claim(TABLE_ITEMS[corpus], tuple(parts))
-
 
 def _thirds(static: list[float], other: list[float]) -> tuple[float, float, float]:
     """The mean gain (static − other, per bin) over the first third of the bins, the bins between the first and the
@@ -425,14 +386,9 @@ def _like_sgd(study: Results, row: Results, sgd: Results) -> Part:
                     f"{shown} ({diff:.4f} nats per token apart)", f"|difference| at most {IDENTICAL} nats per token "
                     "(about 1% perplexity)", kind="threshold")
     gap, se = paired_bootstrap(row["valid_blocks"], sgd["valid_blocks"], study["valid_block_tokens"])
-    if abs(gap) + 2 * se <= IDENTICAL:
-        word = "reproduced"
-    elif abs(gap) > 2 * se and abs(gap) > IDENTICAL:
-        word = "not reproduced"
-    else:
-        word = "within noise"
+    word, note = within_allowance(gap, 2 * se, IDENTICAL)
     return Part(label, claim, word, f"{shown} (difference {gap:+.4f} nats per token, margin {2 * se:.4f}; "
-                f"{len(study['valid_block_tokens'])} blocks; as ε grows RMSprop's update tends to SGD's with a rescaled "
+                f"{len(study['valid_block_tokens'])} blocks{note}; as ε grows RMSprop's update tends to SGD's with a rescaled "
                 "learning rate, which the thesis calls expected: a check of our implementation)", IDENTICAL_RULE,
                 kind="bootstrap margin + threshold")
 
@@ -556,9 +512,8 @@ def statistics_locality_claim(results: Results) -> Claim:
         gap, se = paired_bootstrap(best_row["valid_blocks"], loc["global_rms"]["valid_blocks"],
                                    loc["valid_block_tokens"])
         allowed, kind = math.log1p(ON_PAR), "bootstrap margin + threshold"
-        word = ("reproduced" if abs(gap) + 2 * se <= allowed else
-                "not reproduced" if abs(gap) > 2 * se and abs(gap) > allowed else "within noise")
-        margin = f" ({gap:+.4f} nats per token, margin {2 * se:.4f}; {len(loc['valid_block_tokens'])} blocks)"
+        word, note = within_allowance(gap, 2 * se, allowed)
+        margin = f" ({gap:+.4f} nats per token, margin {2 * se:.4f}; {len(loc['valid_block_tokens'])} blocks{note})"
     return Claim("K-T5.7", (
         study_part("non-local RMSprop beats RMSprop", "non-local RMSprop beats RMSprop at the same ε", loc,
                     [(nl, r) for r, nl in zip(loc["rmsprop"], loc["nonlocal_rmsprop"])],

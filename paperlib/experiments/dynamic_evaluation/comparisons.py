@@ -23,6 +23,23 @@ def strict_part(label: str, claim: str, gap: float, evidence: str, corpus: str |
                 kind="strict")
 
 
+def within_allowance(gap: float, two_se: float, allowed: float) -> tuple[str, str]:
+    """A "no difference" reading against an allowance (RMSprop identical to SGD, on par, no noticeable advantage):
+    the word, and a note where the margin alone is as large as the allowance (no difference could then be shown
+    within it: "within noise" is the most the part can read with this many blocks). Reproduced: ``|gap|`` plus the
+    margin (``two_se``) within ``allowed``; not reproduced: beyond both; else within noise."""
+    if abs(gap) + two_se <= allowed:
+        word = "reproduced"
+    elif abs(gap) > two_se and abs(gap) > allowed:
+        word = "not reproduced"
+    else:
+        word = "within noise"
+    note = (f"; the margin alone ({two_se:.4f}) is not below the {allowed:.4f}-nat allowance: with these blocks no "
+            "difference, however small, can be shown to lie within it, so this part cannot hold at this scale"
+            if two_se >= allowed else "")
+    return word, note
+
+
 BOOTSTRAP = ("lower test loss beyond the margin: twice the standard error of the mean per-token loss difference under "
              "a paired bootstrap over blocks of the test text (2,000 resamples); the paper's way inside it is within "
              "noise")

@@ -15,7 +15,7 @@ import math
 from typing import Any, Mapping
 
 from paperlib.experiments.common.claims import Claim, Part, paired_bootstrap
-from paperlib.experiments.dynamic_evaluation.comparisons import compared, strict_part
+from paperlib.experiments.dynamic_evaluation.comparisons import compared, strict_part, within_allowance
 from paperlib.reference.dynamic_evaluation import DYNEVAL_TRANSFORMER_TABLE_6_3 as TABLE_6_3
 
 Results = Mapping[str, Any]
@@ -69,14 +69,15 @@ def _no_decay_advantage(results: Results) -> Part:
         word = "reproduced" if math.isfinite(_finite(plain["valid_ppl"])) else "not reproduced"
         return Part(verdict=word, evidence=shown + " (a diverged rule)", **said)
     gain, se = paired_bootstrap(plain["valid_blocks"], decayed["valid_blocks"], results["valid_block_tokens"])
-    if gain + 2 * se <= NOTICEABLE:
+    if gain + 2 * se <= NOTICEABLE:  # one-sided: a loss from the decay is no advantage
         word = "reproduced"
     elif gain > 2 * se and gain > NOTICEABLE:
         word = "not reproduced"
     else:
         word = "within noise"
+    note = within_allowance(abs(gain), 2 * se, NOTICEABLE)[1] if gain >= 0 else ""
     return Part(verdict=word, evidence=f"{shown} (the decay's gain {gain:+.4f} nats per token, margin {2 * se:.4f} "
-                f"over {len(results['valid_block_tokens'])} blocks)", **said)
+                f"over {len(results['valid_block_tokens'])} blocks{note})", **said)
 
 
 def transformer_claim(results: Results) -> Claim:

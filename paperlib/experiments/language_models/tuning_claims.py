@@ -14,9 +14,9 @@ window around the tuner's best trial and rerun the best at other seeds. One part
   mean over the best trial and its reruns, not the best trial alone, which as the minimum of the search is biased
   low by seed noise (the thesis' reruns vary by 0.2 points at 55, so there the two readings coincide);
 - the largest excess against the allowed one, with the margin twice the seed standard deviation of the best's
-  perplexity (the best and its reruns): below the allowance by more than the margin -> reproduced; above it by more
-  than the margin -> not reproduced; within the margin either side -> within noise (without a rerun, no margin:
-  below the allowance reads within noise, above it not reproduced). The best trial's hyperparameters at an end of
+  perplexity (the best and its reruns): below the allowance by more than the margin -> reproduced; below it by no
+  more than the margin (or without a rerun, no margin) -> within noise; above it, by any amount -> not reproduced
+  (the index's one rule: a gap inside the margin that points against the thesis is not counted in its favour). The best trial's hyperparameters at an end of
   their tuning range are named: an optimum in a corner of the search space is what a short budget gives.
 
 A study whose neighbourhood holds no trial but the best (no probes, none sampled there) cannot be judged:
@@ -114,13 +114,12 @@ def neighbourhood_claim(results: Mapping[str, Any], item: str) -> Claim:
                 + learning_rate_moves(record, allowed))
     rule = (f"largest neighbour excess < {paper_gap} ppl scaled by our best / the thesis' {paper_best} "
             f"({paper_gap / paper_best:.1%}); the best: mean of the best trial and its reruns; margin 2 s.d. of "
-            "those runs: below the allowance by more than it holds, above by more than it fails, within it is noise "
-            "(without reruns, no margin: below is noise, above fails)")
+            "those runs: below the allowance by more than it holds, below by no more than it is noise (so is below "
+            "without reruns: no margin), above the allowance by any amount fails")
     claim = (f"trials within {TUNING['neighbourhood_fraction']:.0%} of each range around the best are at most "
              f"{paper_gap} ppl off it (§2.B)")
     over = worst - allowed
-    word = (direction_word(-over, margin) if over <= 0 or margin is None or not math.isfinite(over) else
-            "within noise" if over <= margin else "not reproduced")
+    word = direction_word(-over, margin) if math.isfinite(over) else "not reproduced"
     return Claim(item, (Part("neighbours near the best", claim, word, evidence + _corner(record), rule,
                              kind="threshold + seed margin"),))
 

@@ -3,10 +3,12 @@ it may stand in for the fixed hypervolume tie when the stage's comparison of the
 
 The stage trains one seed, so its gap is one draw: the noise it carries is the spread of one seed's gap, the
 standard deviation of the ladder's per-seed gaps, not the standard error of their mean (which is √seeds smaller and
-is what the ladder's own rungs are judged by). Twice that deviation, and never less than the tie, is the margin, and
-only where the ladder's rung repeated the stage's run: the same training settings, the same number of trials, all
-from the same start design. Where it did not (at ``cpu`` the stage adds trials from the GP sampler that the ladder
-does not run), the spread is shown beside the tie and the tie decides.
+is what the ladder's own rungs are judged by). Twice that deviation, and never less than the tie, is the margin,
+where the ladder's rung repeated the stage's run: the same training settings, and either the same trials all from
+the same start design, or a start design shared trial for trial (the stage's first trials are the ladder's rung of
+the stage's seed, with the same results; :func:`shared_start`), the stage drawing its last trials from the GP
+sampler (at ``cpu`` two: one seed's gap is then the same draw, but for the trials the sampler adds). Where the rung
+did not, the spread is shown beside the tie and the tie decides.
 
 Pure Python: read by the synthetic and the PTB claims alike.
 """
@@ -27,7 +29,8 @@ class Spread:
     margin: float  # the larger of two_sd and the tie: what the stage's one-seed gap must exceed, where it applies
     seeds: int
     steps: int
-    differs: str  # how the ladder's rung differs from the stage's run ("" when it repeated it exactly)
+    differs: str  # how the ladder's rung differs from the stage's run ("" when it repeated it)
+    shares: str = ""  # how the stage's run repeated the rung where their trials differ past a shared start design
 
     @property
     def applies(self) -> bool:
@@ -37,8 +40,10 @@ class Spread:
     def shown(self, tie: float) -> str:
         """"twice the spread (sd) of one seed's gap over 3 seeds at 150 steps in the budget ladder: 0.0220, <use>"
         (the seeds counted are those with a finite gap)."""
-        use = (f"the margin here{'' if self.margin == self.two_sd else f' (raised to the {tie} tie)'}"
-               if self.applies else f"shown beside the {tie} tie, not in its place: {self.differs}")
+        raised = "" if self.margin == self.two_sd else f"raised to the {tie} tie"
+        how = "; ".join(x for x in (raised, self.shares) if x)
+        use = (f"the margin here{f' ({how})' if how else ''}" if self.applies else
+               f"shown beside the {tie} tie, not in its place: {self.differs}")
         return (f"twice the spread (sd) of one seed's gap over {self.seeds} seeds at {self.steps:,} steps in the "
                 f"budget ladder: {self.two_sd:.4f}, {use}")
 
@@ -49,13 +54,76 @@ def standing_in(spread: Spread | None) -> float | None:
     return spread.margin if spread is not None and spread.applies else None
 
 
+def _stage_trials(results: Mapping[str, Any]) -> dict[str, dict[int, float]]:
+    """Per curve of the stage (``configurations`` of the synthetic stage, ``curves`` of the PTB one), its trials'
+    NLLs by trial number."""
+    curves = results.get("configurations") or results.get("curves") or {}
+    return {name: {t["number"]: t.get("nll") for t in curve.get("trials", ()) if "number" in t}
+            for name, curve in curves.items()}
+
+
+def _rung_trials(ladder: Mapping[str, Any], seed: int, steps: int) -> dict[str, dict[int, float]]:
+    """Per curve the ladder trains, the NLLs of seed ``seed``'s trials after ``steps`` steps, by trial number, from
+    its runs' scores (named by ``configuration`` in the synthetic ladder, ``curve`` in the PTB one)."""
+    out: dict[str, dict[int, float]] = {}
+    for run in ladder.get("runs", ()):
+        name = run.get("configuration", run.get("curve"))
+        score = next((x for x in run.get("scores", ()) if x.get("step") == steps), None)
+        if run.get("seed") == seed and "trial" in run and name is not None and score is not None:
+            out.setdefault(name, {})[run["trial"]] = score.get("nll")
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Two recorded NLLs alike: equal to 1e-9 (relative), or both missing or not finite (diverged)."""
+    finite = [isinstance(x, (int, float)) and math.isfinite(x) for x in (a, b)]
+    return math.isclose(a, b, rel_tol=1e-9) if all(finite) else not any(finite)
+
+
+def shared_start(results: Mapping[str, Any], ladder: Mapping[str, Any]) -> int | None:
+    """How many start-design trials per curve the stage's run shares with the ladder's rung of the stage's seed at the
+    stage's budget: n, the smaller of the two start designs, where every curve the rung trained has its first n
+    trials in the stage with the same NLL; None where one differs or the results do not say."""
+    st = results.get("settings", {})
+    ladder_trials, startup = ladder.get("settings", {}).get("trials"), st.get("startup_trials")
+    if not ladder_trials or not startup or "steps" not in st:
+        return None
+    n, stage = min(ladder_trials, startup), _stage_trials(results)
+    rung = _rung_trials(ladder, st.get("seed", 0), st["steps"])
+    if not rung:
+        return None
+    for curve, trials in rung.items():
+        ours = stage.get(curve)
+        if ours is None or any(i not in trials or i not in ours or not _same(trials[i], ours[i]) for i in range(n)):
+            return None
+    return n
+
+
+def design_shared(results: Mapping[str, Any], ladder: Mapping[str, Any]) -> str:
+    """How the stage's trials repeat the ladder's rung where the trial designs differ past a start design they share
+    trial for trial (:func:`shared_start`), or "" where they do not share one or do not differ."""
+    st = results.get("settings", {})
+    n, trials = shared_start(results, ladder), st.get("trials")
+    if n is None or trials is None or st.get("startup_trials") is None or st["startup_trials"] >= trials:
+        return ""
+    theirs = ladder.get("settings", {}).get("trials") or n
+    rest = (f"the ladder's last {theirs - n} from the Halton design" if theirs > n else
+            "which the ladder does not run")
+    return (f"the stage's first {n} trials of each curve are the ladder's seed {st.get('seed', 0)} at this budget, "
+            f"with the same results; its last {trials - st['startup_trials']} of {trials} come from the GP sampler, "
+            f"{rest}")
+
+
 def differences(results: Mapping[str, Any], ladder: Mapping[str, Any]) -> list[str]:
     """How the ladder's rungs differ from the stage's run, besides their budget: the number of trials per curve,
-    the stage's trials from the GP sampler (the ladder's all come from the Halton start design), and any training
-    setting the ladder records with another value than the stage's settings."""
+    the stage's trials from the GP sampler (the ladder's all come from the Halton start design), unless the two share
+    their start design trial for trial (:func:`design_shared` then says how they differ), and any training setting
+    the ladder records with another value than the stage's settings."""
     st, out = results.get("settings", {}), []
     trials, startup = st.get("trials"), st.get("startup_trials")
     theirs = ladder.get("settings", {}).get("trials")
+    if design_shared(results, ladder):
+        trials = theirs = startup = None  # the trial designs differ only past a shared start design
     if theirs != trials:
         out.append(f"the ladder tunes {theirs if theirs is not None else 'an unrecorded number of'} trials per "
                    f"curve, the stage {trials if trials is not None else 'an unrecorded number'}")
@@ -78,6 +146,7 @@ def ladder_spreads(results: Mapping[str, Any], ladder: Mapping[str, Any] | None,
     if not ladder or ladder.get("profile") != results.get("profile") or "steps" not in st:
         return {}
     steps, differs, out = st["steps"], "; ".join(differences(results, ladder)), {}
+    shares = design_shared(results, ladder)
     for entry in ladder.get("ladders", {}).values():
         if entry.get("kind") != "better":
             continue
@@ -86,5 +155,5 @@ def ladder_spreads(results: Mapping[str, Any], ladder: Mapping[str, Any] | None,
         if len(gaps) < 2:
             continue
         two_sd = 2 * statistics.stdev(gaps)
-        out[tuple(entry["curves"][:2])] = Spread(two_sd, max(two_sd, tie), len(gaps), steps, differs)
+        out[tuple(entry["curves"][:2])] = Spread(two_sd, max(two_sd, tie), len(gaps), steps, differs, shares)
     return out
