@@ -201,6 +201,16 @@ def test_ablation_findings_are_judged_against_the_measured_seed_spread():
     assert verdicts({**ppl, "no_zigzag": 91, "mogrifier_r2": 92})["zigzag helps"] == "partly reproduced"  # behind
     # r = 4 by 1 (inside the margin), on par with r = 2 (1 apart)
     assert verdicts({**ppl, "no_zigzag": 93, "mogrifier_r2": 94})["zigzag helps"] == "reproduced"  # 3 behind, 1 apart
+    # r = 2 itself within the margin of r = 4: "on par with r = 2" would not set no-zigzag apart, so it is not read
+    # (a no-zigzag 4 from r = 2 would otherwise fail it) and the part rests on "underperformed" alone
+    level = {**ppl, "mogrifier_r2": 91, "no_zigzag": 95}
+    assert verdicts(level)["zigzag helps"] == "reproduced"
+    part = next(p for p in ablation_claim({"models": models, "summary": summary(level)}).parts
+                if p.label == "zigzag helps")
+    assert "on par with r = 2 not read: r = 2 (91.0) is itself within the tie margin of the Mogrifier r=4 (90.0)" \
+        in part.evidence
+    # r = 2 ahead of r = 4 beyond the margin: the two are apart, so "on par with r = 2" is read (and here fails)
+    assert verdicts({**ppl, "mogrifier_r2": 80, "no_zigzag": 95})["zigzag helps"] == "partly reproduced"
     ppl.update(mogrifier_r4=97, mlstm=95, no_zigzag=93, full_rank=99)  # r2 -> r4 rises by 2 > 1.63
     assert verdicts(ppl) == {"more rounds help": "partly reproduced",  # r=0 -> 2 falls by 5; r=2 -> 4 rises
                              "full rank close behind low rank": "partly reproduced",  # 4 behind r=2, 4 > 5 / 2

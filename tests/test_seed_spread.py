@@ -82,3 +82,28 @@ def test_a_start_design_shared_trial_for_trial_lets_the_spread_stand_in():
     assert shared_start(run, ladder) is None and not ladder_spreads(run, ladder, TIE)[("x", "y")].applies
     run, ladder = _shared([5.0, 4.0, 4.5, 4.1, 3.0, 3.5], [5.0, 4.0, 4.5])  # the ladder's trial 3 not recorded
     assert shared_start(run, ladder) is None
+
+
+def test_sharing_needs_every_curve_alike_and_something_finite_and_the_ladder_as_many_trials():
+    """Trials that are all missing or diverged on both sides share nothing; a curve the stage did not run, other
+    hyperparameters behind equal NLLs, or a ladder tuning fewer trials than the stage's start design keep the spread
+    beside the tie. The PTB ladder names its runs' curve ``curve``."""
+    from paperlib.experiments.micmco.seed_spread import shared_start
+
+    run, ladder = _shared([None, float("inf"), None, None, 3.0, 3.5], [None, float("inf"), None, None])
+    assert shared_start(run, ladder) is None  # nothing finite to be alike
+    run, ladder = _shared([5.0, 4.0, 4.5, 4.1, 3.0, 3.5], [5.0, 4.0, 4.5, 4.1])
+    ladder["runs"].append({"configuration": "z", "seed": 0, "trial": 0, "scores": [{"step": 150, "nll": 5.0}]})
+    assert shared_start(run, ladder) is None  # the rung trained a curve the stage did not
+    run, ladder = _shared([5.0, 4.0, 4.5, 4.1, 3.0, 3.5], [5.0, 4.0, 4.5, 4.1])
+    run["configurations"]["x"]["trials"][1]["params"] = {"lr": 0.1}
+    ladder["runs"][1]["params"] = {"lr": 0.2}
+    assert shared_start(run, ladder) is None  # the same NLL from other hyperparameters
+    run, ladder = _shared([5.0, 4.0, 4.5, 4.1, 3.0, 3.5], [5.0, 4.0, 4.5], startup=4, ladder_trials=3)
+    assert shared_start(run, ladder) is None and not ladder_spreads(run, ladder, TIE)[("x", "y")].applies
+    run, ladder = _shared([5.0, 4.0, 4.5, 4.1, 3.0, 3.5], [5.0, 4.0, 4.5, 4.1])
+    ptb = {**ladder, "runs": [{("curve" if k == "configuration" else k): v for k, v in r.items()}
+                              for r in ladder["runs"]]}
+    ptb_run = {**run, "curves": run["configurations"]}
+    del ptb_run["configurations"]
+    assert shared_start(ptb_run, ptb) == 4

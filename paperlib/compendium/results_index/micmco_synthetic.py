@@ -115,10 +115,12 @@ def _seed_noise(results: Results) -> str:
     label = {name: c["label"] for name, c in r["configurations"].items()}
     each = ", ".join(f"{spread.two_sd:.3f} for {label.get(a, a)} − {label.get(b, b)}"
                      for (a, b), spread in sorted(spreads.items(), key=lambda x: x[1].two_sd))
+    use = ("the margin of those gaps (the ladder repeated the stage's run)" if all(x.applies for x in spreads.values())
+           else "shown beside those gaps, not their margin (the ladder did not repeat the stage's run)")
     return (f"; one seed's hypervolume gap between two curves spreads by {each} at this budget (twice its sd over the "
-            f"budget ladder's {next(iter(spreads.values())).seeds} seeds), the margin of those gaps where the ladder "
-            f"repeated the stage's run; the other gaps, whose spread no ladder measured, are judged against the "
-            f"{hv_tie()} tie, and one of theirs below about these spreads may be seed noise")
+            f"budget ladder's {next(iter(spreads.values())).seeds} seeds), {use}; the other gaps, whose spread no "
+            f"ladder measured, are judged against the {hv_tie()} tie, and one of theirs below about these spreads may "
+            "be seed noise")
 
 
 def _micmco_budget(results: Results) -> str:

@@ -132,7 +132,8 @@ def grouped_reason(parts: Sequence[tuple[str, str]], note: str = "") -> str:
         n_ladders = ladders(groups["holds"])
         held = len(groups["holds"]) - n_ladders
         if not n_ladders and not rest:  # every part holds, and the note says what was not run
-            counted = "the one part holds" if held == 1 else f"all {held} parts hold"
+            counted = ("the one part holds" if held == 1 else "both parts hold" if held == 2 else
+                       f"all {held} parts hold")
         elif not n_ladders:
             counted = "the other one holds" if held == 1 else f"the other {held} hold"
         elif not held:

@@ -354,12 +354,12 @@ def _zigzag_part(results: Results, metric: str) -> Part | None:
     pair = compare_seed_means(summary, "no_zigzag", same_r[0], metric)
     words, evidence = [direction_word(pair["our gap"], pair["tie margin"])], ""
     two = [n for n in _low_rank(results) if rounds_of(models[n]) == 2 and n in summary and n != same_r[0]]
-    apart = compare_seed_means(summary, two[0], same_r[0], metric) if two else None  # positive: r = 2 behind
-    if apart is not None and (apart["tie margin"] is None or apart["our gap"] <= apart["tie margin"]):
-        # r = 2 no worse than the same-r baseline beyond its margin: on par with it says nothing of the zigzag
-        evidence = (f"; on par with r = 2 not read: r = 2 ({summary[two[0]][metric]:.1f}) is itself not behind the "
-                    f"Mogrifier r={rounds_of(models[same_r[0]])} ({summary[same_r[0]][metric]:.1f}) beyond the tie "
-                    "margin, so being on par with it would not set the no-zigzag model apart")
+    apart = compare_seed_means(summary, two[0], same_r[0], metric) if two else None
+    if apart is not None and apart["tie margin"] is not None and abs(apart["our gap"]) <= apart["tie margin"]:
+        # r = 2 on par with the same-r baseline: on par with it too would not set the no-zigzag model apart
+        evidence = (f"; on par with r = 2 not read: r = 2 ({summary[two[0]][metric]:.1f}) is itself within the tie "
+                    f"margin of the Mogrifier r={rounds_of(models[same_r[0]])} ({summary[same_r[0]][metric]:.1f}), so "
+                    "being on par with it would not set the no-zigzag model apart")
     elif two:  # §2.3.1: "and was on par with the r = 2 model": a tie reading, within the seed-mean margin
         par = compare_seed_means(summary, "no_zigzag", two[0], metric)
         margin, gap = par["tie margin"], abs(par["our gap"])
@@ -373,7 +373,7 @@ def _zigzag_part(results: Results, metric: str) -> Part | None:
                 evidence=_pair_evidence(pair, summary, metric, "ppl", 1) + _parameters(summary, "no_zigzag", same_r[0])
                 + evidence,
                 rule=TIE_RULE.format(metric="validation ppl") + "; on par with r = 2: their gap within that margin, "
-                     "read only where r = 2 is behind the same-r Mogrifier beyond its margin",
+                     "read only where r = 2 and the same-r Mogrifier are apart beyond theirs",
                 kind="seed margin")
 
 

@@ -54,49 +54,61 @@ def standing_in(spread: Spread | None) -> float | None:
     return spread.margin if spread is not None and spread.applies else None
 
 
-def _stage_trials(results: Mapping[str, Any]) -> dict[str, dict[int, float]]:
+def _stage_trials(results: Mapping[str, Any]) -> dict[str, dict[int, tuple[Any, Any]]]:
     """Per curve of the stage (``configurations`` of the synthetic stage, ``curves`` of the PTB one), its trials'
-    NLLs by trial number."""
+    (NLL, hyperparameters) by trial number."""
     curves = results.get("configurations") or results.get("curves") or {}
-    return {name: {t["number"]: t.get("nll") for t in curve.get("trials", ()) if "number" in t}
+    return {name: {t["number"]: (t.get("nll"), t.get("params")) for t in curve.get("trials", ()) if "number" in t}
             for name, curve in curves.items()}
 
 
-def _rung_trials(ladder: Mapping[str, Any], seed: int, steps: int) -> dict[str, dict[int, float]]:
-    """Per curve the ladder trains, the NLLs of seed ``seed``'s trials after ``steps`` steps, by trial number, from
-    its runs' scores (named by ``configuration`` in the synthetic ladder, ``curve`` in the PTB one)."""
-    out: dict[str, dict[int, float]] = {}
+def _rung_trials(ladder: Mapping[str, Any], seed: int, steps: int) -> dict[str, dict[int, tuple[Any, Any]]]:
+    """Per curve the ladder trains, seed ``seed``'s trials after ``steps`` steps, (NLL, hyperparameters) by trial
+    number, from its runs' scores (named by ``configuration`` in the synthetic ladder, ``curve`` in the PTB one)."""
+    out: dict[str, dict[int, tuple[Any, Any]]] = {}
     for run in ladder.get("runs", ()):
         name = run.get("configuration", run.get("curve"))
         score = next((x for x in run.get("scores", ()) if x.get("step") == steps), None)
         if run.get("seed") == seed and "trial" in run and name is not None and score is not None:
-            out.setdefault(name, {})[run["trial"]] = score.get("nll")
+            out.setdefault(name, {})[run["trial"]] = (score.get("nll"), run.get("params"))
     return out
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Two recorded NLLs alike: equal to 1e-9 (relative), or both missing or not finite (diverged)."""
-    finite = [isinstance(x, (int, float)) and math.isfinite(x) for x in (a, b)]
-    return math.isclose(a, b, rel_tol=1e-9) if all(finite) else not any(finite)
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _same(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
+    """Two trials alike: the same hyperparameters where both record them, and NLLs equal to 1e-9 (relative) or both
+    missing or not finite (diverged)."""
+    (nll_a, params_a), (nll_b, params_b) = a, b
+    if params_a is not None and params_b is not None and params_a != params_b:
+        return False
+    if _finite(nll_a) and _finite(nll_b):
+        return math.isclose(nll_a, nll_b, rel_tol=1e-9)
+    return not _finite(nll_a) and not _finite(nll_b)
 
 
 def shared_start(results: Mapping[str, Any], ladder: Mapping[str, Any]) -> int | None:
     """How many start-design trials per curve the stage's run shares with the ladder's rung of the stage's seed at the
-    stage's budget: n, the smaller of the two start designs, where every curve the rung trained has its first n
-    trials in the stage with the same NLL; None where one differs or the results do not say."""
+    stage's budget: the stage's whole start design, where the ladder tunes at least as many trials and every curve the
+    rung trained has those first trials in the stage alike (:func:`_same`), at least one of them finite; None where
+    one differs, a curve is missing, the ladder tunes fewer trials or the results do not say."""
     st = results.get("settings", {})
     ladder_trials, startup = ladder.get("settings", {}).get("trials"), st.get("startup_trials")
-    if not ladder_trials or not startup or "steps" not in st:
+    if not ladder_trials or not startup or "steps" not in st or ladder_trials < startup:
         return None
-    n, stage = min(ladder_trials, startup), _stage_trials(results)
-    rung = _rung_trials(ladder, st.get("seed", 0), st["steps"])
+    stage, rung = _stage_trials(results), _rung_trials(ladder, st.get("seed", 0), st["steps"])
     if not rung:
         return None
     for curve, trials in rung.items():
         ours = stage.get(curve)
-        if ours is None or any(i not in trials or i not in ours or not _same(trials[i], ours[i]) for i in range(n)):
+        if ours is None or any(i not in trials or i not in ours or not _same(trials[i], ours[i])
+                               for i in range(startup)):
             return None
-    return n
+        if not any(_finite(trials[i][0]) for i in range(startup)):
+            return None
+    return startup
 
 
 def design_shared(results: Mapping[str, Any], ladder: Mapping[str, Any]) -> str:
@@ -108,7 +120,7 @@ def design_shared(results: Mapping[str, Any], ladder: Mapping[str, Any]) -> str:
         return ""
     theirs = ladder.get("settings", {}).get("trials") or n
     rest = (f"the ladder's last {theirs - n} from the Halton design" if theirs > n else
-            "which the ladder does not run")
+            "which the ladder does not run (its spread is of the start design alone)")
     return (f"the stage's first {n} trials of each curve are the ladder's seed {st.get('seed', 0)} at this budget, "
             f"with the same results; its last {trials - st['startup_trials']} of {trials} come from the GP sampler, "
             f"{rest}")
