@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from dataclasses import replace
 from typing import Any, Mapping
 
 from paperlib.experiments.common.claims import (Claim, Part, Unjudged, direction_word, ladder_part, mean_margin,
@@ -161,6 +162,12 @@ def position_spreads(main: Mapping[str, Any]) -> list[tuple[float, float]]:
     return spreads
 
 
+# I(t) runs the state process over every position, but the training loss stops at each word's end: the last
+# positions are trained by the longest words alone.
+UNTRAINED_TAIL = ("; I(t) is taken at every position, while training stops at each word's end, so the last positions "
+                  "are trained by the longest words alone")
+
+
 def figure2_claim(main: Mapping[str, Any]) -> Claim:
     """S&H Fig. 2: the noise's information I(t) is highest at a word's first positions and decays, "yet with
     increased variance": the spread of I(t) over the trajectories (:func:`position_spreads`) grows from the first
@@ -174,6 +181,7 @@ def figure2_claim(main: Mapping[str, Any]) -> Claim:
                   direction_word(gap, margin),
                   f"I(1..3) {first:.2f} vs I(T-2..T) {last:.2f} nats over {len(ends)} seed(s)" + _margin_text(margin),
                   "first-three minus last-three mean I(t) per seed; margin 2 SE over seeds", kind="seed margin")]
+    parts = [replace(parts[0], evidence=parts[0].evidence + UNTRAINED_TAIL)]
     not_run = []
     spreads = position_spreads(main)
     if spreads:
@@ -183,7 +191,8 @@ def figure2_claim(main: Mapping[str, Any]) -> Claim:
         parts.append(Part("the spread of I(t) grows", "the spread of I(t) over trajectories grows along the word "
                           "('yet with increased variance')", direction_word(growth, margin),
                           f"standard deviation of I(t) over {trajectories} trajectories: {first:.3f} over t = 1..3 "
-                          f"vs {last:.3f} over t = T-2..T nats, {len(spreads)} seed(s)" + _margin_text(margin),
+                          f"vs {last:.3f} over t = T-2..T nats, {len(spreads)} seed(s)" + _margin_text(margin)
+                          + UNTRAINED_TAIL,
                           "last-three minus first-three standard deviation over trajectories per seed; margin 2 SE "
                           "over seeds", kind="seed margin"))
     else:
