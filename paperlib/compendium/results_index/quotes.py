@@ -396,6 +396,9 @@ QUOTES: dict[str, list[tuple[str, str, str]]] = {
                 "words, as opposed to the neural cache, which as expected, always performs worse than static "
                 "evaluation on unseen words.")],
     "K-T5.2": [("002", "§5.3 Generalizing to unseen words",
+                "We generally found that dynamic evaluation can increase the probability of related words, and we "
+                "demonstrate this for a specific point in the WikiText-2 test set."),
+               ("002", "§5.3 Generalizing to unseen words",
                 "Updating on the observation of the word “production” also increases the log probability of words "
                 "with similar word embeddings."),
                ("002", "§5.3, Table 5.2",
