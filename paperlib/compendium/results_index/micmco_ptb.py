@@ -20,7 +20,7 @@ from paperlib.experiments.micmco.ptb.claims import (
     ALIKE, BEST_FIT, BOTH_TERMS, DEGRADES, DISCRETE, DISCRETE_GAIN, DISCRETE_TRAILS, DROPOUT, FRONTIER, GENERALISE,
     KEEPS_ORDER, LADDER_ITEMS, LOW_LATENTS, MASKS, NO_GAIN, ON_PAR, PERPLEXITY, POWER, RENYI_HIGH, SAMPLES,
     SMALLER_GAIN, SPREAD, TABLE, TRADEOFF, Reading, Untestable, diverged_trials, figure_claim, frontier_tie,
-    ladder_cannot_fail, lowest_nll, readings, set_aside, table_cells, table_claim,
+    ladder_cannot_fail, lowest_nll, readings, readings_and_set_aside, table_cells, table_claim,
 )
 from paperlib.experiments.micmco.ptb.claims import plain_key as ptb_key  # noqa: F401 (the package exports it)
 from paperlib.experiments.micmco.ptb.comparisons import pass_share, passes
@@ -260,9 +260,9 @@ def _micmco_ptb_figure_verdict(fig: str) -> Callable[[Results], tuple[str, str]]
             text += "".join(f"; {_lost(r['curves'][n])}" for n in _zero_names(r, fig)  # some finite, some not
                             if diverged_trials(r["curves"][n]) and lowest_nll(r["curves"][n]["trials"]) < math.inf)
         levels = results.get("micmco_ptb_unigram")
-        reason = "; ".join(x for x in (_ptb_reason(readings(r, fig, ladder, levels)),
-                                       _ptb_ladder_reason(results, f"M-F{fig}")) if x)
-        at_level = _at_level_reason(set_aside(r, fig, ladder, levels))  # in the details where it does not fit
+        judged, aside = readings_and_set_aside(r, fig, ladder, levels)
+        reason = "; ".join(x for x in (_ptb_reason(judged), _ptb_ladder_reason(results, f"M-F{fig}")) if x)
+        at_level = _at_level_reason(aside)  # in the details where it does not fit
         if at_level and len(reason) + len(at_level) + 2 <= REASON_CHARS:
             reason += f"; {at_level}"
         if zero and len(reason) + 45 <= REASON_CHARS:

@@ -484,11 +484,12 @@ def readings(results: Results, where: str, ladder: Results | None = None,
     return _read(results, where, ladder, levels)[0]
 
 
-def set_aside(results: Results, where: str, ladder: Results | None = None,
-              levels: Mapping[str, Any] | None = None) -> list[Reading]:
-    """The claims figure ``where`` (or Table 5.1) is read for whose every comparison there cannot be tested at this
-    scale (:attr:`Reading.untested` says why), as :func:`readings` reads them."""
-    return _read(results, where, ladder, levels)[2]
+def readings_and_set_aside(results: Results, where: str, ladder: Results | None = None,
+                           levels: Mapping[str, Any] | None = None) -> tuple[list[Reading], list[Reading]]:
+    """:func:`readings`, and the claims figure ``where`` (or Table 5.1) is read for whose every comparison there
+    cannot be tested at this scale (:attr:`Reading.untested` says why), from one reading of the figure."""
+    judged, _, aside = _read(results, where, ladder, levels)
+    return judged, aside
 
 
 # The budget ladders that read one of the row's sentences on other curves than the row's own part: how the row

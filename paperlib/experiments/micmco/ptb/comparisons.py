@@ -1,10 +1,10 @@
 """The numbers behind each comparison of the PTB MICMCO claims (:mod:`paperlib.experiments.micmco.ptb.claims`):
 the hypervolumes, frontier NLLs and best NLLs of the compared curves as the stage computes them
 (:func:`~paperlib.experiments.micmco.ptb.micmco_ptb.compare_hypervolumes` on the same curves, reference margin and
-KL cap), what says whether the compared curves had learned anything (:func:`_compared`), and one measuring function
-per claim that turns a comparison key into what the index
-shows, the gap in the thesis' direction and the numbers a rule reads. Which claim a function measures, and how its
-gap is judged, is :mod:`~paperlib.experiments.micmco.ptb.claims`'s business.
+KL cap), what says whether the compared curves had learned anything (:func:`_compared`, :func:`_points`), and one
+measuring function per claim that turns a comparison key into what the index shows, the gap in the thesis'
+direction and the numbers a rule reads. Which claim a function measures, and how its gap is judged, is
+:mod:`~paperlib.experiments.micmco.ptb.claims`'s business.
 
 Pure Python at import: the stage's functions and :mod:`paperlib.experiments.micmco.synthetic.claims` (both load
 torch) are imported inside the functions that need them.
@@ -140,15 +140,17 @@ def frontier_nll(trials: list[Mapping[str, Any]], kl: float) -> float:
     return min((nll for k, nll in _kls(trials) if k >= kl), default=math.inf)
 
 
-def _compared(results: Results, names: Sequence[str], kl: float | None = None) -> dict:
+def _compared(results: Results, names: Sequence[str]) -> dict:
     """What says whether the curves a comparison sets against each other had learned anything: ``{"compared NLL":
-    {curve: its lowest NLL}}``, or, for a comparison of frontier points at latent usage ``kl``, each curve's frontier
-    NLL there (with ``"compared at KL": kl``). Read against a model without context
-    (:func:`paperlib.experiments.micmco.ptb.untestable.at_unigram_level`)."""
-    curves = results["curves"]
-    if kl is None:
-        return {"compared NLL": {n: lowest_nll(curves[n]["trials"]) for n in names}}
-    return {"compared NLL": {n: frontier_nll(curves[n]["trials"], kl) for n in names}, "compared at KL": kl}
+    {curve: its lowest NLL}}``, read against a model without context
+    (:func:`paperlib.experiments.micmco.ptb.untestable.at_unigram_level`); :func:`_points` for frontier points."""
+    return {"compared NLL": {n: lowest_nll(results["curves"][n]["trials"]) for n in names}}
+
+
+def _points(frontier: Mapping[str, float], kl: float) -> dict:
+    """:func:`_compared` for a comparison of frontier points at latent usage ``kl``: each curve's frontier NLL there
+    (``frontier``), with ``"compared at KL": kl``."""
+    return {"compared NLL": dict(frontier), "compared at KL": kl}
 
 
 def diverged_trials(curve: Mapping[str, Any]) -> list[int]:
@@ -351,7 +353,7 @@ def _tradeoff(results: Results, key: str) -> Measured:  # key: "<figure> 1 <T×1
     passes = _passes_note(results, name, many)
     return (f"Fig. {fig} {label}: {where}, {shown} ({_point_note(curves[better], k)}; "
             f"{_point_note(curves[name], k)}){'; ' + passes if passes else ''}", gap,
-            {"short": 0.0, "reach": k, "best fit KL": best[0], **_compared(results, [better, name], k)})
+            {"short": 0.0, "reach": k, "best fit KL": best[0], **_points({better: x, name: y}, k)})
 
 
 def _renyi_high(results: Results, key: str) -> Measured:  # key: "5.8 Rényi vs KL"
@@ -368,7 +370,7 @@ def _renyi_high(results: Results, key: str) -> Measured:  # key: "5.8 Rényi vs 
     x, y = (frontier_nll(curves[n]["trials"], ON_PAR_KL) for n in names)
     shown, gap = _frontier_lead("Rényi 16", "KL 16", x, y, "Rényi")
     return (f"Fig. 5.8 DReG 16 at KL {ON_PAR_KL} or above (training fit): {shown}", gap,
-            {**numbers, **_compared(results, names, ON_PAR_KL)})
+            {**numbers, **_points(dict(zip(names, (x, y))), ON_PAR_KL)})
 
 
 def _best_fit(results: Results, key: str) -> Measured:  # key: "<figure> 1 <T×16 or bs×16>"

@@ -410,12 +410,12 @@ def figure_claim(figure: str, item: str, results: Mapping[str, Any],
     if lost and BOTH_TERMS in FIGURE_CLAIMS.get(figure, ()) and BOTH_TERMS in claims:
         tags = sorted({{"16-1": "16/1", "1-16": "1/16"}.get(_stem(n)[-4:], "16") for n in lost})
         not_run.append(f"{BOTH_TERMS}, against {' and '.join(tags)} "
-                       f"({_blown_why([(n, n) for n in lost], blown, labels)})")
+                       f"({_blown_why(lost, blown, labels)})")
     for rules, bound in ((FIGURE_RULES, False), (FIGURE_BOUNDS, True)):
         for text, pairs in rules.get(figure, ()):
             lost = [p for p in pairs if all(n in every for n in p) and any(n in blown for n in p)]
             if lost:  # a curve most of whose trials blew up has no frontier to compare
-                not_run.append(f"{text} ({_blown_why(lost, blown, labels)})")
+                not_run.append(f"{text} ({_blown_why([n for p in lost for n in p], blown, labels)})")
             pairs = tuple(p for p in pairs if p not in lost)
             curves = list(dict.fromkeys(n for pair in pairs for n in pair if n in every))
             elsewhere = [n for n in curves if n not in names]
@@ -437,11 +437,10 @@ def figure_claim(figure: str, item: str, results: Mapping[str, Any],
     return Claim(item, tuple(parts), tuple(not_run))
 
 
-def _blown_why(pairs: Sequence[tuple[str, str]], blown: Mapping[str, tuple[int, int]], labels: Mapping[str, str]
-               ) -> str:
-    """Why ``pairs`` are not judged: their curves most of whose trials blew up have no frontier to compare (that they
-    blew up under the search space every estimator shares is shown, not scored)."""
-    curves = list(dict.fromkeys(n for p in pairs for n in p if n in blown))
+def _blown_why(names: Sequence[str], blown: Mapping[str, tuple[int, int]], labels: Mapping[str, str]) -> str:
+    """Why comparisons with curves ``names`` are not judged: those most of whose trials blew up have no frontier to
+    compare (that they blew up under the search space every estimator shares is shown, not scored)."""
+    curves = [n for n in dict.fromkeys(names) if n in blown]
     return (f"not judged: {', '.join(blown_text(curves, blown, labels))}, leaving no frontier to compare (its "
             "instability under the search space every estimator shares is shown, not scored)")
 
