@@ -12,7 +12,7 @@ import pytest
 
 from paperlib.compendium import results_index as ri
 from paperlib.experiments.common.claims import Claim, Part, direction_word, strict_word, verdict_word
-from paperlib.experiments.dynamic_evaluation.claims import IDENTICAL, ON_PAR, STATISTICS_SPREAD, claims
+from paperlib.experiments.dynamic_evaluation.claims import IDENTICAL, ON_PAR, STATISTICS_SPREAD, claim, claims
 from paperlib.reference.dynamic_evaluation import DYNEVAL_EPSILON, DYNEVAL_MOMENTUM
 
 REPO = Path(__file__).resolve().parents[1]
@@ -240,6 +240,26 @@ def test_the_index_reads_the_parts_the_claim_judged():
         text = claim.text()
         assert text.startswith(claim.verdict + ": ")
         assert ri.text._parts_of(text.split(": ", 1)[1]) == [(p.label, p.verdict) for p in claim.parts]
+
+
+def test_one_claim_is_judged_alone_as_among_all_and_a_missing_one_is_a_key_error():
+    """The index judges each row's claim alone (:func:`claim`): the same claim as the whole set gives, for every
+    item; an item these results cannot judge (numbers missing, or not this stage's) is a KeyError naming it."""
+    results = constructed()
+    judged = claims(results)
+    assert {"K-T4.1", "K-T4.2", "K-F5.1", "K-T5.3", "K-T5.7"} <= set(judged)
+    for item, whole in judged.items():
+        assert claim(results, item) == whole
+    with pytest.raises(KeyError, match="M-F2.4"):
+        claim(results, "M-F2.4")
+    without = copy.deepcopy(results)
+    del without["corpora"]["wikitext2"]
+    with pytest.raises(KeyError, match="K-T4.2"):
+        claim(without, "K-T4.2")
+    del without["optimizers"]["momentum"]
+    with pytest.raises(KeyError, match="K-T5.3: its numbers are missing"):
+        claim(without, "K-T5.3")
+    assert "K-T5.3" not in claims(without) and "K-T4.1" in claims(without)
 
 
 def test_index_and_notebook_table_agree_on_the_committed_results():

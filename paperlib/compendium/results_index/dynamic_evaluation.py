@@ -8,7 +8,7 @@ from typing import Any, Callable
 from paperlib.reference import dynamic_evaluation as reference_dyneval
 from paperlib.experiments.common.grid_ends import not_bracketed
 from paperlib.experiments.dynamic_evaluation.claims import (
-    further_distinct, momentum_best, momentum_steps, statistics_share,
+    claim as judge, further_distinct, momentum_best, momentum_steps, statistics_share,
 )
 from paperlib.experiments.dynamic_evaluation.transformer_claims import CLAIMS as TRANSFORMER_CLAIMS, improvement
 
@@ -380,9 +380,7 @@ def _dyn_claim(item: str) -> Callable[[Results], tuple[str, str]]:
     """A dynamic-evaluation row's verdict: the seed item's claim as :mod:`paperlib.experiments.dynamic_evaluation.claims`
     judges it (the notebook shows the same claims)."""
     def verdict(results: Results) -> tuple[str, str]:
-        from paperlib.experiments.dynamic_evaluation.claims import claims  # lazily: it loads torch
-
-        return _claim_verdict(claims(results["dyneval"])[item])
+        return _claim_verdict(judge(results["dyneval"], item))
     return verdict
 
 
@@ -390,9 +388,7 @@ def _momentum_verdict(results: Results) -> tuple[str, str]:
     """K-T5.3's verdict as its claim judges it; the reason names the μ with the lowest perplexity where it is not
     μ = 0 (by how much, and whether inside the margin); where "perplexity rises with μ" fails only on steps the other
     way inside their margins, it says so (how many steps, by how much), and it names the thesis' μ not run."""
-    from paperlib.experiments.dynamic_evaluation.claims import claims  # lazily: it loads torch
-
-    claim = claims(results["dyneval"])["K-T5.3"]
+    claim = judge(results["dyneval"], "K-T5.3")
     steps = momentum_steps(results["dyneval"])
     best = momentum_best(results["dyneval"])
     against = [s for s in steps if s.get("gap", s["ppl"]) <= 0]

@@ -532,18 +532,42 @@ def statistics_locality_claim(results: Results) -> Claim:
     ))
 
 
+# the makers of the chapter-5 claims by the seed item each judges (Tables 4.1/4.2 by corpus: TABLE_ITEMS)
+MAKERS = {"K-F5.1": timescale_claim, "K-T5.1": seen_claim, "K-T5.2": related_claim, "K-T5.3": momentum_claim,
+          "K-T5.4": adaptive_claim, "K-T5.5": epsilon_claim, "K-T5.6": statistics_amount_claim,
+          "K-T5.7": statistics_locality_claim}
+
+
+def _makers(results: Results) -> dict[str, Any]:
+    """Every claim these results may judge: seed item -> a function of the results making its claim."""
+    tables = {TABLE_ITEMS[corpus]: (lambda r, c=corpus: table_claim(r, c))
+              for corpus in results["corpora"] if corpus in TABLE_ITEMS}
+    return {**tables, **MAKERS}
+
+
+def claim(results: Results, item: str) -> Claim:
+    """The one claim of seed item ``item`` judged on ``results`` (a row of the index needs no other); KeyError
+    where these results cannot judge it (its numbers are missing, or the item is not one of this stage's)."""
+    make = _makers(results).get(item)
+    if make is None:
+        raise KeyError(f"{item}: not a dynamic-evaluation claim these results hold")
+    try:
+        made = make(results)
+    except (KeyError, IndexError, ValueError) as err:  # ValueError: min() of an empty sweep
+        raise KeyError(f"{item}: its numbers are missing from the results ({err!r})") from None
+    if made.item != item:
+        raise AssertionError(f"the maker of {item} made a claim of {made.item}")
+    return made
+
+
 def claims(results: Results) -> dict[str, Claim]:
     """Every dynamic-evaluation claim that these results can judge, keyed by seed item, from the contents of
     ``results/dyneval.json``; a claim whose numbers are missing (or whose every part the profile left unrun) is
     left out, and the index shows its row as pending."""
-    makers = [lambda r, c=corpus: table_claim(r, c) for corpus in results["corpora"] if corpus in TABLE_ITEMS]
-    makers += [timescale_claim, seen_claim, related_claim, momentum_claim, adaptive_claim, epsilon_claim,
-               statistics_amount_claim, statistics_locality_claim]
     out = {}
-    for make in makers:
+    for item in _makers(results):
         try:
-            claim = make(results)
-        except (KeyError, IndexError, ValueError):  # ValueError: min() of an empty sweep
+            out[item] = claim(results, item)
+        except KeyError:
             continue
-        out[claim.item] = claim
     return out
