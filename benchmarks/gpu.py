@@ -181,19 +181,55 @@ def ceilings(device: torch.device, quick: bool) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------------------
 # the unit suite on the device
 
+def data_mirror(raw: Path, dest: Path) -> list[str]:
+    """A data mirror at ``dest`` made of links to the corpora fetched under ``raw`` (the ``data`` stage's
+    ``data/raw/``, carried to a machine without the project's mirror): each corpus's files and folders where
+    :mod:`paperlib.data.corpora` says a mirror keeps them, and the ``MANIFEST.json`` the tests look for. Returns the
+    corpora it holds (every file and folder of each present; a corpus only partly fetched is left out); with none,
+    ``dest`` is not written. Fetching from it verifies every checksum, as from any mirror."""
+    from paperlib.data.corpora import CORPORA
+
+    held = [name for name, corpus in CORPORA.items()
+            if (corpus.files or corpus.folders)
+            and all((raw / name / f.name).is_file() for f in corpus.files)
+            and all((raw / name / f.name).is_dir() for f in corpus.folders)]
+    if not held:
+        return []
+    for name in held:
+        for entry in (*CORPORA[name].files, *CORPORA[name].folders):
+            link = dest / entry.mirror_path
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.unlink(missing_ok=True)
+            link.symlink_to((raw / name / entry.name).resolve())
+    (dest / "MANIFEST.json").write_text(json.dumps({"_about": f"links to the corpora fetched under {raw}",
+                                                    "corpora": held}, indent=1) + "\n")
+    return held
+
+
 def run_tests(out_dir: Path, limit_s: float, select: list[str], device: torch.device) -> dict[str, Any]:
     """``pytest`` on ``select`` with the device policy on ``device``, cut off after ``limit_s`` seconds.
 
     Counts and failing tests come from its JUnit XML when the run finished; every failure is also logged the moment
     it happens (:mod:`benchmarks.failure_log`), so a run cut off at its limit still names what failed, with the end
     of each traceback (``failures``). A cut-off run's whole process group (pytest-xdist's workers too) is ended, so
-    nothing keeps the device busy afterwards."""
+    nothing keeps the device busy afterwards. Without a data mirror (``PAPERLIB_DATA_MIRROR`` or ``../shared/data``)
+    the tests that need corpora skip; where the copy has the corpora fetched under ``data/raw/``, a mirror of links
+    to them (:func:`data_mirror`) lets those tests run too. ``mirror``: the corpora of that mirror, ``"given"``
+    where the machine had one, null where the tests that need corpora skipped."""
+    import tempfile
+
     from benchmarks import failure_log
 
     report, log = out_dir / "pytest-junit.xml", out_dir / "pytest-failures.jsonl"
     for stale in (report, log):
         stale.unlink(missing_ok=True)
     env = {**os.environ, "PAPERLIB_DEVICE": device.type, "PYTHONUNBUFFERED": "1", failure_log.VARIABLE: str(log)}
+    mirror: list[str] | str | None = "given"
+    if not env.get("PAPERLIB_DATA_MIRROR") and not (REPO.parent / "shared" / "data" / "MANIFEST.json").is_file():
+        folder = Path(tempfile.mkdtemp(prefix="paperlib-mirror-"))
+        mirror = data_mirror(REPO / "data" / "raw", folder) or None
+        if mirror:
+            env["PAPERLIB_DATA_MIRROR"] = str(folder)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "benchmarks.failure_log",
                f"--junitxml={report}", *select]
     start = time.perf_counter()
@@ -207,7 +243,7 @@ def run_tests(out_dir: Path, limit_s: float, select: list[str], device: torch.de
             output = _end_group(process)
     result: dict[str, Any] = {"command": " ".join(command[1:]), "device": device.type, "exit": code,
                               "limit_s": limit_s, "seconds": round(time.perf_counter() - start, 1),
-                              "tail": output[-3000:]}
+                              "mirror": mirror, "tail": output[-3000:]}
     if report.is_file():
         result.update(junit_counts(report))
     failures = failure_log.read(log)

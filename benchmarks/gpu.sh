@@ -5,6 +5,9 @@
 #   bash benchmarks/gpu.sh --fetch-wheels    # here, once: the pure-Python packages the image lacks -> .whl/ (ignored)
 #   bash benchmarks/gpu.sh [gpu.py args]     # there, with .whl carried: installs them, runs the tests and timings
 #
+# Carry data/raw/ too (the `data` stage's corpora, about 36 MB) and the tests that need corpora run there as well:
+# without a data mirror on that machine, gpu.py links them into one (gpu.py's data_mirror) for the test run.
+#
 # The default run fits an 8-minute slot: tests (at most 200 s; on an H200 with 8 workers 88% of the suite ran in
 # 120 s; each failure is logged as it happens, so a run cut off there still names its failures), then ceilings, stacked trials (<= 45 s), concurrent
 # processes (<= 50 s), evaluation passes (<= 30 s) and workloads (230 s in all), then the stacks again as replayed

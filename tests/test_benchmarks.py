@@ -342,6 +342,41 @@ def test_a_cut_off_device_test_run_still_names_its_failures_and_leaves_no_proces
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"), stat.read_text()
 
 
+def test_the_device_script_makes_a_mirror_of_the_carried_corpora_that_fetching_verifies(data_root, tmp_path,
+                                                                                       monkeypatch):
+    """A GPU machine gets the corpora as the data stage's folders (data/raw/); the device script links them into a
+    mirror laid out as the tests expect, holding only corpora fetched whole, and fetching from it verifies every
+    checksum as from the project's mirror."""
+    import json
+    import shutil
+
+    from paperlib.data import fetch_corpus, load_corpus
+    from tests.conftest import find_mirror
+
+    gpu = _gpu_module()
+    mirror = tmp_path / "mirror"
+    assert gpu.data_mirror(data_root, mirror) == ["ptb", "ptb_char", "wikitext2"]
+    assert (mirror / "ptb" / "ptb.char.valid.txt").is_symlink() and (mirror / "wikitext-2").is_dir()
+    assert json.loads((mirror / "MANIFEST.json").read_text())["corpora"] == ["ptb", "ptb_char", "wikitext2"]
+    monkeypatch.setenv("PAPERLIB_DATA_MIRROR", str(mirror))
+    assert find_mirror() == mirror
+    fetched = tmp_path / "fetched"
+    fetch_corpus("ptb", fetched, mirror=mirror)
+    assert len(load_corpus("ptb", fetched).vocab) == 10_000
+    partial = tmp_path / "partial"
+    shutil.copytree(data_root / "ptb", partial / "ptb")
+    (partial / "ptb" / "ptb.test.txt").unlink()
+    assert gpu.data_mirror(partial, tmp_path / "none") == [] and not (tmp_path / "none").exists()
+    from paperlib.compendium.gpu_measurements import _tests_sentence
+
+    counts = {"exit": 0, "passed": 3, "failed": 0, "errors": 0, "skipped": 1}
+    assert _tests_sentence({**counts, "mirror": ["ptb", "wikitext2"]}).endswith(
+        "The tests that need corpora read ptb, wikitext2 (carried as `data/raw/`).")
+    assert _tests_sentence({**counts, "mirror": None}).endswith("skipped (no data mirror there).")
+    assert _tests_sentence({**counts, "mirror": "given"}) == _tests_sentence(counts) == \
+        "Unit suite on CUDA: 3 passed, 0 failed, 0 errors, 1 skipped."
+
+
 def test_the_dry_run_tables_gain_a_column_recalibrated_on_the_newest_measurement(tmp_path):
     """With a GPU measurement committed, each dry-run table gets the stages' GPU-hours at the constants fitted to it:
     a compute-bound step (1 TFLOP in 0.1 s at a 100 TFLOP/s peak: MFU 0.1) and a launch-bound one (10,000 kernels in

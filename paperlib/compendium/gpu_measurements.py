@@ -111,6 +111,11 @@ def _tests_sentence(tests: dict[str, Any]) -> str:
     the failures logged before then; the failing tests by name either way."""
     failing = tests.get("failing") or []
     named = f" Failing: {', '.join(f'`{t}`' for t in failing)}." if failing else ""
+    mirror = tests.get("mirror", "given")  # measurements made before the script recorded it: not said
+    if mirror is None:
+        named += " The tests that need corpora skipped (no data mirror there)."
+    elif isinstance(mirror, list):
+        named += f" The tests that need corpora read {', '.join(mirror)} (carried as `data/raw/`)."
     if tests.get("exit") == "timed out":
         if "failures" in tests:
             by_then = (f"; {len(failing)} test{'' if len(failing) == 1 else 's'} had failed by then." if failing

@@ -224,8 +224,8 @@ class RecipeObjective:
             trial.set_user_attr("train_seconds", round(trainer.train_seconds, 1))
         trainer.load(trainer.best_path, restore_position=False)
         with trainer.recommended_weights():
-            valid = evaluate_nll(trainer.model, bptt_windows(batchify(self.corpus.valid, config.eval_batch_size),
-                                                             config.bptt))
+            valid = evaluate_nll(trainer.model, bptt_windows(batchify(self.corpus.valid.to(trainer.device),
+                                                                      config.eval_batch_size), config.bptt))
         for checkpoint in (trainer.best_path, trainer.last_path):
             checkpoint.unlink(missing_ok=True)
         trial.set_user_attr("tokens", result.tokens)
