@@ -189,7 +189,7 @@ def ordering_claim(results: Results, item: str) -> Claim:
         paper = c["paper"]
         said = "" if paper is None else f" (thesis: {paper[0]} vs {paper[1]} {unit}, {paper[2]})"
         parts.append(_ordering_part(c["pair"], summary, c["key"], unit, digits, said, mc=c["column"] == "MC",
-                                    masks=results.get("mc_samples")))
+                                    masks=results.get("mc_samples"), paper=paper))
     return Claim(item, tuple(parts), tuple(not_run))
 
 
@@ -205,12 +205,26 @@ def ordering_claims(results: Results, items: tuple[str, ...]) -> tuple[list[Clai
     return claims, unjudged
 
 
+def _relative_gaps(pair: Mapping[str, Any], summary: Mapping[str, Any], key: str, unit: str, digits: int,
+                   paper: tuple | None) -> str:
+    """ "; the thesis' gap +0.6 ppl (1.2% of the worse model's), ours +5.4 (4.0%)": how far apart the two models are
+    in the thesis and here, for sentences that say by how much ("by a small margin"); empty without thesis numbers."""
+    if paper is None:
+        return ""
+    thesis = paper[0] - paper[1]
+    ours = pair["our gap"]
+    return (f"; the thesis' gap {thesis:+.{digits}f} {unit} ({thesis / paper[0]:.1%} of the worse model's), ours "
+            f"{ours:+.{digits}f} ({ours / summary[pair['than']][key]:.1%})")
+
+
 def _ordering_part(pair: Mapping[str, Any], summary: Mapping[str, Any], key: str, unit: str, digits: int,
-                   said: str, mc: bool = False, masks: int | None = None) -> Part:
+                   said: str, mc: bool = False, masks: int | None = None, paper: tuple | None = None) -> Part:
     """One ordered pair; ``mc``: judged with Monte Carlo dropout, ``masks`` dropout masks averaged (the evidence
-    names them beside the thesis' number)."""
+    names them beside the thesis' number); ``paper``: the thesis' (worse, better, table), whose gap the evidence
+    sets beside ours (:func:`_relative_gaps`)."""
     better, worse = pair["paper: better"], pair["than"]
-    averaged = "" if not mc else "; " + (f"{masks} dropout masks averaged" if masks else "dropout masks averaged") \
+    averaged = _relative_gaps(pair, summary, key, unit, digits, paper)
+    averaged += "" if not mc else "; " + (f"{masks} dropout masks averaged" if masks else "dropout masks averaged") \
         + f" (thesis: {THESIS_MC_SAMPLES})"
     return Part(label=f"{model_name(better)} better than {model_name(worse)}" + (" (MC dropout)" if mc else ""),
                 claim=f"the {model_name(better)} has lower test {unit} than the {model_name(worse)}"
