@@ -21,7 +21,7 @@ NAMES = {
     # language models (Melis chs. 2 and 4, Krause ch. 3)
     "lstm": "LSTM", "mogrifier_lstm": "Mogrifier", "mogrifier": "Mogrifier", "mogrifier_rlstm": "Mogrifier RLSTM",
     "mlstm": "mLSTM", "transformer": "Transformer", "gru": "GRU", "dssm": "Deep state space model",
-    "full_rank": "Mogrifier, full rank", "no_zigzag": "Mogrifier, no zigzag",
+    "full_rank": "full-rank Mogrifier", "no_zigzag": "no-zigzag Mogrifier",
     # weight averaging (Melis ch. 3)
     "raw": "no averaging", "ta": "TA", "2ta": "2TA", "ema": "EMA", "swa": "SWA",
     # dynamic evaluation (Krause chs. 4-5)
@@ -39,7 +39,7 @@ NAMES = {
 COLOURS = {
     "LSTM": PALETTE[0], "Mogrifier": PALETTE[1], "Mogrifier RLSTM": PALETTE[2], "mLSTM": PALETTE[4],
     "Transformer": PALETTE[5], "GRU": PALETTE[0], "Deep state space model": PALETTE[3],
-    "Mogrifier, full rank": PALETTE[3], "Mogrifier, no zigzag": PALETTE[9],
+    "full-rank Mogrifier": PALETTE[3], "no-zigzag Mogrifier": PALETTE[9],
     "no averaging": BASELINE_GREY, "TA": PALETTE[1], "2TA": PALETTE[2], "EMA": PALETTE[0], "SWA": PALETTE[4],
     "static evaluation": BASELINE_GREY, "SGD": PALETTE[0], "global RMS": PALETTE[1], "RMSprop": PALETTE[2],
     "Adam": PALETTE[3], "non-local RMSprop": PALETTE[4], "sparse dynamic evaluation": PALETTE[5],

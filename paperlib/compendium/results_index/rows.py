@@ -193,7 +193,7 @@ ROWS.update({
     "M-T2.2": Row(file=_LM_NB + ", `results/lm_ptb_char.json`", paper=_LM_CHAR_PAPER + "; " + _lm_paper_mc(_LM_CHAR_2, 3)
                   + "; MWC and enwik8 rows not attempted (GPU-scale corpora), nor the dyneval columns",
                   paper_short=_LM_CHAR_SHORT, **_lm("M-T2.2")),
-    "M-T2.3": Row(file=_LM_NB + ", `results/lm_ptb_ablation.json`",
+    "M-T2.3": Row(file="`notebooks/language_models.ipynb`, `figures/mogrifier_rounds.png`, `results/lm_ptb_ablation.json`",
                   paper=_TABLE_2_3 + f"{_LM_PTB_PARAMS}; §2.3.1: perplexity falls with the rounds r (Fig. 2.3), low rank "
                   "helps a bit with full rank close behind, no zigzag underperforms (on par with r = 2), the mLSTM does "
                   "not improve on the LSTM",
