@@ -55,7 +55,8 @@ def test_stacked_words_benchmark_times_the_stack_and_the_separate_runs(flow):
 
 def test_wallclock_benchmark_prints_each_test_perplexity_and_its_ratio_to_the_tutorial(data_root):
     out = _run("lm_wallclock.py", "--seconds", "0.5", "--models", "baseline", "lstm", "--threads", "1",
-               "--profile", "smoke", "--data", str(data_root))
+               "--profile", "smoke", "--data", str(data_root), "--eval-tokens", "5000")
+    assert "scored on the first 5,000 tokens of each split" in out
     assert re.search(r"^baseline\s.*\s\d+\.\d\s+1\.00x\s*$", out, re.M), out
     assert re.search(rf"^lstm\s.*\s\d+\.\d\s+{RATIO}\s*$", out, re.M), out
 
@@ -68,7 +69,7 @@ def test_wallclock_benchmark_runs_a_model_with_a_recipe_studys_best_recipe(data_
             "warmup": 0.0, "dropout_scale": 0.5, "embedding_init": "uniform", "hidden_size": 12}
     summary.write_text(json.dumps({"experiment": "lm_ptb", "model": "lstm", "best": {"recipe": best}}))
     out = _run("lm_wallclock.py", "--seconds", "0.5", "--models", "baseline", "--recipe", f"lstm={summary}",
-               "--threads", "1", "--profile", "smoke", "--data", str(data_root))
+               "--threads", "1", "--profile", "smoke", "--data", str(data_root), "--eval-tokens", "5000")
     row = re.search(rf"^lstm \(study\)\s+([\d,]+)\s.*\s\d+\.\d\s+{RATIO}\s*$", out, re.M)
     assert row, out
     # the study's hidden size replaced the profile's (smoke lstm: H=16), so the model is smaller than the profile's
@@ -83,6 +84,9 @@ def test_wallclock_benchmark_runs_a_model_with_a_recipe_studys_best_recipe(data_
                             "--recipe", f"gru={summary}", "--profile", "smoke", "--data", str(data_root)],
                            capture_output=True, text=True, cwd=REPO, timeout=600)
     assert wrong.returncode != 0 and "--recipe wants MODEL=SUMMARY_JSON" in wrong.stderr
+    short = subprocess.run([sys.executable, str(REPO / "benchmarks" / "lm_wallclock.py"), "--eval-tokens", "100"],
+                           capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert short.returncode != 0 and "--eval-tokens must be at least 2000" in short.stderr
 
 
 # -- the device script's check mode -------------------------------------------------------------------------------
