@@ -216,6 +216,7 @@ def run_tests(out_dir: Path, limit_s: float, select: list[str], device: torch.de
     the tests that need corpora skip; where the copy has the corpora fetched under ``data/raw/``, a mirror of links
     to them (:func:`data_mirror`) lets those tests run too. ``mirror``: the corpora of that mirror, ``"given"``
     where the machine had one, null where the tests that need corpora skipped."""
+    import shutil
     import tempfile
 
     from benchmarks import failure_log
@@ -225,8 +226,10 @@ def run_tests(out_dir: Path, limit_s: float, select: list[str], device: torch.de
         stale.unlink(missing_ok=True)
     env = {**os.environ, "PAPERLIB_DEVICE": device.type, "PYTHONUNBUFFERED": "1", failure_log.VARIABLE: str(log)}
     mirror: list[str] | str | None = "given"
-    if not env.get("PAPERLIB_DATA_MIRROR") and not (REPO.parent / "shared" / "data" / "MANIFEST.json").is_file():
-        folder = Path(tempfile.mkdtemp(prefix="paperlib-mirror-"))
+    given = [Path(env["PAPERLIB_DATA_MIRROR"])] if env.get("PAPERLIB_DATA_MIRROR") else []
+    if not any((folder / "MANIFEST.json").is_file() for folder in (*given, REPO.parent / "shared" / "data")):
+        folder = Path(tempfile.gettempdir()) / f"paperlib-mirror-{os.getpid()}"
+        shutil.rmtree(folder, ignore_errors=True)
         mirror = data_mirror(REPO / "data" / "raw", folder) or None
         if mirror:
             env["PAPERLIB_DATA_MIRROR"] = str(folder)

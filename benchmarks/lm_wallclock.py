@@ -93,13 +93,13 @@ def run(name: str, spec: dict, train: dict, corpus, seconds: float, seed: int, o
         train = {**train, "eval_every": epoch}  # the tutorial validates once an epoch
     config = TrainConfig(**{**train, "max_steps": 10**9, "max_seconds": seconds, "seed": seed})
     started = time.perf_counter()
-    valid, test = (corpus.valid, corpus.test) if eval_tokens is None else (corpus.valid[:eval_tokens],
-                                                                           corpus.test[:eval_tokens])
-    trainer = Trainer(model, corpus.train, valid, config, out_dir / name, device="cpu", progress=False)
+    valid_ids, test_ids = (corpus.valid, corpus.test) if eval_tokens is None else (corpus.valid[:eval_tokens],
+                                                                                   corpus.test[:eval_tokens])
+    trainer = Trainer(model, corpus.train, valid_ids, config, out_dir / name, device="cpu", progress=False)
     result = trainer.fit()
     trainer.load(trainer.best_path, restore_position=False)
     with trainer.recommended_weights():
-        test = evaluate_nll(trainer.model, bptt_windows(batchify(test, TEST_BATCH), config.bptt))
+        test = evaluate_nll(trainer.model, bptt_windows(batchify(test_ids, TEST_BATCH), config.bptt))
     parameters = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
     return {"model": name, "parameters": parameters, "steps": result.steps, "epochs": result.steps / epoch,
             "train_seconds": trainer.train_seconds, "wall_seconds": time.perf_counter() - started,
@@ -117,7 +117,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data", type=Path, default=None, help="data root (default: params.yaml's data.root)")
     parser.add_argument("--eval-tokens", type=int, default=None,
-                        help="validate and test on the first N tokens of each split (a quick check; default: all)")
+                        help="validate and test on the first N tokens of the validation and test splits (a quick "
+                             "check; default: all)")
     args = parser.parse_args()
     if args.eval_tokens is not None and args.eval_tokens < 2000:
         parser.error(f"--eval-tokens must be at least 2000 (a few windows of every recipe's evaluation batch), "
@@ -132,7 +133,8 @@ def main() -> None:
             rows.append(run(name, spec, train, corpus, args.seconds, args.seed, Path(scratch), args.eval_tokens))
             print(f"  {name}: test ppl {rows[-1]['test_ppl']:.1f} after {rows[-1]['steps']} steps", flush=True)
     reference = next((r["test_ppl"] for r in rows if r["model"] == "baseline"), None)
-    scored = "" if args.eval_tokens is None else f", scored on the first {args.eval_tokens:,} tokens of each split"
+    scored = "" if args.eval_tokens is None else (f", validated and tested on the first {args.eval_tokens:,} tokens "
+                                                  "of those splits")
     print(f"\nPTB, {args.seconds:g} s of training each, {args.threads} thread(s), seed {args.seed}{scored}")
     print(f"{'model':22s} {'params':>9s} {'steps':>6s} {'epochs':>6s} {'train s':>8s} {'wall s':>7s} "
           f"{'valid ppl':>9s} {'test ppl':>8s} {'/ baseline':>10s}")

@@ -175,10 +175,7 @@ def test_unpinned_corpus_needs_explicit_consent_and_records_its_checksum(tmp_pat
     assert is_fetched(corpus, tmp_path / "raw")
 
 
-def test_registry_pins_the_manifest_checksums(mirror):
-    import json
-
-    manifest = json.loads((mirror / "MANIFEST.json").read_text())
+def test_registry_pins_the_manifest_checksums(manifest):
     for ours, theirs in (("ptb", "ptb"), ("ptb_char", "ptb_char"), ("wikitext2", "wikitext2")):
         corpus = get_corpus(ours)
         for split in ("train", "valid", "test"):
@@ -274,10 +271,8 @@ def test_folder_download_keeps_only_the_folders_own_files(http_server, tmp_path)
     assert is_fetched(corpus, tmp_path / "raw")
 
 
-def test_registry_pins_the_manifest_music_checksums(mirror):
-    import json
-
-    music = json.loads((mirror / "MANIFEST.json").read_text())["music"]
+def test_registry_pins_the_manifest_music_checksums(mirror, manifest):
+    music = manifest["music"]
     jsb = get_corpus("jsb_chorales").files[0]
     assert (jsb.mirror_path, jsb.sha256, jsb.size) == (music["jsb_chorales"]["path"], music["jsb_chorales"]["sha256"],
                                                        music["jsb_chorales"]["bytes"])

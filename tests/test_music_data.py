@@ -122,16 +122,16 @@ def test_summary_counts_songs_frames_and_notes_per_frame():
     assert splits["test"] == {"songs": 0, "frames": 0, "mean_song_frames": 0.0, "mean_notes_per_frame": 0.0}
 
 
-def test_jsb_chorales_from_the_mirror_have_the_manifest_counts(mirror, tmp_path):
+def test_jsb_chorales_from_the_mirror_have_the_manifest_counts(mirror, manifest, tmp_path):
     from paperlib.data.corpora import fetch_corpus
 
     fetch_corpus("jsb_chorales", tmp_path, mirror=mirror)
     rolls = load_piano_rolls("jsb_chorales", tmp_path)
     splits = piano_roll_summary(rolls)["splits"]
-    manifest = json.loads((mirror / "MANIFEST.json").read_text())["music"]["jsb_chorales"]["splits"]
+    counts = manifest["music"]["jsb_chorales"]["splits"]
     for split in ("train", "valid", "test"):
-        assert (splits[split]["songs"], splits[split]["frames"]) == (manifest[split]["sequences"],
-                                                                    manifest[split]["frames"])
+        assert (splits[split]["songs"], splits[split]["frames"]) == (counts[split]["sequences"],
+                                                                    counts[split]["frames"])
 
 
 def test_training_shapes_the_dry_run_reads_are_those_of_the_data(mirror, tmp_path):

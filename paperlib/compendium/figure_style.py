@@ -71,6 +71,15 @@ def name(key: str) -> str:
     return NAMES.get(key, NAMES.get(str(key).lower(), str(key)))
 
 
+def ladder_title(reading: str | None) -> str:
+    """A scale ladder's reading (``paperlib.experiments.common.claims.LADDER_WORDS``) as a panel title says it:
+    "trend against" spelled out as "trend against the claim", beside "trend toward the claim"; "not judged" for
+    none."""
+    if not reading:
+        return "not judged"
+    return "trend against the claim" if reading == "trend against" else reading
+
+
 def colour(key: str) -> str:
     """The colour of a method, the same in every figure; keys without an assigned colour get a stable one from
     :data:`PALETTE` (by a checksum of the name, not Python's per-process ``hash``)."""

@@ -129,9 +129,9 @@ def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | 
     lines = ["", "## Compute", "",
              "Per experiment stage (2-core CPU machine): the wall time of its last run, from its `*.provenance.json`",
              "(a stage that resumed from its checkpoints in `runs/` records only the remainder), and the work its",
-             "records account for including reused parts (per-trial or per-run times; a lower bound on a run from",
-             "scratch, as final evaluations are not timed there). The fifth column, the larger of the two, estimates",
-             "a run from scratch.", ""]
+             "records account for including reused parts (per-trial or per-run times summed, over the stage's",
+             "parallel workers; a lower bound on a run from scratch, as final evaluations are left out: untimed,",
+             "or timed apart). The fifth column, the larger of the two, estimates a run from scratch.", ""]
     if paper or gpu:
         made = made if paper else made_gpu
         lines += [f"The last two columns are the `gpu` and `paper` profiles' time on one {made['gpu']} at "

@@ -547,14 +547,16 @@ def _makers(results: Results) -> dict[str, Any]:
 
 def claim(results: Results, item: str) -> Claim:
     """The one claim of seed item ``item`` judged on ``results`` (a row of the index needs no other); KeyError
-    where these results cannot judge it (its numbers are missing, or the item is not one of this stage's)."""
+    naming what is missing where these results cannot judge it: the key its numbers need, a table's corpus, or the
+    item itself when it is not one of this stage's."""
     make = _makers(results).get(item)
     if make is None:
-        raise KeyError(f"{item}: not a dynamic-evaluation claim these results hold")
+        corpus = next((c for c, table in TABLE_ITEMS.items() if table == item), None)
+        raise KeyError(corpus if corpus is not None else item)
     try:
         made = make(results)
-    except (KeyError, IndexError, ValueError) as err:  # ValueError: min() of an empty sweep
-        raise KeyError(f"{item}: its numbers are missing from the results ({err!r})") from None
+    except (IndexError, ValueError) as err:  # ValueError: min() of an empty sweep
+        raise KeyError(f"numbers for {item} ({err})") from err
     if made.item != item:
         raise AssertionError(f"the maker of {item} made a claim of {made.item}")
     return made

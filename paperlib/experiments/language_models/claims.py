@@ -207,14 +207,15 @@ def ordering_claims(results: Results, items: tuple[str, ...]) -> tuple[list[Clai
 
 def _relative_gaps(pair: Mapping[str, Any], summary: Mapping[str, Any], key: str, unit: str, digits: int,
                    paper: tuple | None) -> str:
-    """ "; the thesis' gap +0.6 ppl (1.2% of the worse model's), ours +5.4 (4.0%)": how far apart the two models are
-    in the thesis and here, for sentences that say by how much ("by a small margin"); empty without thesis numbers."""
+    """How far apart the two models are in the thesis and here, each also relative to its own model that the thesis
+    ranks lower, for sentences that say by how much ("by a small margin"): "; the thesis' gap +0.6 ppl (1.2% of its
+    Mogrifier's), ours +5.4 (4.0% of ours)"; empty without thesis numbers."""
     if paper is None:
         return ""
     thesis = paper[0] - paper[1]
     ours = pair["our gap"]
-    return (f"; the thesis' gap {thesis:+.{digits}f} {unit} ({thesis / paper[0]:.1%} of the worse model's), ours "
-            f"{ours:+.{digits}f} ({ours / summary[pair['than']][key]:.1%})")
+    return (f"; the thesis' gap {thesis:+.{digits}f} {unit} ({thesis / paper[0]:.1%} of its "
+            f"{model_name(pair['than'])}'s), ours {ours:+.{digits}f} ({ours / summary[pair['than']][key]:.1%} of ours)")
 
 
 def _ordering_part(pair: Mapping[str, Any], summary: Mapping[str, Any], key: str, unit: str, digits: int,
@@ -223,14 +224,14 @@ def _ordering_part(pair: Mapping[str, Any], summary: Mapping[str, Any], key: str
     names them beside the thesis' number); ``paper``: the thesis' (worse, better, table), whose gap the evidence
     sets beside ours (:func:`_relative_gaps`)."""
     better, worse = pair["paper: better"], pair["than"]
-    averaged = _relative_gaps(pair, summary, key, unit, digits, paper)
-    averaged += "" if not mc else "; " + (f"{masks} dropout masks averaged" if masks else "dropout masks averaged") \
+    notes = _relative_gaps(pair, summary, key, unit, digits, paper)
+    notes += "" if not mc else "; " + (f"{masks} dropout masks averaged" if masks else "dropout masks averaged") \
         + f" (thesis: {THESIS_MC_SAMPLES})"
     return Part(label=f"{model_name(better)} better than {model_name(worse)}" + (" (MC dropout)" if mc else ""),
                 claim=f"the {model_name(better)} has lower test {unit} than the {model_name(worse)}"
                       + (" with Monte Carlo dropout" if mc else "") + said,
                 verdict=direction_word(pair["our gap"], pair["tie margin"]),
-                evidence=_pair_evidence(pair, summary, key, unit, digits) + averaged,
+                evidence=_pair_evidence(pair, summary, key, unit, digits) + notes,
                 rule=TIE_RULE.format(metric=f"test {unit}" + (" with MC dropout" if mc else "")),
                 kind="seed margin")
 
