@@ -549,7 +549,12 @@ def claim(results: Results, item: str) -> Claim:
     """The one claim of seed item ``item`` judged on ``results`` (a row of the index needs no other); KeyError
     naming what is missing where these results cannot judge it: the key its numbers need, a table's corpus, or the
     item itself when it is not one of this stage's."""
-    make = _makers(results).get(item)
+    return _judged(results, item, _makers(results))
+
+
+def _judged(results: Results, item: str, makers: Mapping[str, Any]) -> Claim:
+    """:func:`claim` with the results' makers (:func:`_makers`) at hand."""
+    make = makers.get(item)
     if make is None:
         corpus = next((c for c, table in TABLE_ITEMS.items() if table == item), None)
         raise KeyError(corpus if corpus is not None else item)
@@ -566,10 +571,10 @@ def claims(results: Results) -> dict[str, Claim]:
     """Every dynamic-evaluation claim that these results can judge, keyed by seed item, from the contents of
     ``results/dyneval.json``; a claim whose numbers are missing (or whose every part the profile left unrun) is
     left out, and the index shows its row as pending."""
-    out = {}
-    for item in _makers(results):
+    out, makers = {}, _makers(results)
+    for item in makers:
         try:
-            out[item] = claim(results, item)
+            out[item] = _judged(results, item, makers)
         except KeyError:
             continue
     return out

@@ -126,15 +126,15 @@ def design_shared(results: Mapping[str, Any], ladder: Mapping[str, Any]) -> str:
             f"{rest}")
 
 
-def differences(results: Mapping[str, Any], ladder: Mapping[str, Any]) -> list[str]:
+def differences(results: Mapping[str, Any], ladder: Mapping[str, Any], shares: str | None = None) -> list[str]:
     """How the ladder's rungs differ from the stage's run, besides their budget: the number of trials per curve,
     the stage's trials from the GP sampler (the ladder's all come from the Halton start design), unless the two share
-    their start design trial for trial (:func:`design_shared` then says how they differ), and any training setting
-    the ladder records with another value than the stage's settings."""
+    their start design trial for trial (:func:`design_shared`, or ``shares`` where the caller has it, then says how
+    they differ), and any training setting the ladder records with another value than the stage's settings."""
     st, out = results.get("settings", {}), []
     trials, startup = st.get("trials"), st.get("startup_trials")
     theirs = ladder.get("settings", {}).get("trials")
-    if design_shared(results, ladder):
+    if design_shared(results, ladder) if shares is None else shares:
         trials = theirs = startup = None  # the trial designs differ only past a shared start design
     if theirs != trials:
         out.append(f"the ladder tunes {theirs if theirs is not None else 'an unrecorded number of'} trials per "
@@ -157,8 +157,8 @@ def ladder_spreads(results: Mapping[str, Any], ladder: Mapping[str, Any] | None,
     st = results.get("settings", {})
     if not ladder or ladder.get("profile") != results.get("profile") or "steps" not in st:
         return {}
-    steps, differs, out = st["steps"], "; ".join(differences(results, ladder)), {}
     shares = design_shared(results, ladder)
+    steps, differs, out = st["steps"], "; ".join(differences(results, ladder, shares)), {}
     for entry in ladder.get("ladders", {}).values():
         if entry.get("kind") != "better":
             continue
