@@ -784,11 +784,8 @@ def graphed_stack_timings(rows: list[dict[str, Any]], device: torch.device, quic
     the error instead when it cannot be captured (a finding). Run last of all, and no further stack after a
     failure: a capture that fails part-way can leave the CUDA state unusable for what would follow (the language
     models' captures, which worked on the H200, stay with their workloads). ``deadline`` is checked before each
-    stack."""
-    import gc
-
-    from paperlib.experiments.micmco.ptb.graphed_stack import GraphedStackedTrials
-
+    stack. When a capture fails on CUDA with cuDNN on, that stack is tried once more without cuDNN
+    (``graph_without_cudnn_*``): the encoders' LSTMs are the one cuDNN operator in the step."""
     sizes = [s["trials"] for row in rows for s in row.get("stacks", [])]
     if not sizes:
         return
@@ -802,19 +799,44 @@ def graphed_stack_timings(rows: list[dict[str, Any]], device: torch.device, quic
             if time.monotonic() > deadline or failed:
                 entry["graph_status"] = "not timed: " + ("an earlier capture failed" if failed else "budget")
                 continue
-            graphed = None
             try:
-                graphed = GraphedStackedTrials(curve, specs[:entry["trials"]], settings, data, device)
-                step = statistics.median(timed(graphed.step, device, graphed.eager_steps + 1, repeats))
-                entry.update(graph_step_s=step, graph_speedup=round(entry["step_s"] / step, 3) if step else None,
-                             graph_steps=dict(graphed.step_counts))
+                entry.update(_graphed_stack_step(curve, specs[:entry["trials"]], settings, data, device, repeats,
+                                                 entry["step_s"], "graph"))
             except Exception as err:  # noqa: BLE001 - recorded, not fatal
                 entry["graph_error"], failed = _error_text(err), True
-            finally:
-                del graphed
-                gc.collect()
-                if device.type == "cuda":
-                    torch.cuda.empty_cache()
+                if device.type == "cuda" and torch.backends.cudnn.enabled and time.monotonic() < deadline:
+                    # the encoders' LSTMs are cuDNN's; is it cuDNN's kernels that a graph cannot hold? The same
+                    # stack once more with PyTorch's own LSTM kernels (no further stack either way)
+                    torch.backends.cudnn.enabled = False
+                    try:
+                        entry.update(_graphed_stack_step(curve, specs[:entry["trials"]], settings, data, device,
+                                                         repeats, entry["step_s"], "graph_without_cudnn"))
+                    except Exception as again:  # noqa: BLE001 - recorded, not fatal
+                        entry["graph_without_cudnn_error"] = _error_text(again)
+                    finally:
+                        torch.backends.cudnn.enabled = True
+
+
+def _graphed_stack_step(curve: Any, specs: list, settings: Any, data: Any, device: torch.device, repeats: int,
+                        stacked_s: float, prefix: str) -> dict[str, Any]:
+    """The median replayed step of a :class:`~paperlib.experiments.micmco.ptb.graphed_stack.GraphedStackedTrials`
+    of ``specs`` after its eager warm-up and capture, its speed-up over the stacked step's ``stacked_s`` and how the
+    steps ran, as ``<prefix>_step_s``, ``<prefix>_speedup`` and ``<prefix>_steps``; its memory released after."""
+    import gc
+
+    from paperlib.experiments.micmco.ptb.graphed_stack import GraphedStackedTrials
+
+    graphed = None
+    try:
+        graphed = GraphedStackedTrials(curve, specs, settings, data, device)
+        step = statistics.median(timed(graphed.step, device, graphed.eager_steps + 1, repeats))
+        return {f"{prefix}_step_s": step, f"{prefix}_speedup": round(stacked_s / step, 3) if step else None,
+                f"{prefix}_steps": dict(graphed.step_counts)}
+    finally:
+        del graphed
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -972,7 +994,9 @@ def render(result: dict[str, Any]) -> str:
         stacks = ", ".join(f"M={r['trials']} {r['step_s'] * 1e3:.1f} ms ({r['speedup']:.2f}x)" + (
             f", as a CUDA graph {r['graph_step_s'] * 1e3:.1f} ms ({r['graph_speedup']:.2f}x)"
             if "graph_step_s" in r else f", as a CUDA graph: {r.get('graph_error') or r.get('graph_status')}"
-            if "graph_error" in r or "graph_status" in r else "")
+            if "graph_error" in r or "graph_status" in r else "") + (
+            f"; without cuDNN {r['graph_without_cudnn_step_s'] * 1e3:.1f} ms" if "graph_without_cudnn_step_s" in r
+            else f"; without cuDNN: {r['graph_without_cudnn_error']}" if "graph_without_cudnn_error" in r else "")
             if r["status"] == "timed" else f"M={r['trials']} {r['status']}" for r in row["stacks"])
         lines.append(f"stacked {row['curve']} (H {row['hidden']}, V {row['vocab']}, B {row['batch']}, "
                      f"K {row['samples']}): separate step {row['separate_step_s'] * 1e3:.1f} ms; {stacks}")

@@ -9,7 +9,8 @@ launches go. ``benchmarks/gpu.py --graphs`` measures that on the ``paper`` workl
 :class:`GraphedTrainer` is :class:`paperlib.train.Trainer` with that step: the same settings, checkpoints,
 rollbacks, averaging and evaluation, and on a CPU (where there are no CUDA graphs) the same numbers bit for bit,
 because a replay there is a call of the captured function. A step is replayed when its window has the captured
-one's :func:`signature`: the same input shape and a hidden state of the same structure, shapes and other values.
+one's :func:`signature` (the same input shape and a hidden state of the same structure, shapes and other values)
+and the precision in force (:func:`paperlib.device.configure`) is the capture's.
 Any other window runs eagerly through ``Trainer``'s own step: the first windows (``eager_steps`` steps with one
 signature come before the capture), the shorter last window of an epoch, the first window of an epoch (no state
 yet), and every window of a model whose state keeps changing (a Transformer with learned absolute positions and a
@@ -151,8 +152,10 @@ class CapturedStep:
             self.graph = torch.cuda.CUDAGraph()
             for generator in generators:
                 self.graph.register_generator_state(generator)
-            with torch.cuda.graph(self.graph):
-                fn()
+            with torch.cuda.device(self.device):  # the capture stream and the kernels on the step's own device
+                previous = torch.cuda.current_stream(self.device)
+                capture(fn, torch.cuda.graph(self.graph, stream=torch.cuda.Stream(self.device)),
+                        lambda: torch.cuda.set_stream(previous))
 
     def stale(self) -> bool:
         return [t.data_ptr() for t in self.watch] != self._pointers
@@ -161,7 +164,37 @@ class CapturedStep:
         if self.graph is None:
             self.fn()
         else:
-            self.graph.replay()
+            with torch.cuda.device(self.device):  # launched on the current stream of the graph's device
+                self.graph.replay()
+
+
+class CaptureError(RuntimeError):
+    """Capturing a step as a CUDA graph failed; ``__cause__`` is what the step raised during the capture."""
+
+
+def capture(fn: Callable[[], None], context: Any, restore: Callable[[], None]) -> None:
+    """Run ``fn`` inside ``context`` (a ``torch.cuda.graph`` capture), then ``restore`` the stream that was current
+    before it, whatever happened. When ``fn`` raises, ending the capture raises as well (the capture is then
+    invalid) and, left alone, that second error would hide the first and leave the capture stream current: here the
+    step's own error is what is raised, as the cause of a :class:`CaptureError` (an interrupt as it is)."""
+    context.__enter__()
+    failure: BaseException | None = None
+    try:
+        fn()
+    except BaseException as err:  # noqa: BLE001 - re-raised below, after the capture has ended
+        failure = err
+    try:
+        context.__exit__(None, None, None)
+    except BaseException as err:  # noqa: BLE001 - only when the step itself did not fail
+        if failure is None:
+            failure = err
+    finally:
+        restore()
+    if isinstance(failure, Exception):
+        raise CaptureError(f"capturing the step as a CUDA graph failed: {type(failure).__name__}: "
+                           f"{str(failure).splitlines()[0] if str(failure) else ''}") from failure
+    if failure is not None:  # an interrupt stays one
+        raise failure
 
 
 @dataclasses.dataclass
@@ -255,9 +288,11 @@ class GraphedTrainer(Trainer):
 
     # -- the step ------------------------------------------------------------------------------------------------
     def _train_step(self, inputs: Tensor, targets: Tensor) -> float | None:
-        key = signature(inputs, self.state)
-        if self._captured is not None and self._captured.step.stale():
-            self._captured, self._streak = None, (None, 0)  # the weights moved since: warm up, capture again
+        key = (signature(inputs, self.state), current().precision)
+        if self._captured is not None and (self._captured.step.stale() or self._captured.signature[1] != key[1]):
+            # the weights moved since, or the precision changed (a graph keeps the settings of its capture: TF32,
+            # autocast): warm up, capture again
+            self._captured, self._streak = None, (None, 0)
         if self._captured is not None and key == self._captured.signature:
             return self._replayed_step(inputs, targets)
         last, count = self._streak
@@ -321,4 +356,5 @@ class GraphedTrainer(Trainer):
         return losses[-1].item()
 
 
-__all__ = ["CapturedStep", "GraphedTrainer", "graph_safe", "map_state", "side_stream", "signature", "state_tensors"]
+__all__ = ["CaptureError", "CapturedStep", "GraphedTrainer", "capture", "graph_safe", "map_state", "side_stream",
+           "signature", "state_tensors"]

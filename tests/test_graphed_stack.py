@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 import torch
 
+from paperlib.device import configure, current
 from paperlib.experiments.micmco.ptb.data import SentenceData
 from paperlib.experiments.micmco.ptb.design import curve_of
 from paperlib.experiments.micmco.ptb.graphed_stack import GraphedStackedTrials, padded_encode
@@ -110,6 +111,35 @@ def test_each_class_continues_the_others_checkpoints(full, tmp_path, float64):
     assert isinstance(last, GraphedStackedTrials) and last.step_count == 7 and last.run()
     assert_same_weights(last.models, straight.models)
     assert [(c["from_step"], c["to_step"]) for c in last.chunks] == [(0, 4), (4, 7), (7, 10)]
+
+
+def test_a_training_set_smaller_than_a_batch_is_the_batch(float64):
+    """3 training sentences and batches of 5: every batch is the whole set (as the stacked step reads it), and the
+    captured step's buffers have its 3 rows."""
+    train = _full_length(3, 4)
+    data = SentenceData(train, train, _full_length(4, 1), _full_length(4, 2), V, EOS)
+    curve, specs = curve_of("dreg16_kl.shared"), _specs("dreg16_kl.shared")
+    stacked = StackedTrials(curve, specs, SETTINGS, data, "cpu")
+    graphed = GraphedStackedTrials(curve, specs, SETTINGS, data, "cpu")
+    assert stacked.run() and graphed.run()
+    assert_same_weights(graphed.models, stacked.models)
+    assert graphed.step_counts == {"eager": 2, "replayed": SETTINGS.steps - 2, "captures": 1}
+
+
+def test_another_precision_since_the_capture_is_captured_again(full):
+    """A graph keeps the precision settings of its capture: after configure() sets another precision the stack
+    warms up (2 eager steps) and captures again."""
+    curve, specs = curve_of("dreg1.train"), _specs("dreg1.train")
+    graphed = GraphedStackedTrials(curve, specs, dataclasses.replace(SETTINGS, steps=10), full, "cpu")
+    assert not graphed.run(until=4)
+    assert graphed.step_counts == {"eager": 2, "replayed": 2, "captures": 1}
+    before = current()
+    try:
+        configure("tf32", before.sync_every, before.compile)
+        assert graphed.run()
+    finally:
+        configure(before.precision, before.sync_every, before.compile)
+    assert graphed.step_counts == {"eager": 4, "replayed": 6, "captures": 2}
 
 
 def test_bad_settings_are_value_errors(full):

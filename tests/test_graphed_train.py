@@ -138,6 +138,70 @@ def test_weights_moved_since_the_capture_are_captured_again(tmp_path):
     assert trainer.step_counts["captures"] == 2 and trainer.step_counts["eager"] == 4 + 3
 
 
+def test_another_precision_since_the_capture_is_captured_again(tmp_path):
+    """A graph keeps the precision settings of its capture (TF32 in its matmuls, autocast's casts): after
+    configure() sets another precision the trainer warms up and captures again, and back at the first precision
+    once more."""
+    config = TrainConfig(**{**CONFIG, "max_steps": 10, "eval_every": 50})
+    trainer, _ = fit(GraphedTrainer, tmp_path, config)
+    assert trainer.step_counts["captures"] == 1
+    before = current()
+    windows = train_module.bptt_windows(trainer.train_stream, 8, start=trainer.window)
+    try:
+        configure("tf32", before.sync_every, before.compile)
+        for _ in range(5):
+            trainer._train_step(*next(windows))
+        assert trainer.step_counts["captures"] == 2 and trainer.step_counts["eager"] == 4 + 3
+    finally:
+        configure(before.precision, before.sync_every, before.compile)
+    trainer._train_step(*next(windows))
+    assert trainer.step_counts["captures"] == 2 and trainer.step_counts["eager"] == 4 + 3 + 1
+
+
+class _Capture:
+    """What ``torch.cuda.graph`` does on entering and leaving, as far as :func:`graphed_module.capture` sees it:
+    ending a capture in which a kernel failed raises an error of its own (CUDA's 'capture invalidated')."""
+
+    def __init__(self, end_fails: bool = False) -> None:
+        self.entered = self.ended = False
+        self.end_fails = end_fails
+
+    def __enter__(self) -> None:
+        self.entered = True
+
+    def __exit__(self, *args) -> None:
+        self.ended = True
+        if self.end_fails:
+            raise RuntimeError("operation failed due to a previous error during capture")
+
+
+def test_a_failed_capture_raises_the_steps_own_error_and_restores_the_stream():
+    restored = []
+
+    def failing() -> None:
+        raise RuntimeError("CUDA error: operation not permitted when stream is capturing\nmore lines")
+
+    context = _Capture(end_fails=True)
+    with pytest.raises(graphed_module.CaptureError, match="operation not permitted") as caught:
+        graphed_module.capture(failing, context, lambda: restored.append(True))
+    assert "previous error" not in str(caught.value)
+    assert isinstance(caught.value.__cause__, RuntimeError) and "not permitted" in str(caught.value.__cause__)
+    assert context.entered and context.ended and restored == [True]
+    # a capture whose end alone fails says so; a successful one raises nothing; both restore the stream
+    with pytest.raises(graphed_module.CaptureError, match="previous error"):
+        graphed_module.capture(lambda: None, _Capture(end_fails=True), lambda: restored.append(True))
+    ran = []
+    graphed_module.capture(lambda: ran.append(True), _Capture(), lambda: restored.append(True))
+    assert ran == [True] and restored == [True, True, True]
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # an interrupt stays one, after the capture has ended
+        graphed_module.capture(interrupted, _Capture(end_fails=True), lambda: restored.append(True))
+    assert len(restored) == 4
+
+
 def test_signature_and_state_helpers():
     h = torch.zeros(2, 3)
     lstm_state = [(h, h + 1), (h + 2, h + 3)]

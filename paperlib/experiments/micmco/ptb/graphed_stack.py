@@ -51,6 +51,7 @@ from paperlib.experiments.micmco.ptb.stacked_trials import (StackedTrials, Trial
                                                             backward_all)
 from paperlib.experiments.micmco.ptb.trials import per_token
 from paperlib.experiments.micmco.synthetic.trials import latent_samples, objective_surrogates
+from paperlib.device import current
 from paperlib.graphed_train import CapturedStep, graph_safe, side_stream
 from paperlib.models.sentence_vae import BiLSTMEncoder
 from paperlib.stacked import StackedModels, pad_to
@@ -131,6 +132,7 @@ class _Captured:
     """The step of one set of live trials and the tensors it reads (batch, tokens) and writes (objectives)."""
 
     members: tuple[int, ...]
+    precision: str  # the precision a capture keeps (TF32, autocast): another precision, a new capture
     step: CapturedStep | None  # None until captured: its warm-up steps call the same function eagerly
     run: Any  # the step's function
     batch: SentenceBatch  # [M, B, T] each
@@ -186,9 +188,10 @@ class GraphedStackedTrials(StackedTrials):
         """Buffers and the step function of the live trials ``members``."""
         m, device = len(members), self.device
         dtype = next(self.models[0].parameters()).dtype  # the models' (float64 in the tests' comparisons)
-        batch = SentenceBatch(*(torch.zeros(m, self.batch_size, self.width, dtype=kind, device=device)
+        rows = min(self.batch_size, len(self.data.train))  # a training set smaller than a batch is the batch
+        batch = SentenceBatch(*(torch.zeros(m, rows, self.width, dtype=kind, device=device)
                                 for kind in (torch.long, torch.long, torch.bool)),
-                              torch.ones(m, self.batch_size, dtype=torch.long, device=device))
+                              torch.ones(m, rows, dtype=torch.long, device=device))
         tokens, values = torch.ones(m, dtype=dtype, device=device), torch.zeros(m, dtype=dtype, device=device)
         optimizer, stack, curve = self.optimizer, self.stack, self.curve
         params = [self.specs[i].params for i in members]
@@ -202,7 +205,7 @@ class GraphedStackedTrials(StackedTrials):
             backward_all(surrogates, models)
             optimizer.step()
 
-        return _Captured(members, None, run, batch, tokens, values)
+        return _Captured(members, current().precision, None, run, batch, tokens, values)
 
     def step(self) -> None:
         """One Adam step of every live trial (every trial's batch stream advances, so streams stay in step)."""
@@ -211,7 +214,8 @@ class GraphedStackedTrials(StackedTrials):
         if not live:
             self.step_count += 1
             return
-        if self._captured is None or self._captured.members != live:
+        captured = self._captured
+        if captured is None or captured.members != live or captured.precision != current().precision:
             self._captured, self._eager_since = self._prepare(live), 0
         captured = self._captured
         for j, i in enumerate(live):
