@@ -21,11 +21,15 @@ FRAMES = [40, 60, 50, 80, 30, 70]
 
 
 def _results(jsb_gain: float = 0.15, notts_gain: float = 0.6, seeds=(-5.30, -5.32, -5.28)) -> dict:
-    jsb = _corpus("jsb_chorales", STATIC, [s + jsb_gain * 0.8 for s in STATIC], [s + jsb_gain for s in STATIC],
-                  FRAMES, list(seeds))
+    """Every song gains in proportion to its length (FRAMES average 55 frames): longer songs gain more."""
+    scale = [f / 55 for f in FRAMES]
+    jsb = _corpus("jsb_chorales", STATIC, [s + jsb_gain * 0.8 * k for s, k in zip(STATIC, scale)],
+                  [s + jsb_gain * k for s, k in zip(STATIC, scale)], FRAMES, list(seeds))
     notts_static = [s + 3.5 for s in STATIC]
-    notts = _corpus("nottingham", notts_static, [s + notts_gain * 0.9 + 0.01 * i for i, s in enumerate(notts_static)],
-                    [s + notts_gain + 0.01 * i for i, s in enumerate(notts_static)], FRAMES, [-1.9, -1.95, -1.92])
+    notts = _corpus("nottingham", notts_static,
+                    [s + notts_gain * 0.9 * k + 0.01 * i for i, (s, k) in enumerate(zip(notts_static, scale))],
+                    [s + notts_gain * k + 0.01 * i for i, (s, k) in enumerate(zip(notts_static, scale))], FRAMES,
+                    [-1.9, -1.95, -1.92])
     return {"profile": "cpu", "corpora": {"jsb_chorales": jsb, "nottingham": notts}}
 
 
@@ -53,7 +57,8 @@ def test_clear_gains_hold_every_part_and_the_corpora_outside_the_mirror_leave_th
         ("dynamic evaluation improves the LSTM-NADE", "Nottingham"),
         ("global RMS above SGD", "JSB Chorales"), ("global RMS above SGD", "Nottingham"),
         ("static LSTM-NADE above the BA-LSTM and TP-LSTM-NADE", "JSB Chorales"),
-        ("the gain on Nottingham exceeds the gain on JSB Chorales", None)}
+        ("the gain on Nottingham exceeds the gain on JSB Chorales", None),
+        ("longer songs gain more from dynamic evaluation", None)}
     assert {p.kind for p in claim.parts} == {"bootstrap margin", "seed margin"}
 
 
@@ -77,6 +82,30 @@ def test_equal_gains_on_both_corpora_do_not_make_nottingham_gain_more():
         c["rows"]["global_rms"]["test_song_ll"] = [s + g for s, g in zip(static, order)]
     parts = _parts(table_claim(results))
     assert parts["the gain on Nottingham exceeds the gain on JSB Chorales", None] in ("within noise", "not reproduced")
+
+
+def test_longer_songs_gaining_more_is_judged_within_each_corpus():
+    """§4.8's "less data to adapt to": per corpus, the songs longer than its median length against the others.
+    Gains proportional to length hold it; the same gain per frame on every song does not; one corpus alone is
+    judged on its own songs; songs all of one length leave nothing to split."""
+    label = ("longer songs gain more from dynamic evaluation", None)
+    assert _parts(table_claim(_results()))[label] == "reproduced"
+    part = next(p for p in table_claim(_results()).parts if p.label == label[0])
+    assert "less data to adapt to" in part.claim and "not its cause" in part.evidence
+    assert "JSB Chorales (songs of 55 frames on average): 3 songs over 55 frames gain" in part.evidence
+    flat = _results()
+    for c in flat["corpora"].values():
+        static = c["rows"]["static"]["test_song_ll"]
+        c["rows"]["global_rms"]["test_song_ll"] = [s + g for s, g in zip(static, (0.3, 0.1, 0.2, 0.1, 0.3, 0.2))]
+    assert _parts(table_claim(flat))[label] in ("within noise", "not reproduced")
+    alone = _results()
+    del alone["corpora"]["nottingham"]
+    part = next(p for p in table_claim(alone).parts if p.label == label[0])
+    assert part.verdict == "reproduced" and part.corpus == "JSB Chorales" and "Nottingham" not in part.evidence
+    same = _results()
+    for c in same["corpora"].values():
+        c["test_song_frames"] = [50] * len(FRAMES)
+    assert label not in _parts(table_claim(same))
 
 
 def test_a_profile_without_nottingham_leaves_its_parts_unrun():
