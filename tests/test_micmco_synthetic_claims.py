@@ -52,12 +52,51 @@ def test_a_figure_claim_judges_its_rules_names_unrun_curves_and_takes_the_ladder
     ladder = {"profile": "cpu", "ladders": {"5.3": {"claim": "DReG 16 improves on DReG 1", "kind": "better",
                                   "labels": ["DReG 16 KL", "DReG 1 KL"], "rungs": rungs, "reading": "reproduced"}}}
     claim = figure_claim("5.3", "M-F5.3", _results(hv), ladder)
-    assert claim.parts[-1].label == "ladder: DReG 16 improves on DReG 1" and claim.verdict == "reproduced"
+    assert claim.parts[-1].label == "ladder: DReG 16 improves on DReG 1"
+    # a ladder without the curves of the figure's other ladder reading names that reading as not run
+    assert claim.not_run == ("ladder: DReG 1 beats the ELBO (the budget ladder did not train both curves)",)
     assert "profile smoke" in figure_claim("5.3", "M-F5.3", _results(hv), {**ladder, "profile": "smoke"}).note
     ladder["ladders"]["5.3"]["reading"] = None
     assert "the budget ladder" in figure_claim("5.3", "M-F5.3", _results(hv), ladder).note
     with pytest.raises(Unjudged, match="no part can be judged"):
         figure_claim("5.5", "M-F5.5", _results(hv))  # none of its curves ran
+
+
+def test_a_figure_reads_two_curves_its_ladder_trained_for_other_ladders_as_the_ladder_reads_its_own():
+    """§5.7.1, Fig. 5.3: DReG "performing more efficiently than the ELBO even with a single sample". The ladder
+    trains DReG 1 KL (Fig. 5.3's ladder) and the ELBO (Fig. 5.2's) at every rung and seed: their gap paired by
+    seed, margin the larger of 2 SE and the tie, read like the ladder's own pairs; the curves' convergence as their
+    own ladders found it."""
+    from paperlib.experiments.micmco.synthetic.claims import pair_ladder
+
+    def fronts(values):  # per seed, per rung
+        return {str(s): {str(r): {"normalised_hypervolume": values[i][j]} for j, r in enumerate((4, 16))}
+                for i, s in enumerate((0, 1, 2))}
+
+    elbo = [(0.10, 0.20), (0.12, 0.22), (0.11, 0.21)]
+    growing = [(0.10, 0.26), (0.12, 0.29), (0.11, 0.28)]  # gaps 0, then 0.06 / 0.07 / 0.07
+
+    def ladder(dreg1):
+        rung = [{"steps": r, "curves": {"dreg1_kl": {"converged": r == 16}, "elbo": {"converged": True}}}
+                for r in (4, 16)]
+        return {"profile": "cpu", "near_optimal_nats": 0.25, "settings": {"seeds": [0, 1, 2], "rungs": [4, 16]},
+                "frontiers": {"dreg1_kl": fronts(dreg1), "elbo": fronts(elbo)},
+                "ladders": {"5.3": {"claim": "DReG 16 improves on DReG 1", "kind": "better", "curves": ["dreg1_kl"],
+                                    "labels": ["DReG 1 KL"], "rungs": rung, "reading": None}}}
+
+    entry = pair_ladder(ladder(growing), "DReG 1 beats the ELBO", "dreg1_kl", "elbo")
+    assert [r["gap"] for r in entry["rungs"]] == pytest.approx([0.0, 0.2 / 3])
+    assert entry["rungs"][0]["margin"] == HV_TIE and entry["rungs"][0]["converged"] is False
+    assert entry["rungs"][1]["converged"] is True and entry["labels"] == ["DReG 1 KL", "elbo"]
+    hv = {"elbo": 0.10, "dreg1_kl": 0.11, "dreg1_renyi": 0.11, "dreg16_kl": 0.40, "dreg16_renyi": 0.50,
+          "iwae1_kl": 0.05, "iwae1_renyi": 0.05, "iwae16_kl": 0.15, "iwae16_renyi": 0.15}
+    claim = figure_claim("5.3", "M-F5.3", _results(hv), ladder(growing))
+    part = claim.parts[-1]
+    assert part.label == "ladder: DReG 1 beats the ELBO" and part.verdict == "reproduced"
+    assert "HV(DReG 1 KL) − HV(elbo) +0.000 ± 0.020 → +0.067 ±" in part.evidence
+    assert {p.label: p.verdict for p in claim.parts}["DReG 1 beats the ELBO"] == "within noise"  # 0.01 at one seed
+    flat = figure_claim("5.3", "M-F5.3", _results(hv), ladder(elbo))  # the same frontiers: no gap
+    assert {p.label: p.verdict for p in flat.parts}["ladder: DReG 1 beats the ELBO"] != "reproduced"
 
 
 def test_near_optimal_vimco_is_judged_on_the_frontiers_not_on_the_stored_word():

@@ -704,6 +704,8 @@ def test_reasons_count_parts_and_clip_to_one_line():
                                               "worse than VIMCO 16") and ri.grouped_reason(ladder).startswith(
         "holds: the budget ladder")
     assert ri.grouped_reason(long + [("ladder: x", "reproduced")]) == "fails: d; the budget ladder and 6 other parts hold"
+    assert ri.grouped_reason(long + [("ladder: x", "reproduced"), ("ladder: y", "reproduced")]) == \
+        "fails: d; 2 readings of the budget ladder and 6 other parts hold"  # one ladder, two of its readings
     assert len(ri.default_reason("partly: " + "word " * 100)) <= ri.REASON_CHARS
     assert ri.default_reason("partly: x: reproduced (e); y: not reproduced (f)") == "holds: x; fails: y"
 

@@ -116,7 +116,7 @@ def grouped_reason(parts: Sequence[tuple[str, str]], note: str = "") -> str:
         return sum(label.startswith(LADDER_LABEL) for label in labels)
 
     def ladder_name(n: int) -> str:
-        return "the budget ladder" if n == 1 else f"{n} budget ladders"
+        return "the budget ladder" if n == 1 else f"{n} readings of the budget ladder"
 
     def named(group: str) -> str:
         labels = groups[group]

@@ -35,8 +35,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from paperlib.experiments.common.claims import Claim, Part, direction_word, part_word, strict_word
-from paperlib.experiments.common.ladder import claim_part
+from paperlib.experiments.common.claims import Claim, Part, direction_word, mean_se, part_word, strict_word
+from paperlib.experiments.common.ladder import claim_part, reading
 from paperlib.experiments.micmco import seed_spread
 from paperlib.experiments.micmco.seed_spread import Spread
 
@@ -434,6 +434,15 @@ def figure_claim(figure: str, item: str, results: Mapping[str, Any],
             not_run.append(f"the budget ladder (its results are of profile {ladder['profile']})")
         else:
             not_run.append("the budget ladder (a rung without a gap: some seed's frontier misses the MI level)")
+    if ladder is not None and ladder["profile"] == results["profile"]:
+        for claim, better, worse in PAIR_LADDERS.get(figure, ()):
+            entry = pair_ladder(ladder, claim, better, worse)
+            part = entry_part(entry, ladder.get("near_optimal_nats")) if entry is not None else None
+            if part is not None:
+                parts.append(part)
+            else:
+                not_run.append(f"ladder: {claim} (the budget ladder " + ("did not train both curves)" if entry is None
+                                                                         else "has no gap at its top rung)"))
     return Claim(item, tuple(parts), tuple(not_run))
 
 
@@ -448,7 +457,13 @@ def _blown_why(names: Sequence[str], blown: Mapping[str, tuple[int, int]], label
 def ladder_claim_part(ladder: Mapping[str, Any], figure: str) -> Part | None:
     """The ladder of ``figure`` as one part; None when the ladder did not run that figure or could not be read."""
     entry = ladder.get("ladders", {}).get(figure)
-    if entry is None or entry.get("reading") is None:
+    return None if entry is None else entry_part(entry, ladder.get("near_optimal_nats"))
+
+
+def entry_part(entry: Mapping[str, Any], near: float | None) -> Part | None:
+    """One ladder reading (an entry of the ladder's ``ladders``, or :func:`pair_ladder`'s) as a part; None when it
+    could not be read."""
+    if entry.get("reading") is None:
         return None
     rungs = entry["rungs"]
     if entry["kind"] == "better":
@@ -458,7 +473,6 @@ def ladder_claim_part(ladder: Mapping[str, Any], figure: str) -> Part | None:
                 "the change from the first to the last rung beyond the two margins combined "
                 "(paperlib.experiments.common.claims.ladder_word)")
     else:
-        near = ladder["near_optimal_nats"]
         values = " → ".join(f"{near - r['gap']:.2f} ± {r['margin']:.2f}" if "gap" in r else
                             f"MI not reached by every seed ({r['reached']}/{len(r['excess'])})" for r in rungs)
         shown = f"excess NLL over ln V at MI = 0.75 ln V {values} nats (near-optimal below {near})"
@@ -466,3 +480,38 @@ def ladder_claim_part(ladder: Mapping[str, Any], figure: str) -> Part | None:
                 "the MI level has no gap; top rung beyond 2 SE, else the change from the first rung with a gap to "
                 "the top beyond twice its standard error (paperlib.experiments.common.ladder.reading)")
     return claim_part(entry, shown, rule)
+
+
+# Readings of a figure on the budget ladder beyond the ladder's own (figure -> (claim, better, worse)): two curves
+# the ladder trains for other figures' ladders, at every rung and seed. §5.7.1 on Fig. 5.3: DReG "performing more
+# efficiently than the ELBO even with a single sample" (the ELBO is Fig. 5.2's ladder curve, DReG 1 KL Fig. 5.3's).
+PAIR_LADDERS: dict[str, tuple[tuple[str, str, str], ...]] = {"5.3": (("DReG 1 beats the ELBO", "dreg1_kl", "elbo"),)}
+
+
+def pair_ladder(ladder: Mapping[str, Any], claim: str, better: str, worse: str) -> dict[str, Any] | None:
+    """The budget ladder's reading of HV(``better``) − HV(``worse``), read as the ladder stage reads its own pairs
+    (:func:`paperlib.experiments.micmco.synthetic.ladder.summarise`): per rung the per-seed gap, its mean, standard
+    error and margin (the larger of 2 SE and the hypervolume tie), the two curves' convergence as their own ladders
+    found it, then the reading; None when the ladder lacks either curve."""
+    fronts = ladder.get("frontiers", {})
+    if better not in fronts or worse not in fronts:
+        return None
+    converged: dict[tuple[str, int], bool | None] = {}
+    labels: dict[str, str] = {}
+    for entry in ladder["ladders"].values():
+        labels.update(zip(entry.get("curves", ()), entry["labels"]))
+        for rung in entry["rungs"]:
+            converged.update({(n, rung["steps"]): c["converged"] for n, c in rung.get("curves", {}).items()})
+    seeds, rungs = [str(s) for s in ladder["settings"]["seeds"]], []
+    for steps in ladder["settings"]["rungs"]:
+        per_seed = [fronts[better][s][str(steps)]["normalised_hypervolume"]
+                    - fronts[worse][s][str(steps)]["normalised_hypervolume"] for s in seeds]
+        flags = [converged.get((n, steps)) for n in (better, worse)]
+        rung: dict[str, Any] = {"steps": steps, "per_seed": per_seed,
+                                "converged": None if None in flags else all(flags)}
+        if len(per_seed) >= 2:
+            gap, se = mean_se(per_seed)
+            rung.update(gap=gap, se=se, margin=max(2 * se, hv_tie()))
+        rungs.append(rung)
+    return {"claim": claim, "kind": "better", "labels": [labels.get(n, n) for n in (better, worse)], "rungs": rungs,
+            "reading": reading(rungs)}
