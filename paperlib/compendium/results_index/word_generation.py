@@ -6,7 +6,7 @@ import math
 from typing import Any, Mapping
 
 from paperlib.experiments.word_generation.budget_notes import MODEL_NAMES, TABLE2_NAMES, i_bar_growth
-from paperlib.experiments.word_generation.claims import figure1_claim, noise_gains, paper_i_bar_range
+from paperlib.experiments.word_generation.noise_claims import figure1_claim, noise_gains, paper_i_bar_range
 from paperlib.reference.word_generation import (PAPER_NGRAM_ORDERS, PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3,
                                                 PAPER_TABLE3_FLOWS)
 

@@ -1,7 +1,8 @@
 """Schmidt & Hofmann's claims judged on ``results/word_generation.json`` and the budget ladder
 (``results/word_generation_ladder.json``): one :class:`~paperlib.experiments.common.claims.Claim` each for Table 1 (S-T1,
-with §5.3's row comparisons), Table 2 (S-T2, with §5.3's reading of it), Table 3 (S-T3), Fig. 1 (S-F1), Fig. 2 (S-F2)
-and Fig. 3 (S-F3), read by the results index and the notebook alike.
+with §5.3's row comparisons), Table 2 (S-T2, with §5.3's reading of it), Table 3 (S-T3), Fig. 2 (S-F2) and Fig. 3
+(S-F3), read by the results index and the notebook alike; Fig. 1 (S-F1) in
+:mod:`~paperlib.experiments.word_generation.noise_claims`.
 
 Ties: two rows differ only beyond twice the standard error of the difference of their seed means (stable seeds
 only); with one stable seed there is no margin, and a gap the paper's way reads "within noise". The same margin
@@ -22,7 +23,7 @@ from typing import Any, Mapping
 
 from paperlib.experiments.common.claims import (Claim, Part, Unjudged, direction_word, ladder_part, mean_margin,
                                          part_word)
-from paperlib.experiments.word_generation.budget_notes import generated_words_note, i_bar_note, noted
+from paperlib.experiments.word_generation.budget_notes import generated_words_note, noted
 from paperlib.reference.word_generation import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3, PAPER_TABLE3_FLOWS
 
 _K = re.compile(r", K=\d+")
@@ -52,79 +53,6 @@ def _comparison(rows: Mapping[str, Mapping[str, Any]], worse: str, better: str) 
     tie = f", margin {margin:.2f}" if margin is not None else ", no margin (one stable seed)"
     return (direction_word(a["H_test"] - b["H_test"], margin),
             f"{better} {b['H_test']:.2f} vs {worse} {a['H_test']:.2f} nats{tie}")
-
-
-def paper_i_bar_range() -> tuple[float, float]:
-    """S-F1's range of Ī over "all trained models" (§5.4): the mean Ī of every DSSM of Tables 1 and 3b with no
-    identity (ID) flow in either role (as F_g it gives Ī = 0 and the paper calls it unsuited; as F_q it "degrades
-    performance")."""
-    values = [row["I_bar"][0] for row in PAPER_TABLE1.values() if row["I_bar"] is not None]
-    values += [cell[0] for g, row in PAPER_TABLE3["I_bar"].items() for q, cell in row.items()
-               if "ID" not in (g, q) and isinstance(cell, list)]
-    return min(values), max(values)
-
-
-def noise_gains(main: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Per Table 1 DSSM, how far training raised its Ī: each seed's run scored before any update (step 0) and at
-    its last scoring, with the same estimator, paired by seed: ``{model: {"start", "end" (means over seeds),
-    "gain" (the mean per-seed difference), "margin" (twice its standard error; None with one seed), "seeds"}}``.
-    Rows without such scorings are absent. A model that ignores its noise has Ī = 0 (§4.2); an untrained one does
-    not, since its random flows and softmax already map the noise to the letters: the level to beat is the row's
-    own start."""
-    gains = {}
-    for row in main["table1"]:
-        pairs = [(h[0]["I_bar"], h[-1]["I_bar"]) for r in main.get("runs", [])
-                 if f"table1:{row['model']}" in r.get("labels", ()) and r.get("split") == "standard"
-                 and not r.get("diverged") and len(h := r.get("history") or []) > 1 and h[0].get("step") == 0
-                 and all(e.get("I_bar") is not None and math.isfinite(e["I_bar"]) for e in (h[0], h[-1]))]
-        if row.get("I_bar") is not None and pairs:
-            gain, margin = mean_margin([b - a for a, b in pairs])
-            gains[row["model"]] = {"start": statistics.fmean(a for a, _ in pairs),
-                                   "end": statistics.fmean(b for _, b in pairs), "gain": gain, "margin": margin,
-                                   "seeds": len(pairs)}
-    return gains
-
-
-NOISE_CLAIM = ("'all entropy about possible sequence continuations must arise from the noise process ξ, which cannot "
-               "be ignored in a successfully trained model' (§2.1); 'for a model ignoring the noise variables ... "
-               "I(t) = 0' (§4.2)")
-
-
-def figure1_claim(main: Mapping[str, Any], ladder: Mapping[str, Any] | None = None) -> Claim:
-    """S&H Fig. 1 (§5.4, "Figures 1 and 1b show Ī for all trained models"), judged over the Table 1 DSSMs, row by
-    row: each uses its noise (:data:`NOISE_CLAIM`), i.e. training raised its Ī above the same model's at
-    initialisation beyond the seed margin (:func:`noise_gains`); and its Ī lies in the paper's range
-    (:func:`paper_i_bar_range`). A row without a scoring at step 0 is named as not run for the first part. Where the
-    budget ``ladder`` finds Ī still rising, a range part below the paper's says so
-    (:func:`~paperlib.experiments.word_generation.budget_notes.i_bar_note`)."""
-    rows = [r for r in main["table1"] if r.get("I_bar") is not None]
-    if not rows:
-        raise Unjudged("claim S-F1: no trained DSSM has an Ī")
-    low, high = paper_i_bar_range()
-    shown = ", ".join(f"{r['model']} {r['I_bar']:.2f}" for r in rows)
-    parts, not_run = [], []
-    gains = noise_gains(main)
-    if gains:
-        judged = [(direction_word(g["gain"], g["margin"]),
-                   f"{model} {g['start']:.3f} → {g['end']:.3f} ({g['gain']:+.3f}, "
-                   + (f"margin {g['margin']:.3f}, {g['seeds']} seeds)" if g["margin"] is not None else "one seed)"))
-                  for model, g in gains.items()]
-        parts.append(Part(
-            "every DSSM uses its noise (Ī above its own at initialisation)",
-            f"{NOISE_CLAIM}: each trained DSSM's Ī is higher than the same model's before training",
-            part_word([w for w, _ in judged]),
-            "Ī at initialisation → at the end (gain): " + "; ".join(e for _, e in judged),
-            "per row and seed, Ī at the last scoring minus Ī at step 0 (the same estimator, the same run), above "
-            "zero by more than twice the standard error of its mean over seeds", kind="seed margin"))
-    missing = [r["model"] for r in rows if r["model"] not in gains]
-    if missing:
-        not_run.append(f"every DSSM uses its noise for {', '.join(missing)} (no scoring at step 0)")
-    parts.append(Part(f"Ī in the paper's range {low:.2f}–{high:.2f}",
-                      "Ī of the trained DSSMs lies in the paper's range",
-                      part_word([low <= r["I_bar"] <= high for r in rows]), f"Ī: {shown}",
-                      "the paper's lowest to highest Ī over Tables 1 and 3b (no ID flow), per row", kind="threshold"))
-    note = i_bar_note(main, ladder) if any(r["I_bar"] < low for r in rows) else ""
-    return noted(Claim("S-F1", tuple(parts), tuple(not_run)), note, lambda p: p.label.startswith("Ī in the paper's"))
 
 
 SECTION_5_3 = (("2xTRIL beats TRIL", "2xTRIL", "TRIL"), ("DSSM TRIL beats BASELINE-8D", "TRIL", "BASELINE-8D"),
@@ -385,6 +313,30 @@ def _ngram_comparison(rows: Mapping[str, Mapping[str, Any]], worse: str, better:
             + (f", margin {margin:,.1f}" if margin is not None else ", no margin (one stable seed)"))
 
 
+def _carries_over(alternative: Mapping[str, Mapping[str, Any]], standard: Mapping[str, Mapping[str, Any]],
+                  dssm: str, gru: str) -> Part:
+    """§5.3's "cross entropy results carry over from the standard setting": H_test(GRU) − H_test(DSSM) on the
+    alternative split has the sign it has on the standard split, each beyond its seed margin; an order inside its
+    margin on either split is within noise. Which model is ahead is Table 1's claim (S-T1), shown here beside it."""
+    gaps = {name: (rows[gru]["H_test"] - rows[dssm]["H_test"], _margin(rows[gru], rows[dssm]))
+            for name, rows in (("standard", standard), ("alternative", alternative))}
+    signs = {name: (0 if m is None or abs(g) <= m else math.copysign(1, g)) for name, (g, m) in gaps.items()}
+    word = ("within noise" if 0 in signs.values() else
+            "reproduced" if signs["standard"] == signs["alternative"] else "not reproduced")
+    shown = "; ".join(f"{name} split {dssm} {rows[dssm]['H_test']:.2f} vs {gru} {rows[gru]['H_test']:.2f}"
+                      + _margin_text(gaps[name][1]) for name, rows in (("standard", standard),
+                                                                      ("alternative", alternative)))
+    ahead = {1: f"{dssm} ahead", -1: f"{gru} ahead", 0: "no order"}
+    return Part("cross entropy carries over", "cross entropy results carry over from the standard setting: the "
+                f"order of {dssm} and {gru} by H_test is the same on the alternative split", word,
+                f"{shown}: {ahead[signs['standard']]} on the standard split, {ahead[signs['alternative']]} on the "
+                f"alternative one (the paper: {dssm} ahead on both, {PAPER_TABLE1[dssm]['H_test'][0]:.2f} vs "
+                f"{PAPER_TABLE1[gru]['H_test'][0]:.2f} and {PAPER_TABLE2[dssm]['H_test']:.2f} vs "
+                f"{PAPER_TABLE2[gru]['H_test']:.2f}; which model leads is S-T1's claim)",
+                "the sign of H_test(GRU) − H_test(DSSM) beyond twice the standard error of the difference on each "
+                "split, the same on both", kind="seed margin")
+
+
 def table2_claim(main: Mapping[str, Any]) -> Claim:
     """S&H Table 2 (the alternative split: a tenth of the word types only in test) and §5.3's reading of it,
     "generalization for the alternative split is indeed harder but cross entropy results carry over ... Under
@@ -393,7 +345,8 @@ def table2_claim(main: Mapping[str, Any]) -> Claim:
 
     - generalization is harder: per model (2xTRIL, K=10 and BASELINE-8D), H_test on the alternative split is higher
       than on the standard split (Table 1's row);
-    - cross entropy carries over: the DSSM has a lower H_test than the GRU of the same state size, as in Table 1;
+    - cross entropy carries over: the order of the DSSM and the GRU of the same state size by H_test is the one on
+      the standard split (:func:`_carries_over`);
     - the GRU slightly ahead on longer n-grams: a lower perplexity than the DSSM's at :data:`LONGER_ORDERS` under
       both n-gram models (train+test and test-only);
     - the DSSM generalizes slightly better: a lower perplexity than the GRU's at :data:`SHORTER_ORDERS` under the
@@ -419,11 +372,8 @@ def table2_claim(main: Mapping[str, Any]) -> Claim:
         parts.append(Part("generalization is harder", "each model's H_test is higher on the alternative split than "
                           "on the standard one", part_word([w for w, _ in harder]), "; ".join(e for _, e in harder),
                           "gap beyond twice the standard error of the difference, per model", kind="seed margin"))
-    if dssm in scored and gru in scored:
-        word, evidence = _comparison(scored, gru, dssm)
-        parts.append(Part("DSSM beats the GRU on unseen types", f"{dssm} has a lower H_test than {gru} on the "
-                          "alternative split (cross entropy results carry over)", word, evidence,
-                          "gap beyond twice the standard error of the difference", kind="seed margin"))
+    if dssm in scored and gru in scored and dssm in standard and gru in standard:
+        parts.append(_carries_over(scored, standard, dssm, gru))
     if dssm in rows and gru in rows:
         longer = [c for c in (_ngram_comparison(rows, dssm, gru, source, n) for source in NGRAM_MODELS
                               for n in LONGER_ORDERS) if c is not None]
@@ -440,8 +390,8 @@ def table2_claim(main: Mapping[str, Any]) -> Claim:
                               part_word([w for w, _ in shorter]), "; ".join(e for _, e in shorter),
                               "gap beyond twice the standard error of the difference, per order", kind="seed margin"))
     if not parts:
-        raise Unjudged(f"claim S-T2: {dssm} and {gru} have neither a finite H_test nor n-gram perplexities on the "
-                       "alternative split")
+        raise Unjudged(f"claim S-T2: {dssm} and {gru} have neither a finite H_test on both splits nor n-gram "
+                       "perplexities on the alternative split")
     return noted(Claim("S-T2", tuple(parts)), generated_words_note(main), lambda p: "-gram" in p.claim)
 
 
