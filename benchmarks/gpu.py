@@ -60,6 +60,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import gc
 import json
 import multiprocessing
 import os
@@ -70,6 +71,7 @@ import statistics
 import subprocess
 import sys
 import time
+import traceback
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -384,7 +386,6 @@ def time_trainers(workload: dryrun.Workload, device: torch.device, steps: int = 
     host (``sync_every`` 1, the trainer's default; the ``gpu`` and ``paper`` profiles read every 50th); empty for a
     model that is not a language model (no ``vocab_size``)."""
     import dataclasses
-    import gc
     import tempfile
 
     from paperlib.graphed_train import GraphedTrainer
@@ -781,11 +782,12 @@ def graphed_stack_timings(rows: list[dict[str, Any]], device: torch.device, quic
     """Each stack that :func:`stacked_timings` timed, again with its step replayed as one CUDA graph
     (:class:`~paperlib.experiments.micmco.ptb.graphed_stack.GraphedStackedTrials`), added to its entry: the median
     replayed step after the eager warm-up and the capture, the speed-up over the stacked step, how the steps ran;
-    the error instead when it cannot be captured (a finding). Run last of all, and no further stack after a
-    failure: a capture that fails part-way can leave the CUDA state unusable for what would follow (the language
-    models' captures, which worked on the H200, stay with their workloads). ``deadline`` is checked before each
-    stack. When a capture fails on CUDA with cuDNN on, that stack is tried once more without cuDNN
-    (``graph_without_cudnn_*``): the encoders' LSTMs are the one cuDNN operator in the step."""
+    the error instead when it cannot be captured (a finding). Run last of all (the measurement so far is on disk
+    before it), and no further stack after a failure: a capture that fails part-way can leave the CUDA state
+    unusable for what would follow (the language models' captures, which worked on the H200, stay with their
+    workloads). ``deadline`` is checked before each stack. The one exception: when a capture fails on CUDA with
+    cuDNN on, that stack is tried once more without cuDNN (``graph_without_cudnn_step_s`` or ``_error``), since the
+    encoders' LSTMs are the step's one cuDNN operator: a last attempt, whose own failure ends nothing else."""
     sizes = [s["trials"] for row in rows for s in row.get("stacks", [])]
     if not sizes:
         return
@@ -804,17 +806,21 @@ def graphed_stack_timings(rows: list[dict[str, Any]], device: torch.device, quic
                                                  entry["step_s"], "graph"))
             except Exception as err:  # noqa: BLE001 - recorded, not fatal
                 entry["graph_error"], failed = _error_text(err), True
-                if device.type == "cuda" and torch.backends.cudnn.enabled and time.monotonic() < deadline:
-                    # the encoders' LSTMs are cuDNN's; is it cuDNN's kernels that a graph cannot hold? The same
-                    # stack once more with PyTorch's own LSTM kernels (no further stack either way)
-                    torch.backends.cudnn.enabled = False
-                    try:
-                        entry.update(_graphed_stack_step(curve, specs[:entry["trials"]], settings, data, device,
-                                                         repeats, entry["step_s"], "graph_without_cudnn"))
-                    except Exception as again:  # noqa: BLE001 - recorded, not fatal
-                        entry["graph_without_cudnn_error"] = _error_text(again)
-                    finally:
-                        torch.backends.cudnn.enabled = True
+                traceback.clear_frames(err.__traceback__)  # the failed stack's frames: its memory goes with them
+            if failed and device.type == "cuda" and torch.backends.cudnn.enabled and time.monotonic() < deadline:
+                # the encoders' LSTMs are cuDNN's: is it cuDNN's kernels a graph cannot hold? The same stack once
+                # more with PyTorch's own LSTM kernels, after the failed one is released (no further stack either
+                # way; its step time is against no eager step of the same kernels, so no speed-up is given)
+                gc.collect()
+                torch.backends.cudnn.enabled = False
+                try:
+                    found = _graphed_stack_step(curve, specs[:entry["trials"]], settings, data, device, repeats,
+                                                entry["step_s"], "graph_without_cudnn")
+                    entry.update({k: v for k, v in found.items() if not k.endswith("_speedup")})
+                except Exception as again:  # noqa: BLE001 - recorded, not fatal
+                    entry["graph_without_cudnn_error"] = _error_text(again)
+                finally:
+                    torch.backends.cudnn.enabled = True
 
 
 def _graphed_stack_step(curve: Any, specs: list, settings: Any, data: Any, device: torch.device, repeats: int,
@@ -822,8 +828,6 @@ def _graphed_stack_step(curve: Any, specs: list, settings: Any, data: Any, devic
     """The median replayed step of a :class:`~paperlib.experiments.micmco.ptb.graphed_stack.GraphedStackedTrials`
     of ``specs`` after its eager warm-up and capture, its speed-up over the stacked step's ``stacked_s`` and how the
     steps ran, as ``<prefix>_step_s``, ``<prefix>_speedup`` and ``<prefix>_steps``; its memory released after."""
-    import gc
-
     from paperlib.experiments.micmco.ptb.graphed_stack import GraphedStackedTrials
 
     graphed = None
@@ -1105,20 +1109,30 @@ def main(argv: list[str] | None = None) -> int:
     measured, not_timed = measure_workloads(order, device, deadline, warmup, repeats, dry, precision,
                                             ceiling[f"matmul_tflops_{precision}"], args.graphs,
                                             1 if args.cpu else args.again)
-    compiled = compile_timings(order, args.compile, device, deadline, warmup, repeats)
+    path = args.out / output_name(env, mode, datetime.date.today())
+    compiled: list[dict[str, Any]] = []
+
+    def write(stopped_before: str | None) -> dict[str, Any]:
+        """The measurement so far to ``path``; ``stopped_before`` names the phase about to run (a process that
+        dies there, e.g. in a capture that aborts, leaves everything measured before it on disk, saying so)."""
+        result = {"schema": SCHEMA, "mode": mode, "profile": profile, "precision": precision,
+                  "max_length": 2 if args.cpu else None, "environment": env, "tests": tests, "ceilings": ceiling,
+                  "workloads": measured, "evaluations": evaluations, "compile": compiled, "stacked": stacked,
+                  "concurrent": concurrent, "not_timed": not_timed + evaluations_not_timed, "budget_s": args.budget,
+                  "elapsed_s": round(time.monotonic() - start, 1),
+                  "path": str(path.relative_to(args.out.parent) if path.is_relative_to(args.out.parent) else path),
+                  **({"stopped_before": stopped_before} if stopped_before else {})}
+        path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        return result
+
+    if args.compile:
+        write("torch.compile's timings")
+    compiled += compile_timings(order, args.compile, device, deadline, warmup, repeats)
     if stacked and args.graphed_stack_budget > 0:
+        write("the stacks' steps as CUDA graphs")
         graphed_stack_timings(stacked, device, args.cpu, time.monotonic() + args.graphed_stack_budget, repeats)
     configure("fp32")
-    path = args.out / output_name(env, mode, datetime.date.today())
-    result = {"schema": SCHEMA, "mode": mode, "profile": profile, "precision": precision,
-              "max_length": 2 if args.cpu else None, "environment": env, "tests": tests, "ceilings": ceiling,
-              "workloads": measured, "evaluations": evaluations, "compile": compiled, "stacked": stacked,
-              "concurrent": concurrent, "not_timed": not_timed + evaluations_not_timed, "budget_s": args.budget,
-              "elapsed_s": round(time.monotonic() - start, 1), "path": str(path.relative_to(args.out.parent)
-                                                                           if path.is_relative_to(args.out.parent)
-                                                                           else path)}
-    path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    print(render(result))
+    print(render(write(None)))
     return 0
 
 

@@ -95,17 +95,23 @@ def signature(inputs: Tensor, state: Any) -> tuple:
 _SIDE_STREAMS: dict[torch.device, Any] = {}
 
 
+def _side(device: torch.device) -> Any:
+    """The one side stream of a CUDA ``device``: eager warm-up steps and captures run on it, so that what is set up
+    lazily per stream (cuBLAS workspaces) is set up by a warm-up step, not inside a capture."""
+    if device not in _SIDE_STREAMS:
+        _SIDE_STREAMS[device] = torch.cuda.Stream(device)
+    return _SIDE_STREAMS[device]
+
+
 @contextlib.contextmanager
 def side_stream(device: torch.device) -> Iterator[None]:
-    """On CUDA, the enclosed work on a side stream that waits for the current stream and that the current stream
-    then waits for: where eager steps run before a capture (lazy initialisations, e.g. cuBLAS workspaces, must not
-    happen inside one). Elsewhere nothing."""
+    """On CUDA, the enclosed work on the device's side stream (:func:`_side`), which waits for the current stream
+    and which the current stream then waits for: where eager steps run before a capture (lazy initialisations, e.g.
+    cuBLAS workspaces, must not happen inside one). Elsewhere nothing."""
     if device.type != "cuda":
         yield
         return
-    if device not in _SIDE_STREAMS:
-        _SIDE_STREAMS[device] = torch.cuda.Stream(device)
-    side = _SIDE_STREAMS[device]
+    side = _side(device)
     side.wait_stream(torch.cuda.current_stream(device))
     try:
         with torch.cuda.stream(side):
@@ -154,7 +160,7 @@ class CapturedStep:
                 self.graph.register_generator_state(generator)
             with torch.cuda.device(self.device):  # the capture stream and the kernels on the step's own device
                 previous = torch.cuda.current_stream(self.device)
-                capture(fn, torch.cuda.graph(self.graph, stream=torch.cuda.Stream(self.device)),
+                capture(fn, torch.cuda.graph(self.graph, stream=_side(self.device)),  # the warm-up's stream
                         lambda: torch.cuda.set_stream(previous))
 
     def stale(self) -> bool:
@@ -177,14 +183,17 @@ def capture(fn: Callable[[], None], context: Any, restore: Callable[[], None]) -
     before it, whatever happened. When ``fn`` raises, ending the capture raises as well (the capture is then
     invalid) and, left alone, that second error would hide the first and leave the capture stream current: here the
     step's own error is what is raised, as the cause of a :class:`CaptureError` (an interrupt as it is)."""
-    context.__enter__()
     failure: BaseException | None = None
+    entered = False
     try:
+        context.__enter__()  # (switches to the capture stream, then begins the capture: either can fail)
+        entered = True
         fn()
     except BaseException as err:  # noqa: BLE001 - re-raised below, after the capture has ended
         failure = err
     try:
-        context.__exit__(None, None, None)
+        if entered:
+            context.__exit__(None, None, None)
     except BaseException as err:  # noqa: BLE001 - only when the step itself did not fail
         if failure is None:
             failure = err

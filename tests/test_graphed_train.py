@@ -162,11 +162,13 @@ class _Capture:
     """What ``torch.cuda.graph`` does on entering and leaving, as far as :func:`graphed_module.capture` sees it:
     ending a capture in which a kernel failed raises an error of its own (CUDA's 'capture invalidated')."""
 
-    def __init__(self, end_fails: bool = False) -> None:
+    def __init__(self, end_fails: bool = False, begin_fails: bool = False) -> None:
         self.entered = self.ended = False
-        self.end_fails = end_fails
+        self.end_fails, self.begin_fails = end_fails, begin_fails
 
     def __enter__(self) -> None:
+        if self.begin_fails:  # torch.cuda.graph switches streams, then capture_begin raises
+            raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
         self.entered = True
 
     def __exit__(self, *args) -> None:
@@ -200,6 +202,10 @@ def test_a_failed_capture_raises_the_steps_own_error_and_restores_the_stream():
     with pytest.raises(KeyboardInterrupt):  # an interrupt stays one, after the capture has ended
         graphed_module.capture(interrupted, _Capture(end_fails=True), lambda: restored.append(True))
     assert len(restored) == 4
+    begin = _Capture(begin_fails=True)  # a capture that never began is not ended, and the stream is put back
+    with pytest.raises(graphed_module.CaptureError, match="not permitted"):
+        graphed_module.capture(lambda: ran.append(True), begin, lambda: restored.append(True))
+    assert not begin.ended and ran == [True] and len(restored) == 5
 
 
 def test_signature_and_state_helpers():
@@ -259,6 +265,39 @@ def test_on_cuda_the_captured_step_trains_as_the_eager_one(tmp_path, optimizer):
         assert a["lr"] == b["lr"]  # the schedule's number, not the tensor's float32 rounding
     history = graphed_result.history
     assert history[-1]["valid_nll"] < history[0]["valid_nll"] - 0.05  # it learned (about 0.1 to 0.7 on a CPU)
+
+
+@pytest.mark.cuda
+def test_on_cuda_a_step_that_cannot_be_captured_raises_its_own_error_and_leaves_cuda_usable():
+    """A host read inside the step (``.item()``, a synchronisation a capture forbids) fails the capture: the error
+    raised names the step's own failure (its cause), not the capture's "invalidated"; the stream and device current
+    before it are current again; and a capturable step captured next replays correctly."""
+    device = torch.device("cuda")
+    x = torch.ones(4, device=device)
+    before = torch.cuda.current_stream(device)
+
+    raised = []
+
+    def host_read() -> None:
+        x.add_(1.0)
+        try:
+            x.sum().item()
+        except RuntimeError as err:  # what the step itself raised, to compare with what the capture reports
+            raised.append(err)
+            raise
+
+    with graphed_module.side_stream(device):
+        host_read()  # warm-up, as before any capture
+    with pytest.raises(graphed_module.CaptureError) as caught:
+        graphed_module.CapturedStep(host_read, device)
+    assert len(raised) == 1 and caught.value.__cause__ is raised[0]
+    assert torch.cuda.current_stream(device) == before and torch.cuda.current_device() == (device.index or 0)
+    x.fill_(1.0)
+    step = graphed_module.CapturedStep(lambda: x.mul_(2.0), device)
+    for _ in range(3):
+        step.replay()
+    torch.cuda.synchronize()
+    assert x.tolist() == [8.0] * 4
 
 
 @pytest.mark.cuda

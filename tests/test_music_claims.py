@@ -86,8 +86,8 @@ def test_equal_gains_on_both_corpora_do_not_make_nottingham_gain_more():
 
 def test_longer_songs_gaining_more_is_judged_within_each_corpus():
     """§4.8's "less data to adapt to": per corpus, the songs longer than its median length against the others.
-    Gains proportional to length hold it; the same gain per frame on every song does not; one corpus alone is
-    judged on its own songs; songs all of one length leave nothing to split."""
+    Gains proportional to length hold it; shorter songs gaining more (0.26 against 0.13 per frame, beyond the
+    margin) fail it; one corpus alone is judged on its own songs; songs all of one length leave nothing to split."""
     label = ("longer songs gain more from dynamic evaluation", None)
     assert _parts(table_claim(_results()))[label] == "reproduced"
     part = next(p for p in table_claim(_results()).parts if p.label == label[0])
@@ -97,7 +97,7 @@ def test_longer_songs_gaining_more_is_judged_within_each_corpus():
     for c in flat["corpora"].values():
         static = c["rows"]["static"]["test_song_ll"]
         c["rows"]["global_rms"]["test_song_ll"] = [s + g for s, g in zip(static, (0.3, 0.1, 0.2, 0.1, 0.3, 0.2))]
-    assert _parts(table_claim(flat))[label] in ("within noise", "not reproduced")
+    assert _parts(table_claim(flat))[label] == "not reproduced"
     alone = _results()
     del alone["corpora"]["nottingham"]
     part = next(p for p in table_claim(alone).parts if p.label == label[0])

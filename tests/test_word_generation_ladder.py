@@ -195,7 +195,7 @@ def test_table2_claim_reads_the_standard_splits_order_on_the_alternative_split()
 
     def carries(dssm, gru):  # the DSSM ahead on the standard split, as in the paper's Table 1
         claim = table2_claim({"table1": rows(11.0, 11.5), "table2": rows(dssm, gru)})
-        return next(p for p in claim.parts if p.label == "cross entropy carries over")
+        return next(p for p in claim.parts if p.label == "the standard split's order carries over")
 
     # margin: 2 * sqrt(0.1^2/3 * 2) = 0.16
     assert carries(12.0, 12.5).verdict == "reproduced"

@@ -350,7 +350,7 @@ def _wg_mi_ours(results: Results) -> str:
 
 
 def _wg_mi_verdict(results: Results) -> tuple[str, str]:
-    """S&H Fig. 1 as :func:`paperlib.experiments.word_generation.claims.figure1_claim` judges it with the budget
+    """S&H Fig. 1 as :func:`paperlib.experiments.word_generation.noise_claims.figure1_claim` judges it with the budget
     ladder (the notebook shows the same claim): where the ladder finds Ī still rising, the range part says its
     shortfall is the budget's."""
     return _claim_verdict(figure1_claim(_wg(results), results.get("word_generation_ladder")))

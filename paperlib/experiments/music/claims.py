@@ -148,8 +148,9 @@ def _nottingham_gains_more(results: Results) -> Part:
 
 def split_gains(data: Results, rule: str = "global_rms") -> dict[str, Any] | None:
     """One corpus's test songs split at their median length: the frame-weighted mean gain of ``rule`` over static
-    evaluation on the songs longer than the median and on the others, each with its paired-bootstrap standard error
-    (:func:`_gain`'s), the median and each group's size; None when either group is empty."""
+    evaluation on the songs longer than the median and on the others (songs of exactly the median length among
+    them, so the groups may differ in size), each with its paired-bootstrap standard error (:func:`_gain`'s), the
+    median and each group's size; None when either group is empty."""
     frames = data["test_song_frames"]
     median = statistics.median(frames)
     groups = {"long": [i for i, f in enumerate(frames) if f > median],

@@ -327,8 +327,8 @@ def _carries_over(alternative: Mapping[str, Mapping[str, Any]], standard: Mappin
                       + _margin_text(gaps[name][1]) for name, rows in (("standard", standard),
                                                                       ("alternative", alternative)))
     ahead = {1: f"{dssm} ahead", -1: f"{gru} ahead", 0: "no order"}
-    return Part("cross entropy carries over", "cross entropy results carry over from the standard setting: the "
-                f"order of {dssm} and {gru} by H_test is the same on the alternative split", word,
+    return Part("the standard split's order carries over", "cross entropy results carry over from the standard "
+                f"setting: the order of {dssm} and {gru} by H_test is the same on the alternative split", word,
                 f"{shown}: {ahead[signs['standard']]} on the standard split, {ahead[signs['alternative']]} on the "
                 f"alternative one (the paper: {dssm} ahead on both, {PAPER_TABLE1[dssm]['H_test'][0]:.2f} vs "
                 f"{PAPER_TABLE1[gru]['H_test'][0]:.2f} and {PAPER_TABLE2[dssm]['H_test']:.2f} vs "
@@ -345,8 +345,8 @@ def table2_claim(main: Mapping[str, Any]) -> Claim:
 
     - generalization is harder: per model (2xTRIL, K=10 and BASELINE-8D), H_test on the alternative split is higher
       than on the standard split (Table 1's row);
-    - cross entropy carries over: the order of the DSSM and the GRU of the same state size by H_test is the one on
-      the standard split (:func:`_carries_over`);
+    - the standard split's order carries over: the order of the DSSM and the GRU of the same state size by H_test is
+      the one on the standard split (:func:`_carries_over`);
     - the GRU slightly ahead on longer n-grams: a lower perplexity than the DSSM's at :data:`LONGER_ORDERS` under
       both n-gram models (train+test and test-only);
     - the DSSM generalizes slightly better: a lower perplexity than the GRU's at :data:`SHORTER_ORDERS` under the
