@@ -61,7 +61,7 @@ def test_the_papers_table_2_reads_as_section_5_3_reads_it():
         assert PAPER_TABLE2[DSSM]["test"][i] < PAPER_TABLE2[GRU]["test"][i]
     claim = table2_claim(_paper_table2())
     assert {p.label: p.verdict for p in claim.parts} == {
-        "generalization is harder": "reproduced", "the standard split's order carries over": "reproduced",
+        "generalization is harder": "reproduced", "the DSSM's lead carries over to unseen types": "reproduced",
         "GRU slightly ahead on longer n-grams": "reproduced", "DSSM generalizes slightly better": "reproduced"}
     harder = claim.parts[0].evidence
     assert "2xTRIL, K=10 12.27 nats on the alternative split vs 11.38 on the standard split" in harder
@@ -70,20 +70,17 @@ def test_the_papers_table_2_reads_as_section_5_3_reads_it():
     loose = {p.label: p.verdict for p in table2_claim(_paper_table2(ppl_std=1.0)).parts}
     assert loose["GRU slightly ahead on longer n-grams"] == "partly reproduced"
     assert loose["DSSM generalizes slightly better"] == "within noise"
-    # "carry over" is about the order on both splits, not about which model leads: the GRU ahead on both carries
-    # over; an order reversed between the splits does not; an order inside the margin on one split is noise
+    # the result that carries over is the paper's: the DSSM's lead, on the alternative split; our standard split's
+    # order is shown beside it, and a GRU lead on both splits does not count as the DSSM's lead carrying over
     swapped = _paper_table2()
     for table in ("table1", "table2"):
         rows = {r["model"]: r for r in swapped[table]}
         rows[DSSM]["H_test"], rows[GRU]["H_test"] = rows[GRU]["H_test"], rows[DSSM]["H_test"]
-    carries = next(p for p in table2_claim(swapped).parts if p.label == "the standard split's order carries over")
-    assert carries.verdict == "reproduced" and "BASELINE-8D ahead on the standard split" in carries.evidence
-    for row in swapped["table2"]:  # the DSSM ahead again on the alternative split only
-        row["H_test"] = PAPER_TABLE2[row["model"]]["H_test"]
-    carried = "the standard split's order carries over"
-    assert {p.label: p.verdict for p in table2_claim(swapped).parts}[carried] == "not reproduced"
-    tied = _paper_table2()
-    tied["table1"][0]["H_test"] = tied["table1"][1]["H_test"] - 0.01  # inside the margin on the standard split
+    carried = "the DSSM's lead carries over to unseen types"
+    part = next(p for p in table2_claim(swapped).parts if p.label == carried)
+    assert part.verdict == "not reproduced" and "on our standard split" in part.evidence
+    assert part.evidence.endswith(f"{GRU} ahead (S-T1 judges the standard split)")
+    tied = _paper_table2(h_std=1.0)  # margin 1.63 swallows Table 2's 1.40 gap
     assert {p.label: p.verdict for p in table2_claim(tied).parts}[carried] == "within noise"
     main = _paper_table2()
     main["table1"] = []  # no standard-split rows: nothing to measure "harder" against
@@ -98,12 +95,12 @@ def test_the_papers_table_2_reads_as_section_5_3_reads_it():
 
 def test_committed_table_2_judges_all_three_statements_of_section_5_3():
     """On the committed results S-T2 reads "partly": both models generalize worse on the alternative split (DSSM
-    16.74 ± 0.12 vs 13.84 ± 0.20, GRU 14.82 ± 0.11 vs 11.82 ± 0.02), the standard split's order (the GRU ahead, the
-    reverse of the paper's) carries over, the GRU is not ahead on longer n-grams, the DSSM's test-only 2- and 3-gram
-    perplexities are lower inside the seed margin."""
+    16.74 ± 0.12 vs 13.84 ± 0.20, GRU 14.82 ± 0.11 vs 11.82 ± 0.02), the DSSM's lead does not carry over (the GRU
+    is ahead on both splits, the reverse of the paper's order), the GRU is not ahead on longer n-grams, the DSSM's
+    test-only 2- and 3-gram perplexities are lower inside the seed margin."""
     claim = table2_claim(_committed("word_generation"))
     assert {p.label: p.verdict for p in claim.parts} == {
-        "generalization is harder": "reproduced", "the standard split's order carries over": "reproduced",
+        "generalization is harder": "reproduced", "the DSSM's lead carries over to unseen types": "not reproduced",
         "GRU slightly ahead on longer n-grams": "not reproduced", "DSSM generalizes slightly better": "within noise"}
     assert claim.verdict == "partly"
     assert "train+test 5-gram: BASELINE-8D 1,155.5 vs 2xTRIL, K=10 643.8" in claim.text()

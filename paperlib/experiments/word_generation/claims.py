@@ -313,28 +313,25 @@ def _ngram_comparison(rows: Mapping[str, Mapping[str, Any]], worse: str, better:
             + (f", margin {margin:,.1f}" if margin is not None else ", no margin (one stable seed)"))
 
 
-def _carries_over(alternative: Mapping[str, Mapping[str, Any]], standard: Mapping[str, Mapping[str, Any]],
-                  dssm: str, gru: str) -> Part:
-    """§5.3's "cross entropy results carry over from the standard setting": H_test(GRU) − H_test(DSSM) on the
-    alternative split has the sign it has on the standard split, each beyond its seed margin; an order inside its
-    margin on either split is within noise. Which model is ahead is Table 1's claim (S-T1), shown here beside it."""
-    gaps = {name: (rows[gru]["H_test"] - rows[dssm]["H_test"], _margin(rows[gru], rows[dssm]))
-            for name, rows in (("standard", standard), ("alternative", alternative))}
-    signs = {name: (0 if m is None or abs(g) <= m else math.copysign(1, g)) for name, (g, m) in gaps.items()}
-    word = ("within noise" if 0 in signs.values() else
-            "reproduced" if signs["standard"] == signs["alternative"] else "not reproduced")
-    shown = "; ".join(f"{name} split {dssm} {rows[dssm]['H_test']:.2f} vs {gru} {rows[gru]['H_test']:.2f}"
-                      + _margin_text(gaps[name][1]) for name, rows in (("standard", standard),
-                                                                      ("alternative", alternative)))
-    ahead = {1: f"{dssm} ahead", -1: f"{gru} ahead", 0: "no order"}
-    return Part("the standard split's order carries over", "cross entropy results carry over from the standard "
-                f"setting: the order of {dssm} and {gru} by H_test is the same on the alternative split", word,
-                f"{shown}: {ahead[signs['standard']]} on the standard split, {ahead[signs['alternative']]} on the "
-                f"alternative one (the paper: {dssm} ahead on both, {PAPER_TABLE1[dssm]['H_test'][0]:.2f} vs "
-                f"{PAPER_TABLE1[gru]['H_test'][0]:.2f} and {PAPER_TABLE2[dssm]['H_test']:.2f} vs "
-                f"{PAPER_TABLE2[gru]['H_test']:.2f}; which model leads is S-T1's claim)",
-                "the sign of H_test(GRU) − H_test(DSSM) beyond twice the standard error of the difference on each "
-                "split, the same on both", kind="seed margin")
+def _lead_carries_over(alternative: Mapping[str, Mapping[str, Any]], standard: Mapping[str, Mapping[str, Any]],
+                       dssm: str, gru: str) -> Part:
+    """§5.3's "cross entropy results carry over from the standard setting": the paper's standard-split result, the
+    DSSM ahead of the GRU of its state size (Table 1), holds on the alternative split, H_test(DSSM) below H_test(GRU)
+    there beyond the seed margin. Our own standard split's order is shown beside it: where it is the GRU's lead,
+    that order carries over, but it is not the result the sentence carries over."""
+    word, evidence = _comparison(alternative, gru, dssm)
+    if dssm in standard and gru in standard:
+        a, b = standard[dssm], standard[gru]
+        margin = _margin(b, a)
+        order = ("no order" if margin is None or abs(b["H_test"] - a["H_test"]) <= margin else
+                 f"{dssm} ahead" if a["H_test"] < b["H_test"] else f"{gru} ahead")
+        evidence += (f"; on our standard split {dssm} {a['H_test']:.2f} vs {gru} {b['H_test']:.2f}"
+                     f"{_margin_text(margin)}: {order} (S-T1 judges the standard split)")
+    return Part("the DSSM's lead carries over to unseen types", "cross entropy results carry over from the standard "
+                f"setting: {dssm} keeps its Table 1 lead over {gru} ({PAPER_TABLE1[dssm]['H_test'][0]:.2f} vs "
+                f"{PAPER_TABLE1[gru]['H_test'][0]:.2f}) on the alternative split (Table 2: "
+                f"{PAPER_TABLE2[dssm]['H_test']:.2f} vs {PAPER_TABLE2[gru]['H_test']:.2f})", word, evidence,
+                "gap beyond twice the standard error of the difference on the alternative split", kind="seed margin")
 
 
 def table2_claim(main: Mapping[str, Any]) -> Claim:
@@ -345,8 +342,8 @@ def table2_claim(main: Mapping[str, Any]) -> Claim:
 
     - generalization is harder: per model (2xTRIL, K=10 and BASELINE-8D), H_test on the alternative split is higher
       than on the standard split (Table 1's row);
-    - the standard split's order carries over: the order of the DSSM and the GRU of the same state size by H_test is
-      the one on the standard split (:func:`_carries_over`);
+    - the DSSM's lead carries over: it has a lower H_test than the GRU of the same state size, as in Table 1
+      (:func:`_lead_carries_over`, which shows our own standard split's order beside it);
     - the GRU slightly ahead on longer n-grams: a lower perplexity than the DSSM's at :data:`LONGER_ORDERS` under
       both n-gram models (train+test and test-only);
     - the DSSM generalizes slightly better: a lower perplexity than the GRU's at :data:`SHORTER_ORDERS` under the
@@ -372,8 +369,8 @@ def table2_claim(main: Mapping[str, Any]) -> Claim:
         parts.append(Part("generalization is harder", "each model's H_test is higher on the alternative split than "
                           "on the standard one", part_word([w for w, _ in harder]), "; ".join(e for _, e in harder),
                           "gap beyond twice the standard error of the difference, per model", kind="seed margin"))
-    if dssm in scored and gru in scored and dssm in standard and gru in standard:
-        parts.append(_carries_over(scored, standard, dssm, gru))
+    if dssm in scored and gru in scored:
+        parts.append(_lead_carries_over(scored, standard, dssm, gru))
     if dssm in rows and gru in rows:
         longer = [c for c in (_ngram_comparison(rows, dssm, gru, source, n) for source in NGRAM_MODELS
                               for n in LONGER_ORDERS) if c is not None]
@@ -390,8 +387,8 @@ def table2_claim(main: Mapping[str, Any]) -> Claim:
                               part_word([w for w, _ in shorter]), "; ".join(e for _, e in shorter),
                               "gap beyond twice the standard error of the difference, per order", kind="seed margin"))
     if not parts:
-        raise Unjudged(f"claim S-T2: {dssm} and {gru} have neither a finite H_test on both splits nor n-gram "
-                       "perplexities on the alternative split")
+        raise Unjudged(f"claim S-T2: {dssm} and {gru} have neither a finite H_test nor n-gram perplexities on the "
+                       "alternative split")
     return noted(Claim("S-T2", tuple(parts)), generated_words_note(main), lambda p: "-gram" in p.claim)
 
 
