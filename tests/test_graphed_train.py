@@ -3,6 +3,7 @@ numbers as Trainer bit for bit, rollbacks and resumes included; on CUDA (marked 
 the captured graph itself, against eager training."""
 
 import math
+import os
 
 import pytest
 import torch
@@ -267,37 +268,58 @@ def test_on_cuda_the_captured_step_trains_as_the_eager_one(tmp_path, optimizer):
     assert history[-1]["valid_nll"] < history[0]["valid_nll"] - 0.05  # it learned (about 0.1 to 0.7 on a CPU)
 
 
+_UNCAPTURABLE = """
+import torch
+import paperlib.graphed_train as graphed
+
+device = torch.device("cuda")
+x = torch.ones(4, device=device)
+before = torch.cuda.current_stream(device)
+raised = []
+
+
+def host_read():
+    x.add_(1.0)
+    try:
+        x.sum().item()
+    except RuntimeError as err:  # what the step itself raised, to compare with what the capture reports
+        raised.append(err)
+        raise
+
+
+with graphed.side_stream(device):
+    host_read()  # warm-up, as before any capture
+try:
+    graphed.CapturedStep(host_read, device)
+    raise SystemExit("captured a step that reads the host")
+except graphed.CaptureError as err:
+    assert len(raised) == 1 and err.__cause__ is raised[0], (raised, err.__cause__)
+assert torch.cuda.current_stream(device) == before and torch.cuda.current_device() == 0
+x.fill_(1.0)
+step = graphed.CapturedStep(lambda: x.mul_(2.0), device)
+for _ in range(3):
+    step.replay()
+torch.cuda.synchronize()
+assert x.tolist() == [8.0] * 4, x.tolist()
+print("ok")
+"""
+
+
 @pytest.mark.cuda
 def test_on_cuda_a_step_that_cannot_be_captured_raises_its_own_error_and_leaves_cuda_usable():
     """A host read inside the step (``.item()``, a synchronisation a capture forbids) fails the capture: the error
-    raised names the step's own failure (its cause), not the capture's "invalidated"; the stream and device current
-    before it are current again; and a capturable step captured next replays correctly."""
-    device = torch.device("cuda")
-    x = torch.ones(4, device=device)
-    before = torch.cuda.current_stream(device)
+    raised has the step's own failure as its cause, not the capture's "invalidated"; the stream and device current
+    before it are current again; and a capturable step captured next replays correctly. In a process of its own:
+    a failed capture must not leave anything behind for the other CUDA tests of this worker."""
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    raised = []
-
-    def host_read() -> None:
-        x.add_(1.0)
-        try:
-            x.sum().item()
-        except RuntimeError as err:  # what the step itself raised, to compare with what the capture reports
-            raised.append(err)
-            raise
-
-    with graphed_module.side_stream(device):
-        host_read()  # warm-up, as before any capture
-    with pytest.raises(graphed_module.CaptureError) as caught:
-        graphed_module.CapturedStep(host_read, device)
-    assert len(raised) == 1 and caught.value.__cause__ is raised[0]
-    assert torch.cuda.current_stream(device) == before and torch.cuda.current_device() == (device.index or 0)
-    x.fill_(1.0)
-    step = graphed_module.CapturedStep(lambda: x.mul_(2.0), device)
-    for _ in range(3):
-        step.replay()
-    torch.cuda.synchronize()
-    assert x.tolist() == [8.0] * 4
+    repo = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-c", _UNCAPTURABLE], capture_output=True, text=True, timeout=300,
+                          cwd=repo, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [repo, *filter(None, [os.environ.get("PYTHONPATH")])])})
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout + done.stderr
 
 
 @pytest.mark.cuda
