@@ -101,6 +101,30 @@ def _gpu_module():
     return module
 
 
+def test_a_device_run_that_dies_in_a_risky_phase_leaves_what_it_measured_on_disk(tmp_path, monkeypatch):
+    """The graphed stacks run last and may abort the process (a capture that fails badly): the measurement is
+    written before that phase, saying which phase it stopped before, and the final write drops the mark."""
+    import json
+
+    gpu = _gpu_module()
+
+    def dies(*args, **kwargs):
+        raise SystemExit("the process died in a capture")
+
+    monkeypatch.setattr(gpu, "graphed_stack_timings", dies)
+    args = ["--cpu", "--out", str(tmp_path), "--stages", "reverse_copy", "--per-stage", "1", "--concurrent",
+            "--budget", "60", "--stacked", "1"]
+    with pytest.raises(SystemExit, match="died in a capture"):
+        gpu.main(args)
+    (path,) = tmp_path.glob("cpu-check-*.json")
+    left = json.loads(path.read_text())
+    assert left["stopped_before"] == "the stacks' steps as CUDA graphs"
+    assert [r["stage"] for r in left["workloads"]] == ["reverse_copy"] and left["stacked"][0]["status"] == "timed"
+    monkeypatch.undo()
+    assert _gpu_module().main(args) == 0
+    assert "stopped_before" not in json.loads(path.read_text())
+
+
 def test_the_device_script_runs_its_whole_path_in_check_mode(tmp_path):
     """benchmarks/gpu.py --cpu: environment, a nested pytest run read back from its JUnit report, the ceilings, one
     training step of every stage's first workload (smoke settings, 2 positions) beside the dry run's count of the
