@@ -785,9 +785,13 @@ def graphed_stack_timings(rows: list[dict[str, Any]], device: torch.device, quic
     the error instead when it cannot be captured (a finding). Run last of all (the measurement so far is on disk
     before it), and no further stack after a failure: a capture that fails part-way can leave the CUDA state
     unusable for what would follow (the language models' captures, which worked on the H200, stay with their
-    workloads). ``deadline`` is checked before each stack. The one exception: when a capture fails on CUDA with
-    cuDNN on, that stack is tried once more without cuDNN (``graph_without_cudnn_step_s`` or ``_error``), since the
-    encoders' LSTMs are the step's one cuDNN operator: a last attempt, whose own failure ends nothing else."""
+    workloads). ``deadline`` is checked before each stack. The one exception: when the capture itself fails
+    (:class:`~paperlib.graphed_train.CaptureError`, not an error of the eager warm-up) on CUDA with cuDNN on, that
+    stack is tried once more without cuDNN (``graph_without_cudnn_step_s`` or ``_error``), since the encoders' LSTMs
+    are the step's one cuDNN operator: a last attempt, whose own failure ends nothing else (the failed capture's
+    private memory pool is PyTorch's to keep)."""
+    from paperlib.graphed_train import CaptureError
+
     sizes = [s["trials"] for row in rows for s in row.get("stacks", [])]
     if not sizes:
         return
@@ -806,11 +810,14 @@ def graphed_stack_timings(rows: list[dict[str, Any]], device: torch.device, quic
                                                  entry["step_s"], "graph"))
             except Exception as err:  # noqa: BLE001 - recorded, not fatal
                 entry["graph_error"], failed = _error_text(err), True
+                uncapturable = isinstance(err, CaptureError)  # not an eager warm-up's error (out of memory, ...)
                 traceback.clear_frames(err.__traceback__)  # the failed stack's frames: its memory goes with them
-            if failed and device.type == "cuda" and torch.backends.cudnn.enabled and time.monotonic() < deadline:
+            else:
+                uncapturable = False
+            if uncapturable and device.type == "cuda" and torch.backends.cudnn.enabled and time.monotonic() < deadline:
                 # the encoders' LSTMs are cuDNN's: is it cuDNN's kernels a graph cannot hold? The same stack once
-                # more with PyTorch's own LSTM kernels, after the failed one is released (no further stack either
-                # way; its step time is against no eager step of the same kernels, so no speed-up is given)
+                # more with PyTorch's own LSTM kernels, after the failed one's objects are released (no further
+                # stack either way; its step time is against no eager step of the same kernels: no speed-up given)
                 gc.collect()
                 torch.backends.cudnn.enabled = False
                 try:
@@ -1106,11 +1113,10 @@ def main(argv: list[str] | None = None) -> int:
     evaluations, evaluations_not_timed = measure_evaluations(
         evaluation_plan(stages, params, profile, cap, precision, dry), device,
         min(deadline, time.monotonic() + args.evaluations_budget), repeats, dry, precision)
-    measured, not_timed = measure_workloads(order, device, deadline, warmup, repeats, dry, precision,
-                                            ceiling[f"matmul_tflops_{precision}"], args.graphs,
-                                            1 if args.cpu else args.again)
     path = args.out / output_name(env, mode, datetime.date.today())
     compiled: list[dict[str, Any]] = []
+    measured: list[dict[str, Any]] = []
+    not_timed: list[dict[str, Any]] = []
 
     def write(stopped_before: str | None) -> dict[str, Any]:
         """The measurement so far to ``path``; ``stopped_before`` names the phase about to run (a process that
@@ -1125,6 +1131,12 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
         return result
 
+    if args.graphs:  # the language models' steps are captured as CUDA graphs among the workloads
+        write("the workloads' steps")
+    found, skipped = measure_workloads(order, device, deadline, warmup, repeats, dry, precision,
+                                       ceiling[f"matmul_tflops_{precision}"], args.graphs, 1 if args.cpu else args.again)
+    measured += found
+    not_timed += skipped
     if args.compile:
         write("torch.compile's timings")
     compiled += compile_timings(order, args.compile, device, deadline, warmup, repeats)
