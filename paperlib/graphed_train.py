@@ -145,7 +145,8 @@ class CapturedStep:
     Capturing does not run the step: the first :meth:`replay` does. Warm the function up eagerly first (under
     :func:`side_stream`), as CUDA graph capture requires. A graph reads and writes the memory its tensors had at
     capture: :meth:`stale` says whether any of ``watch`` (the weights) has moved since (``.to()``, an LSTM's weights
-    flattened again), after which it must be captured again.
+    flattened again) or another precision is in force (:func:`paperlib.device.configure`; a graph keeps the TF32
+    and autocast settings of its capture), after which it must be captured again.
     """
 
     def __init__(self, fn: Callable[[], None], device: torch.device,
@@ -153,6 +154,7 @@ class CapturedStep:
         self.fn, self.device = fn, torch.device(device)
         self.watch = list(watch)
         self._pointers = [t.data_ptr() for t in self.watch]
+        self._precision = current().precision
         self.graph = None
         if self.device.type == "cuda":
             self.graph = torch.cuda.CUDAGraph()
@@ -164,7 +166,7 @@ class CapturedStep:
                         lambda: torch.cuda.set_stream(previous))
 
     def stale(self) -> bool:
-        return [t.data_ptr() for t in self.watch] != self._pointers
+        return [t.data_ptr() for t in self.watch] != self._pointers or current().precision != self._precision
 
     def replay(self) -> None:
         if self.graph is None:
@@ -297,10 +299,9 @@ class GraphedTrainer(Trainer):
 
     # -- the step ------------------------------------------------------------------------------------------------
     def _train_step(self, inputs: Tensor, targets: Tensor) -> float | None:
-        key = (signature(inputs, self.state), current().precision)
-        if self._captured is not None and (self._captured.step.stale() or self._captured.signature[1] != key[1]):
-            # the weights moved since, or the precision changed (a graph keeps the settings of its capture: TF32,
-            # autocast): warm up, capture again
+        key = signature(inputs, self.state)
+        if self._captured is not None and self._captured.step.stale():
+            # the weights moved or another precision is in force since: warm up, capture again
             self._captured, self._streak = None, (None, 0)
         if self._captured is not None and key == self._captured.signature:
             return self._replayed_step(inputs, targets)

@@ -56,9 +56,15 @@ def _paper(x: float) -> str:
     return f"{x:.2f}"
 
 
-def _gain(corpus: Results, rule: str, against: str = "static") -> tuple[float, float]:
-    rows = corpus["rows"]
-    return paired_bootstrap(rows[rule]["test_song_ll"], rows[against]["test_song_ll"], corpus["test_song_frames"])
+def _gain(corpus: Results, rule: str, against: str = "static", songs: Sequence[int] | None = None
+          ) -> tuple[float, float]:
+    """(frame-weighted mean gain of ``rule`` over ``against``, its paired-bootstrap standard error) over the test
+    songs (those indexed by ``songs`` where given)."""
+    rows, frames = corpus["rows"], corpus["test_song_frames"]
+    songs = range(len(frames)) if songs is None else songs
+    return paired_bootstrap([rows[rule]["test_song_ll"][i] for i in songs],
+                            [rows[against]["test_song_ll"][i] for i in songs], [frames[i] for i in songs],
+                            BOOTSTRAP_RESAMPLES)
 
 
 def _name(corpus: str) -> str:
@@ -157,13 +163,7 @@ def split_gains(data: Results, rule: str = "global_rms") -> dict[str, Any] | Non
               "short": [i for i, f in enumerate(frames) if f <= median]}
     if not all(groups.values()):
         return None
-    rows = data["rows"]
-    out: dict[str, Any] = {"median": median}
-    for name, songs in groups.items():
-        out[name] = (*paired_bootstrap([rows[rule]["test_song_ll"][i] for i in songs],
-                                       [rows["static"]["test_song_ll"][i] for i in songs],
-                                       [frames[i] for i in songs], BOOTSTRAP_RESAMPLES), len(songs))
-    return out
+    return {"median": median, **{name: (*_gain(data, rule, songs=songs), len(songs)) for name, songs in groups.items()}}
 
 
 def _longer_songs_gain_more(results: Results) -> Part | None:

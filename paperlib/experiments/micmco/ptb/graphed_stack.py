@@ -51,7 +51,6 @@ from paperlib.experiments.micmco.ptb.stacked_trials import (StackedTrials, Trial
                                                             backward_all)
 from paperlib.experiments.micmco.ptb.trials import per_token
 from paperlib.experiments.micmco.synthetic.trials import latent_samples, objective_surrogates
-from paperlib.device import current
 from paperlib.graphed_train import CapturedStep, graph_safe, side_stream
 from paperlib.models.sentence_vae import BiLSTMEncoder
 from paperlib.stacked import StackedModels, pad_to
@@ -132,7 +131,6 @@ class _Captured:
     """The step of one set of live trials and the tensors it reads (batch, tokens) and writes (objectives)."""
 
     members: tuple[int, ...]
-    precision: str  # the precision a capture keeps (TF32, autocast): another precision, a new capture
     step: CapturedStep | None  # None until captured: its warm-up steps call the same function eagerly
     run: Any  # the step's function
     batch: SentenceBatch  # [M, B, T] each
@@ -205,7 +203,7 @@ class GraphedStackedTrials(StackedTrials):
             backward_all(surrogates, models)
             optimizer.step()
 
-        return _Captured(members, current().precision, None, run, batch, tokens, values)
+        return _Captured(members, None, run, batch, tokens, values)
 
     def step(self) -> None:
         """One Adam step of every live trial (every trial's batch stream advances, so streams stay in step)."""
@@ -214,8 +212,7 @@ class GraphedStackedTrials(StackedTrials):
         if not live:
             self.step_count += 1
             return
-        captured = self._captured
-        if captured is None or captured.members != live or captured.precision != current().precision:
+        if self._captured is None or self._captured.members != live:
             self._captured, self._eager_since = self._prepare(live), 0
         captured = self._captured
         for j, i in enumerate(live):
@@ -229,7 +226,7 @@ class GraphedStackedTrials(StackedTrials):
             captured.batch.lengths[j].copy_(batches[i].lengths)
         captured.tokens.copy_(torch.tensor([float(batches[i].lengths.sum()) for i in live], dtype=captured.tokens.dtype))
         if captured.step is not None and captured.step.stale():
-            captured.step, self._eager_since = None, 0  # the weights moved (a .to() since): warm up, capture again
+            captured.step, self._eager_since = None, 0  # weights moved or precision changed: warm up, capture again
         if captured.step is not None:
             captured.step.replay()
             self.step_counts["replayed"] += 1
