@@ -396,6 +396,24 @@ def test_the_ladder_joins_its_row_or_is_named_as_not_run():
     assert ladder_parts(results, None, "M-F5.13") == ([], [])  # a row without a ladder
 
 
+def test_a_hypervolume_ladder_is_read_against_the_larger_of_2_se_and_the_tie():
+    """The stage records 2 SE per rung; a gain of +0.014 ± 0.010 at the top rung clears it but not the 0.02 tie that
+    every hypervolume comparison is read against, so the row reads the thesis' way inside it, not reproduced."""
+    results = _results({})
+    rungs = [{"steps": 150, "gap": 0.009, "se": 0.0015, "margin": 0.003, "converged": False},
+             {"steps": 300, "gap": 0.014, "se": 0.005, "margin": 0.010, "converged": False}]
+    entry = {"kind": "better", "labels": ["DReG 16 Rényi", "DReG 1 K/R"], "curves": ["a", "b"], "rungs": rungs,
+             "claim": "16 beats 1", "reading": "reproduced"}
+    ladder = {**_ladder(), "ladders": {"5.12": entry}}
+    (part,), _ = ladder_parts(results, ladder, "M-F5.12")
+    assert part.verdict == "within noise" and "no trend" in part.evidence
+    assert "+0.009 ± 0.020 → +0.014 ± 0.020" in part.evidence and "larger of 2 SE and the 0.02" in part.rule
+    assert ladder["ladders"]["5.12"]["reading"] == "reproduced"  # the stage's record is left as it was
+    rungs[1].update(gap=0.03)
+    (part,), _ = ladder_parts(results, ladder, "M-F5.12")
+    assert part.verdict == "reproduced"
+
+
 def test_the_module_names_every_ladder_row_and_loads_without_torch():
     from paperlib.experiments.micmco.ptb.micmco_ptb import FIGURES
     from paperlib.experiments.micmco.ptb.ladder import ITEMS

@@ -4,7 +4,7 @@ ladder's rung repeated the stage's run, and saying how it did not."""
 
 import pytest
 
-from paperlib.experiments.micmco.seed_spread import differences, ladder_spreads
+from paperlib.experiments.micmco.seed_spread import differences, ladder_spreads, tie_floored
 
 TIE = 0.02
 RUN = {"profile": "cpu", "settings": {"steps": 150, "trials": 4, "startup_trials": 4, "batch_size": 16}}
@@ -107,3 +107,21 @@ def test_sharing_needs_every_curve_alike_and_something_finite_and_the_ladder_as_
     ptb_run = {**run, "curves": run["configurations"]}
     del ptb_run["configurations"]
     assert shared_start(ptb_run, ptb) == 4
+
+
+def _rungs(*gap_margin):
+    return [{"steps": 150 * 2 ** i, "gap": g, "margin": m} for i, (g, m) in enumerate(gap_margin)]
+
+
+def test_a_ladders_margins_are_raised_to_the_tie_and_its_reading_follows():
+    """+0.014 ± 0.010 at the top rung clears 2 SE but not the 0.02 tie: no longer reproduced; a top gap beyond the
+    tie stays so; the change from the first rung is read against the raised margins (√(0.01² + 0.01²)·2 ≈ 0.028)."""
+    entry = {"kind": "better", "rungs": _rungs((0.009, 0.003), (0.014, 0.010)), "reading": "reproduced"}
+    floored = tie_floored(entry, TIE)
+    assert [r["margin"] for r in floored["rungs"]] == [TIE, TIE] and floored["reading"] == "no trend"
+    assert entry["rungs"][1]["margin"] == 0.010  # the stage's record is left as it was
+    assert tie_floored({**entry, "rungs": _rungs((0.0, 0.01), (0.026, 0.004))}, TIE)["reading"] == "reproduced"
+    assert tie_floored({**entry, "rungs": _rungs((-0.02, 0.01), (0.015, 0.01))}, TIE)["reading"] == \
+        "trend toward the claim"  # a change of 0.035 beyond 0.028
+    wide = tie_floored({**entry, "rungs": _rungs((0.0, 0.03), (0.05, 0.04))}, TIE)
+    assert [r["margin"] for r in wide["rungs"]] == [0.03, 0.04] and wide["reading"] == "reproduced"

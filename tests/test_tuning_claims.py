@@ -132,3 +132,17 @@ def test_a_best_trial_at_the_ends_of_its_ranges_is_named():
     assert evidence.endswith("; the best trial at an end of its range: learning rate 0.004 (the largest of "
                              "0.001–0.004 allowed: optimum not bracketed), input dropout 0 (the smallest of 0–0.5 "
                              "allowed: optimum not bracketed)")
+
+
+def test_a_value_at_a_range_end_up_to_float_rounding_is_at_that_end():
+    """A sampler's value reached through a transform and its inverse (2 as 1.9999999999999998) is the range's end and
+    is named as it; a value a real step inside stays unnamed."""
+    results = _results([151.0], [150.0])
+    record = results["models"]["lstm"]
+    record["hyperparameters"] = [{"name": "input_embedding_ratio", "low": 0.0, "high": 2.0}]
+    for near, named in ((2 - 2 ** -51, True), (1.999, False)):
+        for trial in record["trials"]:
+            trial["params"] = {"input_embedding_ratio": near}
+        evidence = neighbourhood_claim(results, "M-F2.5").parts[0].evidence
+        assert ("input embedding ratio 2 (the largest of 0–2 allowed: optimum not bracketed)" in evidence) == named
+        assert "1.999" not in evidence.split("at an end of its range")[-1]

@@ -152,6 +152,7 @@ def _dyn_model(results: Results, corpus: str) -> str:
 
 
 _CORPUS = {"ptb": "PTB", "wikitext2": "WikiText-2"}
+_THESIS_PARAMETERS = {"ptb": "24M", "wikitext2": "33M"}  # the AWD-LSTM's, Tables 4.1 and 4.2
 _TABLE = {"ptb": "Table 4.1", "wikitext2": "Table 4.2"}
 _RMS_NORM = "RMS_norm averaged over parameter tensors as in the author's code (eq. 4.6)"
 
@@ -174,6 +175,11 @@ def _dyn_scale(results: Results) -> str:
              + (f"{c['train_tokens']:,} tokens of each corpus" if len(set(trained.values())) == 1 else
                 ", ".join(f"{n:,} {_CORPUS.get(k, k)} tokens" for k, n in trained.items()))
              + (f" ({', '.join(passes)})" if all(passes) else ""))
+    sizes = {k: v["parameters"] for k, v in corpora.items() if "parameters" in v}
+    if sizes:
+        model += (f"; {_per_corpus({k: f'{n / 1e6:.2f}M' for k, n in sizes.items()})} parameters (the embedding and "
+                  f"output layers sized by each vocabulary; thesis AWD-LSTM "
+                  f"{_per_corpus({k: _THESIS_PARAMETERS[k] for k in sizes if k in _THESIS_PARAMETERS})})")
     static = _per_corpus({k: _f(_static_test(results, k), 1) for k in corpora})
     thesis = ", ".join(_f(reference_dyneval.DYNEVAL_TABLES[k]["static"][1], 1) for k in corpora)
     valid = {k: v["valid_tokens"] for k, v in corpora.items()}
@@ -197,24 +203,35 @@ def _dyn_table_scale(results: Results) -> str:
     return f"{scale}; {_gradient_stats(gs, ' per corpus')}" if gs else scale
 
 
+def _grid_ends(row: dict[str, Any]) -> list[str]:
+    """The settings of a table row picked at an end of the values its trials tried (an optimum not bracketed)."""
+    ends = []
+    for setting, value in row["settings"].items():
+        tried = [t[setting] for t in row.get("trials", ()) if isinstance(t.get(setting), (int, float))]
+        note = not_bracketed(value, tried) if isinstance(value, (int, float)) else ""
+        if note:
+            ends.append(f"{setting.replace('_', ' ')} {note}")
+    return ends
+
+
+_TUNED_ALIKE = (("global_rms_rms_decay", "final rule"), ("neural_cache", "cache"))
+
+
 def _final_and_cache_tuning(results: Results) -> str:
-    """How many trials the final rule (global RMS + RMS decay) and the neural cache each had per corpus, and which of
-    the settings picked lie at an end of the values tried (an optimum not bracketed): the two compared by 'beats the
-    cache' were not tuned alike."""
+    """How many trials the final rule (global RMS + RMS decay) and the neural cache each had per corpus (the two
+    compared by 'beats the cache' were not tuned alike), and which settings of every row, those two and the other
+    dynamic-evaluation rules, lie at an end of the values tried (an optimum not bracketed)."""
     out = []
     for corpus in results["dyneval"]["corpora"]:
         rows, shown = _dyn_rows(results, corpus), []
-        for key, name in (("global_rms_rms_decay", "final rule"), ("neural_cache", "cache")):
+        for key, name in _TUNED_ALIKE:
             row = rows.get(key)
-            if not row or not row.get("trials"):
-                continue
-            ends = []
-            for setting, value in row["settings"].items():
-                tried = [t[setting] for t in row["trials"] if isinstance(t.get(setting), (int, float))]
-                note = not_bracketed(value, tried) if isinstance(value, (int, float)) else ""
-                if note:
-                    ends.append(f"{setting.replace('_', ' ')} {note}")
-            shown.append(f"{name} {len(row['trials'])} trials" + "".join(f", {e}" for e in ends))
+            if row and row.get("trials"):
+                shown.append(f"{name} {len(row['trials'])} trials" + "".join(f", {e}" for e in _grid_ends(row)))
+        for key in _DYN_ORDER:
+            row = rows.get(key)
+            if row and row.get("trials") and key not in dict(_TUNED_ALIKE):
+                shown += [f"{row.get('label', key)}: {e}" for e in _grid_ends(row)]
         if shown:
             out.append(f"{_CORPUS.get(corpus, corpus)}: {', '.join(shown)}")
     return "; tuning: " + "; ".join(out) if out else ""

@@ -103,7 +103,7 @@ def _lm_scale(name: str, item: str | None = None, shared_recipe: bool = False) -
         thesis = f" (thesis: {THESIS_EPOCHS[item]})" if item in THESIS_EPOCHS else ""
         seeds = sorted({s["seeds"] for s in r["summary"].values()})
         return (f"{sizes}; each {budget}{thesis}{_still_falling(r)}{_learning_rates(r)}{_chrono(r, item)}"
-                f"{_training_setup(r, item)}{_baseline_behind(r, item)}; "
+                f"{_training_setup(r, item)}{_baseline_behind(r, item)}{_rlstm_recipe(r, item)}; "
                 f"{'/'.join(map(str, seeds))} seed(s) per model" + _eval_prefix(results, name, "valid")
                 + _test_prefix(results, name) + (_one_recipe(r) if shared_recipe else ""))
     return scale
@@ -140,6 +140,20 @@ def _training_setup(r: Results, item: str | None) -> str:
     if item in ("M-T2.1", "M-T2.2") and r.get("mc_samples"):
         return f"; Monte Carlo dropout averages {r['mc_samples']} masks (thesis: {THESIS_MC_MASKS})"
     return ""
+
+
+def _rlstm_recipe(r: Results, item: str | None) -> str:
+    """For a ch. 4 table: "; the Mogrifier RLSTM trains with the Mogrifier's recipe unchanged ..." where its training
+    settings and options (but the cell's own) are the Mogrifier's: the thesis tunes each of its models (§4.6), so our
+    RLSTM row is not set against a tuned Mogrifier on equal terms; "" elsewhere."""
+    models = r.get("models", {})
+    if item not in THESIS_CH4_TRAINING or not {"mogrifier_lstm", "mogrifier_rlstm"} <= models.keys():
+        return ""
+    mog, rlstm = models["mogrifier_lstm"], models["mogrifier_rlstm"]
+    if recipe_options(mog) != recipe_options(rlstm) or mog.get("train") != rlstm.get("train"):
+        return ""
+    return ("; the Mogrifier RLSTM trains with the Mogrifier's recipe unchanged (learning rate, schedule, dropouts; "
+            "the thesis tunes each model, §4.6)")
 
 
 # The thesis' ch. 2 table each ch. 4 table's Mogrifier baseline comes from.

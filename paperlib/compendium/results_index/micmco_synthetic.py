@@ -16,7 +16,8 @@ from paperlib.reference.micmco import SYNTHETIC_VOCAB_SIZE
 
 def _counts_short(compared: Compared, tie: str | None = None) -> str:
     """:func:`~paperlib.experiments.micmco.synthetic.claims.counts` for a reason: "both hold", "all 4 the thesis'
-    way, inside the tie", "1 of 2 holds, 1 the other way"."""
+    way, inside the tie", "both the other way by 0.001–0.010, inside the 0.02 tie", "1 of 2 holds, 1 the other
+    way"."""
     n = len(compared)
     held, noise, other, level, failed = tally(compared)
     every = "it" if n == 1 else "both" if n == 2 else f"all {n}"
@@ -26,8 +27,11 @@ def _counts_short(compared: Compared, tie: str | None = None) -> str:
         gaps = sorted(g for _, g in compared if g is not None)
         by = "" if len(gaps) < n else f" by {gaps[0]:.3f}" + (f"–{gaps[-1]:.3f}" if gaps[-1] > gaps[0] else "")
         return f"{every} the thesis' way{by}, inside the {tie or f'{hv_tie()} tie'}"
-    if other == n:
-        return f"{every} the other way"
+    if other == n:  # how far, and, against the fixed tie, whether inside it (not counted in the thesis' favour)
+        gaps = sorted(-g for _, g in compared if g is not None)
+        by = f" by {gaps[0]:.3f}" + (f"–{gaps[-1]:.3f}" if gaps[-1] > gaps[0] else "")
+        inside = tie in (None, f"{hv_tie()} tie") and gaps[-1] <= hv_tie()
+        return f"{every} the other way{by}" + (f", inside the {hv_tie()} tie" if inside else "")
     if failed == n:
         return f"{every} fail" + ("s" if n == 1 else "")
     text = [f"{held} of {n} hold" + ("s" if held == 1 else "")]

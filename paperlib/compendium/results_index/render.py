@@ -210,6 +210,7 @@ def render_definitions() -> list[str]:
     from paperlib.experiments.micmco.synthetic.micmco_synthetic import HIGH_MI_FRACTION, HV_TIE, NEAR_OPTIMAL_NATS, MicmcoSyntheticParams
     from paperlib.experiments.micmco.ptb.micmco_ptb import LOW_KL, PPL_TOLERANCE, MicmcoPtbParams
     from paperlib.experiments.dynamic_evaluation.claims import IDENTICAL, ON_PAR, STATISTICS_SPREAD
+    from paperlib.experiments.dynamic_evaluation.transformer_claims import NOTICEABLE
     from paperlib.experiments.micmco.ptb.claims import ON_PAR_KL, SMALLER_SHARE, frontier_tie
     from paperlib.experiments.reverse_copy.claims import SOLVED_NATS
     from paperlib.experiments.averaging.claims import ON_PAR_NATS as AVERAGING_NATS
@@ -289,6 +290,9 @@ def render_definitions() -> list[str]:
         f"  \"identical\" to SGD (K-T5.5) when their gap plus its margin is within {IDENTICAL} nats per token",
         "  (`paperlib.experiments.dynamic_evaluation.claims`; the dynamic-evaluation comparisons take a bootstrap margin over",
         "  blocks of the text or over independent sequences, except the related-words probe's, one update, which are strict);",
+        "  a decay rate's validation advantage to the Transformer (K-T6.3) is \"no noticeable\" one when its gain plus its",
+        f"  margin is within {NOTICEABLE} nats per token, noticeable beyond both, within noise between",
+        "  (`paperlib.experiments.dynamic_evaluation.transformer_claims`);",
         "  full rank \"close behind\" low rank (M-T2.3) within half low rank's gain over the LSTM; a reverse-copy length is solved below "
         f"{SOLVED_NATS} nats (M-F2.4);",
         f"  \"near-optimal\" (M-F5.6) is within {NEAR_OPTIMAL_NATS} nats of ln V at MI = {HIGH_MI_FRACTION:g} ln V; "
@@ -319,8 +323,8 @@ def render_definitions() -> list[str]:
         "  \"unlike the training fit\" (M-F5.11).",
         "- **Scale ladders** (S-T1, M-F5.2, M-F5.3, M-F5.6, M-F5.8, M-F5.9, M-F5.11, M-F5.12, M-T5.1): a",
         "  claim's gap measured at training budgets growing geometrically (×4 per rung; ×2 for the PTB MICMCO",
-        "  ladder at `cpu`), with a margin at each rung: twice the standard error over seeds (for a synthetic MICMCO",
-        "  hypervolume gap at least the hypervolume tie). The ladder reads \"reproduced\" when the top rung's gap is beyond its margin, else",
+        "  ladder at `cpu`), with a margin at each rung: twice the standard error over seeds (for a MICMCO hypervolume",
+        "  gap at least the hypervolume tie). The ladder reads \"reproduced\" when the top rung's gap is beyond its margin, else",
         "  \"trend toward the claim\" / \"trend against\" when the gap's change from the first rung to the top exceeds",
         "  the two margins combined, else \"no trend\" (`paperlib.experiments.common.claims.ladder_word`). As a part of the",
         "  row (`ladder_part`) a trend toward the claim counts as partly reproduced, a trend against as not reproduced,",

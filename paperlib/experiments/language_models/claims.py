@@ -208,14 +208,17 @@ def ordering_claims(results: Results, items: tuple[str, ...]) -> tuple[list[Clai
 def _relative_gaps(pair: Mapping[str, Any], summary: Mapping[str, Any], key: str, unit: str, digits: int,
                    paper: tuple | None) -> str:
     """How far apart the two models are in the thesis and here, each also relative to its own model that the thesis
-    ranks lower, for sentences that say by how much ("by a small margin"): "; the thesis' gap +0.6 ppl (1.2% of its
-    Mogrifier's), ours +5.4 (4.0% of ours)"; empty without thesis numbers."""
+    ranks lower, for sentences that say by how much ("by a small margin", "by 3–4 perplexity points"): "; the thesis'
+    gap +0.6 ppl (1.2% of its Mogrifier's), ours +5.4 (4.0% of ours): its size is shown, not judged ..." (the parts
+    judge the direction); empty without thesis numbers."""
     if paper is None:
         return ""
     thesis = paper[0] - paper[1]
-    ours = pair["our gap"]
+    ours, level = pair["our gap"], summary[pair["than"]][key]
     return (f"; the thesis' gap {thesis:+.{digits}f} {unit} ({thesis / paper[0]:.1%} of its "
-            f"{model_name(pair['than'])}'s), ours {ours:+.{digits}f} ({ours / summary[pair['than']][key]:.1%} of ours)")
+            f"{model_name(pair['than'])}'s), ours {ours:+.{digits}f} ({ours / level:.1%} of ours): its size is shown, "
+            f"not judged (our {model_name(pair['than'])} is at {level / paper[0]:.2g}× the thesis' {unit}, so "
+            "neither its points nor its share carry over)")
 
 
 def _ordering_part(pair: Mapping[str, Any], summary: Mapping[str, Any], key: str, unit: str, digits: int,

@@ -169,3 +169,16 @@ def ladder_spreads(results: Mapping[str, Any], ladder: Mapping[str, Any] | None,
         two_sd = 2 * statistics.stdev(gaps)
         out[tuple(entry["curves"][:2])] = Spread(two_sd, max(two_sd, tie), len(gaps), steps, differs, shares)
     return out
+
+
+def tie_floored(entry: Mapping[str, Any], tie: float) -> dict[str, Any]:
+    """A "better" budget-ladder entry (per rung a hypervolume ``gap`` and its ``margin``, twice the standard error
+    over seeds) read with every rung's margin raised to the hypervolume ``tie`` where it falls below it, and its
+    reading recomputed (:func:`paperlib.experiments.common.ladder.reading`): a normalised hypervolume gap inside the
+    tie is no difference wherever it is read, on a ladder's rung as in the stage's comparison, whose seed margin never
+    falls below the tie either. The synthetic ladder stage floors its margins so itself; the PTB one records 2 SE."""
+    from paperlib.experiments.common.ladder import reading  # loads torch: only when a ladder is read
+
+    rungs = [{**r, "margin": max(r["margin"], tie)} if "gap" in r else dict(r) for r in entry["rungs"]]
+    return {**entry, "rungs": rungs, "reading": reading(rungs)}
+

@@ -86,7 +86,7 @@ def figure1_claim(main: Mapping[str, Any], ladder: Mapping[str, Any] | None = No
                       "Ī of the trained DSSMs lies in the paper's range",
                       part_word([low <= r["I_bar"] <= high for r in rows]), f"Ī: {shown}",
                       "the paper's lowest to highest Ī over Tables 1 and 3b (no ID flow), per row", kind="threshold"))
-    note = i_bar_note(main, ladder) if any(r["I_bar"] < low for r in rows) else ""
+    note = i_bar_note(main, ladder, low) if any(r["I_bar"] < low for r in rows) else ""
     return noted(Claim("S-F1", tuple(parts), tuple(not_run)), note, lambda p: p.label.startswith("Ī in the paper's"))
 
 

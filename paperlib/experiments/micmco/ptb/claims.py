@@ -21,8 +21,10 @@ comparison is judged again here (:data:`HELD`): a hypervolume gap (:data:`DIRECT
 the thesis' way inside it is within noise, no lead or the other way is not reproduced; where the budget ladder
 measured the seed spread of a gap between the same two curves at the stage's budget (:func:`seed_margins`), twice
 the standard deviation of one seed's gap is shown beside the comparison, and replaces the tie (never falling below
-it) only where the ladder's rung repeated the stage's run on the same reference, which at ``cpu`` it does not (the
-stage adds trials from the GP sampler). Frontier NLLs at one KL (:data:`FRONTIER`) are read against
+it) where the ladder's rung repeated the stage's run on the same reference: the same settings, and a start design
+shared trial for trial (:mod:`paperlib.experiments.micmco.seed_spread`; at ``cpu`` the stage adds two trials from the
+GP sampler). The budget ladder's own "better" readings take the larger of twice their standard error and the tie
+at each rung (:func:`~paperlib.experiments.micmco.seed_spread.tie_floored`). Frontier NLLs at one KL (:data:`FRONTIER`) are read against
 :func:`frontier_tie`, the stage's perplexity tolerance in nats. Some claims are read more strictly or closer to the
 thesis' words than the stage recorded them (their rules in :data:`RULES`, claim 11's in :data:`KEEPS_ORDER_RULE`):
 orders kept under batch size
@@ -514,6 +516,7 @@ def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[l
     if ladder["profile"] != results["profile"]:
         return [], [f"the budget ladder (its results are of profile {ladder['profile']})"]
     from paperlib.experiments.micmco.ptb.ladder import ladder_claim_part  # torch only when a claim is judged
+    from paperlib.experiments.micmco.seed_spread import tie_floored
 
     parts, unjudged = [], []
     for key in keys:
@@ -522,7 +525,16 @@ def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[l
             name = LADDER_READINGS[key][0] if key in LADDER_READINGS else ladder["ladders"][key]["claim"]
             unjudged.append(f"ladder: {name} — {untestable}")
             continue
-        part = ladder_claim_part(ladder, key)
+        entry = ladder["ladders"].get(key, {})
+        if entry.get("kind") == "better" and entry.get("reading") is not None:  # the tie floors a rung's 2 SE
+            floored = {**ladder, "ladders": {**ladder["ladders"], key: tie_floored(entry, hv_tie())}}
+            part = ladder_claim_part(floored, key)
+            part = part and replace(part, rule=f"paired by seed; margin the larger of 2 SE and the {hv_tie()} "
+                                    "hypervolume tie; top rung beyond its margin, else the change from the first to "
+                                    "the last rung beyond the two margins combined "
+                                    "(paperlib.experiments.common.claims.ladder_word)")
+        else:
+            part = ladder_claim_part(ladder, key)
         if part is not None and key in LADDER_READINGS:
             claim, how = LADDER_READINGS[key]
             part = replace(part, label=f"ladder: {claim}", claim=f"{claim}, more clearly as the training budget grows",

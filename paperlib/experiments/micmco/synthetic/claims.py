@@ -15,10 +15,9 @@ divergence estimate is ln q(z|x) - ln p(z) under both), so a figure reading that
 with the same reference as its Rényi run counts one comparison ("DReG 1 K/R", as the PTB family names its
 single curve), which holds only where both runs do (:func:`rule_part`). Where the budget ladder measured the seed
 spread of a compared gap at the main stage's budget, twice the standard deviation of one seed's gap stands beside
-the comparison (:mod:`paperlib.experiments.micmco.seed_spread`); it replaces the tie (never falling below it) only
-where the ladder's rung ran exactly the main stage's trials (same budget, settings and trial design), which at
-``cpu`` it does not (the ladder's trials all come from the Halton start design, the main stage's last ones from the
-GP sampler).
+the comparison (:mod:`paperlib.experiments.micmco.seed_spread`); it replaces the tie (never falling below it) where
+the ladder's rung repeated the main stage's run: the same budget and settings, and a start design shared trial for
+trial (the ladder's trials all come from the Halton start design, the main stage's last ones from the GP sampler).
 
 Fig. 5.6's "VIMCO 16 near-optimal" is re-read at index time (:func:`high_mi_excess`): trials whose MI estimate
 exceeded ln V (capped there for the frontiers) with an NLL above 2 ln V are left out before interpolating the
@@ -76,6 +75,15 @@ def counts(compared: Compared) -> str:
     text += [f"{level} {'shows' if level == 1 else 'show'} no lead (equal HV)"] if level else []
     text += [f"{failed} {'fails' if failed == 1 else 'fail'}"] if failed else []
     return ", ".join(text)
+
+
+def counts_against(compared: Compared, replaced: bool) -> str:
+    """:func:`counts`, naming the margins where the ladder's seed margin stood in for the tie in some comparison."""
+    text = counts(compared)
+    if not replaced:
+        return text
+    return (text.replace(f"beyond the {hv_tie()} tie margin", "beyond their margins")
+            + f" (the ladder's seed margin where it stands, elsewhere the {hv_tie()} tie)")
 
 
 def _per_objective(better: str, worse: str) -> tuple[tuple[str, str], ...]:
@@ -244,8 +252,7 @@ def rule_part(text: str, pairs: Sequence[tuple[str, str]], hv: Mapping[str, floa
         tally_text = (f"in {held} of {len(compared)} comparisons the first lies below the second or above it by no "
                       f"more than the {tie} tie margin" + (f", in {other} above it by more" if other else ""))
     else:
-        tally_text = counts(compared) + ("; the ladder's seed margin in place of the tie where it stands" if replaced
-                                         else "")
+        tally_text = counts_against(compared, replaced)
     extra = []
     if merged:
         extra.append(f"one comparison for {', '.join(merged)}: with one sample in the divergence term KL and Rényi "
