@@ -60,3 +60,11 @@ def test_every_ptb_micmco_figure_of_the_thesis_is_drawn_in_exactly_one_image():
         assert "5.99" in str(err)
     else:
         raise AssertionError("an unknown figure must be an error")
+
+
+def test_a_ladder_title_leads_with_the_verdict_the_index_gives_and_keeps_the_reading():
+    assert figure_style.ladder_title("no trend", "not reproduced") == "not reproduced (no trend)"
+    assert figure_style.ladder_title("trend against", "not reproduced") == \
+        "not reproduced (trend against the claim)"
+    assert figure_style.ladder_title("reproduced", "reproduced") == "reproduced"  # said once
+    assert figure_style.ladder_title("no trend") == "no trend" and figure_style.ladder_title(None) == "not judged"

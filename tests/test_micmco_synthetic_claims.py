@@ -9,7 +9,7 @@ import pytest
 from paperlib.compendium.results_index.text import index_text
 from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE
-from paperlib.experiments.micmco.synthetic.claims import FIGURE_RULES, figure_claim, rule_part
+from paperlib.experiments.micmco.synthetic.claims import FIGURE_RULES, figure_claim, lambda_split, rule_part
 
 
 def test_a_figure_rule_reads_its_pairs_against_the_tie():
@@ -325,6 +325,20 @@ def test_fig_5_4_judges_1_16_against_16_1_and_says_16_1_blew_up(committed):
                for entry in claim.not_run)
     row = ROWS["M-F5.4"].render(committed)
     assert row["status"] == "partly" and "not run" in row["reason"]
+    # the trials that blew up are those with a large divergence weight: λ 0.12 and above, the stable one 0.0066
+    assert all("every trial that blew up has λ 0.12–1, every other at most 0.0066" in entry for entry in claim.not_run
+               if "16/1 (not judged" in entry or "against 16/1" in entry)
+
+
+def test_the_lambda_split_is_named_only_where_lambda_separates_the_blown_trials():
+    def results(trials):
+        return {"optimum_nll": 5.0, "configurations": {"c": {"trials": [
+            {"nll": nll, "params": {"lam": lam}} for nll, lam in trials]}}}
+    assert lambda_split(results([(6.0, 0.01), (1e9, 0.5), (None, 0.9)]), ["c"]) == \
+        "every trial that blew up has λ 0.5–0.9, every other at most 0.01"
+    assert lambda_split(results([(6.0, 0.6), (1e9, 0.5)]), ["c"]) == ""  # a stable trial above a blown one
+    assert lambda_split(results([(1e9, 0.5)]), ["c"]) == ""  # nothing stable to set beside
+    assert lambda_split(results([(6.0, 0.01), (1e9, None)]), ["c"]) == ""  # λ not recorded
 
 
 def test_fig_5_3_counts_dreg_1_once_and_judges_dreg_against_iwae(committed):

@@ -71,13 +71,15 @@ def name(key: str) -> str:
     return NAMES.get(key, NAMES.get(str(key).lower(), str(key)))
 
 
-def ladder_title(reading: str | None) -> str:
+def ladder_title(reading: str | None, verdict: str | None = None) -> str:
     """A scale ladder's reading (``paperlib.experiments.common.claims.LADDER_WORDS``) as a panel title says it:
     "trend against" spelled out as "trend against the claim", beside "trend toward the claim"; "not judged" for
-    none."""
+    none. With ``verdict``, the part verdict the results index gives the ladder
+    (``paperlib.experiments.common.claims.ladder_part``) leads, the reading beside it: "not reproduced (no trend)"."""
     if not reading:
         return "not judged"
-    return "trend against the claim" if reading == "trend against" else reading
+    said = "trend against the claim" if reading == "trend against" else reading
+    return said if verdict is None or verdict == reading else f"{verdict} ({said})"
 
 
 def colour(key: str) -> str:

@@ -417,12 +417,12 @@ def figure_claim(figure: str, item: str, results: Mapping[str, Any],
     if lost and BOTH_TERMS in FIGURE_CLAIMS.get(figure, ()) and BOTH_TERMS in claims:
         tags = sorted({{"16-1": "16/1", "1-16": "1/16"}.get(_stem(n)[-4:], "16") for n in lost})
         not_run.append(f"{BOTH_TERMS}, against {' and '.join(tags)} "
-                       f"({_blown_why(lost, blown, labels)})")
+                       f"({_blown_why(lost, blown, labels, results)})")
     for rules, bound in ((FIGURE_RULES, False), (FIGURE_BOUNDS, True)):
         for text, pairs in rules.get(figure, ()):
             lost = [p for p in pairs if all(n in every for n in p) and any(n in blown for n in p)]
             if lost:  # a curve most of whose trials blew up has no frontier to compare
-                not_run.append(f"{text} ({_blown_why([n for p in lost for n in p], blown, labels)})")
+                not_run.append(f"{text} ({_blown_why([n for p in lost for n in p], blown, labels, results)})")
             pairs = tuple(p for p in pairs if p not in lost)
             curves = list(dict.fromkeys(n for pair in pairs for n in pair if n in every))
             elsewhere = [n for n in curves if n not in names]
@@ -453,12 +453,36 @@ def figure_claim(figure: str, item: str, results: Mapping[str, Any],
     return Claim(item, tuple(parts), tuple(not_run))
 
 
-def _blown_why(names: Sequence[str], blown: Mapping[str, tuple[int, int]], labels: Mapping[str, str]) -> str:
+def _blown_why(names: Sequence[str], blown: Mapping[str, tuple[int, int]], labels: Mapping[str, str],
+               results: Mapping[str, Any]) -> str:
     """Why comparisons with curves ``names`` are not judged: those most of whose trials blew up have no frontier to
-    compare (that they blew up under the search space every estimator shares is shown, not scored)."""
+    compare (that they blew up under the search space every estimator shares is shown, not scored), and where the
+    divergence weight λ of their trials separates those that blew up from the rest, where it does
+    (:func:`lambda_split`)."""
     curves = [n for n in dict.fromkeys(names) if n in blown]
+    split = lambda_split(results, curves)
     return (f"not judged: {', '.join(blown_text(curves, blown, labels))}, leaving no frontier to compare (its "
-            "instability under the search space every estimator shares is shown, not scored)")
+            "instability under the search space every estimator shares is shown, not scored"
+            + (f"; {split}" if split else "") + ")")
+
+
+def lambda_split(results: Mapping[str, Any], curves: Sequence[str]) -> str:
+    """"every trial that blew up has λ 0.12–1, every other at most 0.0066" when the divergence weight λ of the
+    ``curves``' trials separates those that blew up (no NLL, or above 2 ln V) from the rest; "" otherwise. With one
+    sample in the divergence term, its λ-weighted estimate ln q(z|x) − ln p(z) grows as q widens while the
+    multi-sample term pays only through its best sample, so a large enough λ leaves the objective unbounded above:
+    an instability of the objective at that λ, not of one run."""
+    blown, rest = [], []
+    for name in curves:
+        for t in results["configurations"].get(name, {}).get("trials", ()):
+            lam = (t.get("params") or {}).get("lam")
+            if lam is None:
+                return ""
+            bad = t.get("nll") is None or not t["nll"] < 2 * results["optimum_nll"]
+            (blown if bad else rest).append(lam)
+    if not blown or not rest or min(blown) <= max(rest):
+        return ""
+    return f"every trial that blew up has λ {min(blown):.2g}–{max(blown):.2g}, every other at most {max(rest):.2g}"
 
 
 def ladder_claim_part(ladder: Mapping[str, Any], figure: str) -> Part | None:
