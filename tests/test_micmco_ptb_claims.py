@@ -888,3 +888,14 @@ def test_a_curve_without_a_finite_nll_has_not_got_past_the_level():
     fine = Comparison("k", "", True, 0.1, {"compared NLL": {"dreg1.train": 3.0, "dreg16_kl.train": 3.0}})
     assert at_unigram_level(fine, results, _levels(3.9)) is None
     assert at_unigram_level(fine, results, None) is None
+
+
+def test_on_the_committed_results_fig_5_18_names_its_all_below_the_tie_setting_as_not_run():
+    """'Differ very little' is a tie reading: at twice the hidden size and the base length both trios of hypervolumes
+    (0.004 / 0.012 / 0.018 and the base size's, at most 0.016) lie below the 0.02 tie, so it cannot fail and is named
+    as not run; the doubled length (up to 0.035) is judged and fails."""
+    claim = figure_claim(_committed(), None, "5.18", None)
+    (part,) = claim.parts
+    assert part.verdict == "not reproduced" and "hs×2 T×2" in part.evidence and "hs×2:" not in part.evidence
+    assert any("Fig. 5.18 hs×2 (cannot be tested at this scale: every hypervolume below the tie)" in n
+               for n in claim.not_run)

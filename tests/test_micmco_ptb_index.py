@@ -188,3 +188,19 @@ def test_a_claim_set_aside_at_the_unigram_level_is_named_in_the_reason(with_leve
                                   "frequencies)")
     assert "VIMCO 16 KL (training fit) at frontier NLL 4.629 at KL 0.132 (unigram 3.921)" in rendered["verdict"]
     assert ri.ROWS["M-F5.20"].render(with_levels)["status"] == "within noise"
+
+
+def test_the_sample_split_reason_names_the_splits_it_judged_and_those_at_word_frequencies(with_levels):
+    """Fig. 5.22 judges 16/16 against 1/16 only (DReG 16/1 is no better than word frequencies), Fig. 5.23 against
+    16/1 only (VIMCO 1/16 likewise): each reason names what it judged, and the other split as not run."""
+    dreg = ri.ROWS["M-F5.22"].render(with_levels)["reason"]
+    vimco = ri.ROWS["M-F5.23"].render(with_levels)["reason"]
+    assert dreg.startswith("16/16 vs 1/16: ") and "vs 16/1: not run" in dreg
+    assert vimco.startswith("16/16 vs 16/1: both the other way by 0.042–0.044") and "vs 1/16: not run" in vimco
+
+
+def test_the_scale_says_what_each_objective_searches_with_the_same_trials(results):
+    scale = ri.ROWS["M-F5.28"].render(results)["scale"]
+    assert ("each curve's trials search its objective's hyperparameters (Table 5.2): KL learning rate, λ; Rényi "
+            "learning rate, λ, α; power learning rate, α; the same number of trials over more of them leaves that "
+            "objective the less tuned (the regularised curves search their regulariser's too)") in scale

@@ -30,7 +30,7 @@ from paperlib.experiments.micmco.synthetic.claims import hv_tie
 
 from paperlib.compendium.results_index.text import (MissingResult, NotAttempted, REASON_CHARS, Results, _clip, _f,
                                                  index_text)
-from paperlib.compendium.results_index.micmco_synthetic import _counts_short
+from paperlib.compendium.results_index.micmco_synthetic import _counts_short, search_dimensions
 
 
 # -- MICMCO on PTB (Melis §5.7.2) ------------------------------------------------------------------
@@ -293,6 +293,26 @@ def _tie(*judged: Reading) -> str:
             + (f" or the {hv_tie()} tie" if both else ""))
 
 
+def _against(key: str) -> str:  # the split a "16/16 > 16/1" key sets 16/16 against
+    return key.rsplit(">", 1)[-1].strip()
+
+
+def _subject(claim: Reading) -> str:
+    """A claim's subject in a reason (:data:`_PTB_SUBJECTS`); the sample-split claim's names the splits it judged."""
+    if claim.name == BOTH_TERMS and claim.comparisons:
+        return "16/16 vs " + " and ".join(dict.fromkeys(_against(c.key) for c in claim.comparisons))
+    return _PTB_SUBJECTS.get(claim.name, claim.name)
+
+
+def _half_untested(claim: Reading) -> str:
+    """"; vs 16/1: not run (...)": the sample-split claim's splits set aside at word frequencies beside judged ones."""
+    if claim.name != BOTH_TERMS or not claim.untested:
+        return ""
+    judged = {_against(c.key) for c in claim.comparisons}
+    aside = [x for x in dict.fromkeys(_against(key) for key, _ in claim.untested) if x not in judged]
+    return f"; vs {' and '.join(aside)}: not run (a curve at word frequencies)" if aside else ""
+
+
 def _ptb_reason(judged: Sequence[Reading]) -> str:
     """Per claim its subject and how its comparisons came out (or its own reading, :data:`_PTB_REASONS`, when it
     does not hold, and always for orders kept), saying so where every hypervolume compared lies below the tie;
@@ -300,10 +320,10 @@ def _ptb_reason(judged: Sequence[Reading]) -> str:
     texts = []
     for claim in judged:
         own = _PTB_REASONS.get(claim.name, lambda c: None)(claim)
-        subject = _PTB_SUBJECTS.get(claim.name, claim.name)
+        subject = _subject(claim)
         below = " (every HV below the tie)" if len(claim.below_tie) == len(claim.comparisons) else ""
         texts.append(own if own and (claim.verdict != "reproduced" or claim.name == KEEPS_ORDER)
-                     else f"{subject}: {_counts_short(claim.compared, _tie(claim))}{below}")
+                     else f"{subject}: {_counts_short(claim.compared, _tie(claim))}{below}{_half_untested(claim)}")
     text = "; ".join(texts)
     if len(text) > REASON_CHARS and len(judged) > 1:
         compared = [c for claim in judged for c in claim.compared]
@@ -371,9 +391,20 @@ def _micmco_ptb_scale(results: Results) -> str:
         budget += f"; ours {share:.0%} of one pass over the {data['train_sentences']:,} training sentences"
     return "; ".join(x for x in (
         f"hidden {hidden} (thesis {thesis}), {vocab}, {budget}), {trials} tuned trials per curve from one seed, "
-        f"{len(r['curves'])} curves", _scored_on(r), _ladder_budget(results, st["steps"]),
+        f"{len(r['curves'])} curves" + _training_fit_search(r), _scored_on(r), _ladder_budget(results, st["steps"]),
         (f"hypervolume box per figure: NLL up to the lowest NLL of its curves + {st['hv_margin']} nats, KL from 0 to "
          f"{st['kl_cap']} nats per token" if "hv_margin" in st and "kl_cap" in st else "")) if x)
+
+
+def _training_fit_search(r: Results) -> str:
+    """What each objective's training-fit curves search (:func:`search_dimensions`)."""
+    spaces = {}
+    for name, curve in r["curves"].items():
+        stem, _, regime = name.partition(".")
+        if regime == "train" and "_" in stem:
+            spaces.setdefault(stem.rsplit("_", 1)[1], curve.get("search_space"))
+    text = search_dimensions(spaces)
+    return text and f"{text} (the regularised curves search their regulariser's too)"
 
 
 def _micmco_ptb_figure_scale(fig: str) -> Callable[[Results], str]:

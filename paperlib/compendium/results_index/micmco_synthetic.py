@@ -106,7 +106,30 @@ def _micmco_scale(results: Results) -> str:
     return (f"vocabulary {math.exp(r['optimum_nll']):,.0f} (thesis {SYNTHETIC_VOCAB_SIZE:,}), {st['steps']} steps, "
             f"{len(next(iter(configs.values()))['trials'])} tuned trials per curve, one seed (seed {st['seed']}), "
             f"{len(configs)} curves; hypervolume box: NLL from ln V to ln V + {st['hypervolume_margin']} nats, MI "
-            "from 0 to ln V" + _micmco_budget(results) + _seed_noise(results))
+            "from 0 to ln V" + search_dimensions({c.get("objective"): c.get("search_space") for c in configs.values()})
+            + _micmco_budget(results) + _seed_noise(results))
+
+
+_OBJECTIVES = {"kl": "KL", "renyi": "Rényi", "power": "power"}
+_HYPERPARAMETERS = {"learning_rate": "learning rate", "lam": "λ", "alpha": "α"}
+
+
+def search_dimensions(spaces: dict[Any, Any]) -> str:
+    """"; each curve's trials search its objective's Table 5.2 hyperparameters: KL learning rate, λ; ..." from the
+    search space each objective's curves record (one per objective; those of the KL, Rényi and power objectives),
+    and, where the counts differ, that the same number of trials leaves the larger search the less tuned; empty
+    without them."""
+    order = list(_HYPERPARAMETERS)
+    shown = {o: sorted(space, key=lambda h: order.index(h) if h in order else len(order))
+             for o, space in spaces.items() if o in _OBJECTIVES and space}
+    if len(shown) < 2:
+        return ""
+    text = "; ".join(f"{_OBJECTIVES[o]} {', '.join(_HYPERPARAMETERS.get(h, h.replace('_', ' ')) for h in space)}"
+                     for o, space in sorted(shown.items(), key=lambda x: list(_OBJECTIVES).index(x[0])))
+    sizes = {len(space) for space in shown.values()}
+    return (f"; each curve's trials search its objective's hyperparameters (Table 5.2): {text}"
+            + ("; the same number of trials over more of them leaves that objective the less tuned"
+               if len(sizes) > 1 else ""))
 
 
 def _seed_noise(results: Results) -> str:

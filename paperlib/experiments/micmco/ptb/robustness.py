@@ -140,4 +140,5 @@ def _spread(results: Results, key: str) -> Measured:  # key: "5.18 <tag>"
     base = None if base_hv is None else max(base_hv) - min(base_hv)
     return (f"Fig. {fig} {tag}: HV 1 / 16 K / 16 R = {' / '.join(f'{x:.3f}' for x in hv)}, spread {spread:.3f} "
             f"(tie {hv_tie()}" + ("" if base is None else f", base hidden size at the same length: {base:.3f}") + ")",
-            None, {"spread": spread, "base spread": base, **_compared(results, _setting_curves(fig)[k])})
+            None, {"spread": spread, "base spread": base, "larger HV": max([*hv, *(base_hv or ())]),
+                   **_compared(results, _setting_curves(fig)[k])})
