@@ -4,7 +4,7 @@ ladder's rung repeated the stage's run, and saying how it did not."""
 
 import pytest
 
-from paperlib.experiments.micmco.seed_spread import differences, ladder_spreads, tie_floored
+from paperlib.experiments.micmco.seed_spread import differences, ladder_spreads, perplexity_spread, tie_floored
 
 TIE = 0.02
 RUN = {"profile": "cpu", "settings": {"steps": 150, "trials": 4, "startup_trials": 4, "batch_size": 16}}
@@ -125,3 +125,16 @@ def test_a_ladders_margins_are_raised_to_the_tie_and_its_reading_follows():
         "trend toward the claim"  # a change of 0.035 beyond 0.028
     wide = tie_floored({**entry, "rungs": _rungs((0.0, 0.03), (0.05, 0.04))}, TIE)
     assert [r["margin"] for r in wide["rungs"]] == [0.03, 0.04] and wide["reading"] == "reproduced"
+
+
+def test_the_perplexity_spread_of_the_ladder_at_the_cells_budget_stands_beside_a_one_seed_cell():
+    results = {"profile": "cpu", "settings": {"steps": 150}, "curves": {"c": {"steps_factor": 2}},
+               "table_5_1": [{"curve": "c"}, {"curve": None}]}
+    ladder = {"profile": "cpu", "ladders": {"T5.1-perplexity": {"labels": ["A", "B"], "rungs": [
+        {"steps": 150, "per_seed": [0.5, -0.5]}, {"steps": 300, "per_seed": [-0.063, -0.026, 0.068]}]}}}
+    text = perplexity_spread(results, ladder)  # the cells train 2 × 150 = 300 steps: that rung, not the first
+    assert text.startswith("one seed per cell: on the budget ladder A against B changes the best validation "
+                           "perplexity by -6.3% / -2.6% / +6.8% over its 3 seeds at 300 steps, the cells' budget (sd 6.8%)")
+    assert perplexity_spread(results, {**ladder, "profile": "paper"}) == ""  # another profile's ladder
+    assert perplexity_spread({**results, "curves": {"c": {}}}, {**ladder, "ladders": {"T5.1-perplexity": {
+        "rungs": [{"steps": 150, "per_seed": [0.1]}]}}}) == ""  # one seed: no spread

@@ -182,3 +182,24 @@ def tie_floored(entry: Mapping[str, Any], tie: float) -> dict[str, Any]:
     rungs = [{**r, "margin": max(r["margin"], tie)} if "gap" in r else dict(r) for r in entry["rungs"]]
     return {**entry, "rungs": rungs, "reading": reading(rungs)}
 
+
+def perplexity_spread(results: Mapping[str, Any], ladder: Mapping[str, Any] | None) -> str:
+    """"one seed per cell: on the budget ladder ... changes ... by ...": the seed spread of the best-perplexity change
+    (16 samples against 1, signed per seed) the PTB ladder (of the stage's profile) measured at the Table 5.1 cells'
+    budget, beside a one-seed cell's change; empty without a rung there measured by two seeds or more."""
+    if not ladder or ladder.get("profile") != results.get("profile"):
+        return ""
+    curves, base = results.get("curves", {}), results.get("settings", {}).get("steps", 0)
+    steps = max((curves[r["curve"]].get("steps_factor", 1) * base for r in results.get("table_5_1", ())
+                 if r.get("curve") in curves), default=0)
+    entry = ladder.get("ladders", {}).get("T5.1-perplexity")
+    rung = next((r for r in (entry or {}).get("rungs", ()) if r.get("steps") == steps), None)
+    changes = [c for c in (rung or {}).get("per_seed", ()) if isinstance(c, (int, float)) and math.isfinite(c)]
+    if len(changes) < 2:
+        return ""
+    labels = entry.get("labels", ["16 samples", "1 sample"])
+    return (f"one seed per cell: on the budget ladder {labels[0]} against {labels[1]} changes the best validation "
+            f"perplexity by {' / '.join(f'{100 * c:+.1f}%' for c in changes)} over its {len(changes)} seeds at "
+            f"{steps:,} steps, the cells' budget (sd {100 * statistics.stdev(changes):.1f}%): a cell's change within "
+            "about that may be seed noise")
+

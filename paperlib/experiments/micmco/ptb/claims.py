@@ -54,10 +54,11 @@ from paperlib.experiments.micmco.ptb.comparisons import (  # noqa: F401 (diverge
 from paperlib.experiments.micmco.ptb.curve_names import _BASES, _base, plain_key
 from paperlib.experiments.micmco.ptb.robustness import KEEPS_ORDER_RULE, _order, _order_keys, _spread
 from paperlib.experiments.micmco.ptb.unigram import matching_levels
+from paperlib.experiments.micmco.seed_spread import perplexity_spread, tie_floored
 from paperlib.experiments.micmco.ptb.untestable import (  # noqa: F401 (ladder_cannot_fail: exported for the index)
     _cannot_overfit, _every_hv_below_tie, _high_kl_unreached, _line_cannot_fail, _no_training_gain,
     _overfitting_unseen, _too_short, _undertrained, _validation_as_training, at_unigram_level, ladder_cannot_fail,
-)
+    UNJUDGED_CLAUSES)
 
 MASKS = "shared dropout masks restore the validation frontiers"
 SAMPLES = "multiple samples improve latent usage"
@@ -95,9 +96,8 @@ FIGURE_CLAIMS: dict[str, tuple[str, ...]] = {
 }
 TABLE = "Table 5.1"
 TABLE_CLAIMS = (PERPLEXITY, LOW_LATENTS)
-# The rows a budget ladder is a part of: paperlib.experiments.micmco.ptb.ladder.ITEMS (without importing torch), but
-# for M-F5.10, whose sentences are about naive dropout alone: its ladder (shared against naive masks) judges Fig.
-# 5.12's claim and is a part of M-F5.12 only.
+# The rows a budget ladder is a part of: paperlib.experiments.micmco.ptb.ladder.ITEMS (without torch), but for
+# M-F5.10, on naive dropout alone: its ladder (shared against naive masks) judges Fig. 5.12's claim, in M-F5.12 only.
 LADDER_ITEMS: dict[str, tuple[str, ...]] = {"M-F5.8": ("5.8",), "M-F5.9": ("5.9",),
                                             "M-F5.11": ("5.11", "5.11-dropout"), "M-F5.12": ("5.10", "5.12"),
                                             "M-T5.1": ("T5.1-perplexity", "T5.1-latents")}
@@ -107,8 +107,8 @@ DIRECTIONAL = frozenset({MASKS, SAMPLES, DISCRETE, POWER, BOTH_TERMS, GENERALISE
 # The claims whose comparisons are gaps between two curves' frontier NLLs at one KL (the lowest NLL among a curve's
 # trials at that KL or above), in the thesis' direction, against frontier_tie().
 FRONTIER = frozenset({TRADEOFF, RENYI_HIGH})
-# Claims that hold when a hypervolume difference stays inside the tie ("no gain", "on par", "differ very little"): a
-# comparison whose hypervolumes all lie at or below the tie cannot fail, and is named as not run (UNTESTABLE).
+# Claims holding when a hypervolume difference stays inside the tie ("no gain", "on par", "differ very little"): one
+# whose hypervolumes all lie at or below the tie cannot fail, and is named as not run (UNTESTABLE).
 TIE_THRESHOLDS = frozenset({NO_GAIN, ON_PAR, SPREAD})
 # How each claim's comparisons are judged (paperlib.experiments.common.claims.RULE_KINDS).
 READING_KINDS = {**{name: "hypervolume tie" for name in DIRECTIONAL}, **{name: "fixed margin" for name in FRONTIER},
@@ -516,7 +516,6 @@ def ladder_parts(results: Results, ladder: Results | None, item: str) -> tuple[l
     if ladder["profile"] != results["profile"]:
         return [], [f"the budget ladder (its results are of profile {ladder['profile']})"]
     from paperlib.experiments.micmco.ptb.ladder import ladder_claim_part  # torch only when a claim is judged
-    from paperlib.experiments.micmco.seed_spread import tie_floored
 
     parts, unjudged = [], []
     for key in keys:
@@ -572,7 +571,7 @@ def figure_claim(results: Results, ladder: Results | None, fig: str, levels: Map
                    "curves at this profile" + (f" (not run: {', '.join(unread)})" if unread else ""))
         raise Untestable(message, unread) if unread else Unjudged(message)
     parts, not_run = ladder_parts(results, ladder, f"M-F{fig}")
-    not_run += unread + UNREACHED.get(fig, lambda r: [])(results)
+    not_run += unread + UNREACHED.get(fig, lambda r: [])(results) + list(UNJUDGED_CLAUSES.get(fig, ()))
     return Claim(f"M-F{fig}", tuple(r.part() for r in judged) + tuple(parts), tuple(not_run))
 
 
@@ -584,14 +583,16 @@ def table_cells(results: Results) -> tuple[int, int, list[int]]:
 
 
 def table_claim(results: Results, ladder: Results | None, levels: Mapping[str, Any] | None = None) -> Claim:
-    """Table 5.1's claim (seed item M-T5.1): its two claims on the test results, its two budget ladders, and named as
-    not run the cells the profile did not run and those whose low-KL line cannot fail (:data:`UNTESTABLE`). Raises
-    :class:`~paperlib.experiments.common.claims.Unjudged` when neither claim compared anything (no cell ran)."""
+    """Table 5.1's claim (seed item M-T5.1): its two claims on the test results (the perplexity one beside the ladder's
+    seed spread), its two budget ladders, and named as not run the cells the profile did not run and those whose
+    low-KL line cannot fail (:data:`UNTESTABLE`). Raises :class:`Unjudged` when no cell ran."""
     judged, unread, _ = _read(results, TABLE, ladder, levels)
     if not judged:
         message = "Table 5.1: no claim could be judged at this profile"
         raise Untestable(f"{message} (not run: {', '.join(unread)})", unread) if unread else Unjudged(message)
     parts, not_run = ladder_parts(results, ladder, "M-T5.1")
+    spread = perplexity_spread(results, ladder)  # the ladder's seed spread beside a one-seed cell's change
+    judged = [replace(r, notes=(*r.notes, spread)) if r.name == PERPLEXITY and spread else r for r in judged]
     run, cells, missing = table_cells(results)
     if missing:
         not_run.append(f"{cells - run} of {cells} cells (hidden size {', '.join(map(str, missing))}: its shared-mask "

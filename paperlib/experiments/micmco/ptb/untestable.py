@@ -182,3 +182,12 @@ def ladder_cannot_fail(ladder: Results, key: str) -> str | None:
         return None
     return f"cannot fail at this scale: every trial of its curves at every rung and seed below {low} nats " \
            f"(at most {max(kls):.3f})"
+
+
+# Clauses of the quoted sentences that no comparison reads, per figure: named as not run.
+UNJUDGED_CLAUSES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("5.22", "5.23"), ("the need for both terms 'even more so than' on the synthetic data (Figs. 5.4, "
+                                       "5.7): a comparison across tasks, whose hypervolumes are on other scales",)),
+    "5.24": ("'steeper training curves translate to steeper validation curves' (no rule for a curve's steepness)",),
+}
+
