@@ -204,3 +204,12 @@ def test_the_scale_says_what_each_objective_searches_with_the_same_trials(result
     assert ("each curve's trials search its objective's hyperparameters (Table 5.2): KL learning rate, λ; Rényi "
             "learning rate, λ, α; power learning rate, α; the same number of trials over more of them leaves that "
             "objective the less tuned (the regularised curves search their regulariser's too)") in scale
+
+
+def test_the_robustness_and_power_rows_say_their_split_is_ours(results):
+    """The thesis does not say which split Figs. 5.16-5.21 and 5.28-5.29 show, nor its batch size."""
+    batch = ri.ROWS["M-F5.16"].render(results)["scale"]
+    assert ("the thesis does not say which split Fig. 5.16 shows; ours: validation NLL with shared dropout masks, and "
+            "its larger batch ×2 ours too") in batch
+    assert "ours: the training fit" in ri.ROWS["M-F5.28"].render(results)["scale"]
+    assert "does not say which split" not in ri.ROWS["M-F5.8"].render(results)["scale"]

@@ -30,7 +30,8 @@ from paperlib.experiments.micmco.synthetic.claims import hv_tie
 
 from paperlib.compendium.results_index.text import (MissingResult, NotAttempted, REASON_CHARS, Results, _clip, _f,
                                                  index_text)
-from paperlib.compendium.results_index.micmco_synthetic import _counts_short, search_dimensions
+from paperlib.compendium.results_index.micmco_synthetic import _counts_short
+from paperlib.compendium.results_index.micmco_ptb_setup import split_choice, training_fit_search
 
 
 # -- MICMCO on PTB (Melis §5.7.2) ------------------------------------------------------------------
@@ -391,20 +392,9 @@ def _micmco_ptb_scale(results: Results) -> str:
         budget += f"; ours {share:.0%} of one pass over the {data['train_sentences']:,} training sentences"
     return "; ".join(x for x in (
         f"hidden {hidden} (thesis {thesis}), {vocab}, {budget}), {trials} tuned trials per curve from one seed, "
-        f"{len(r['curves'])} curves" + _training_fit_search(r), _scored_on(r), _ladder_budget(results, st["steps"]),
+        f"{len(r['curves'])} curves" + training_fit_search(r), _scored_on(r), _ladder_budget(results, st["steps"]),
         (f"hypervolume box per figure: NLL up to the lowest NLL of its curves + {st['hv_margin']} nats, KL from 0 to "
          f"{st['kl_cap']} nats per token" if "hv_margin" in st and "kl_cap" in st else "")) if x)
-
-
-def _training_fit_search(r: Results) -> str:
-    """What each objective's training-fit curves search (:func:`search_dimensions`)."""
-    spaces = {}
-    for name, curve in r["curves"].items():
-        stem, _, regime = name.partition(".")
-        if regime == "train" and "_" in stem:
-            spaces.setdefault(stem.rsplit("_", 1)[1], curve.get("search_space"))
-    text = search_dimensions(spaces)
-    return text and f"{text} (the regularised curves search their regulariser's too)"
 
 
 def _micmco_ptb_figure_scale(fig: str) -> Callable[[Results], str]:
@@ -424,7 +414,8 @@ def _micmco_ptb_figure_scale(fig: str) -> Callable[[Results], str]:
                  f"per token of the box's {cap}, so none of those hypervolumes can exceed {top / cap:.3f}, against the "
                  f"{hv_tie()} tie" if top is not None else "")
         names = [n for n in figure.get("curves", ()) if n in r["curves"]]
-        return "; ".join(x for x in (_micmco_ptb_scale(results), reach, _unigram_level(results, names)) if x)
+        return "; ".join(x for x in (_micmco_ptb_scale(results), split_choice(r, fig), reach,
+                                     _unigram_level(results, names)) if x)
     return scale
 
 
