@@ -164,12 +164,17 @@ def one_objective(results: Mapping[str, Any]) -> frozenset[str]:
                      if all(configs.get(f"{stem}{o}", {}).get("kl_samples") == 1 for o in OBJECTIVE_SUFFIXES))
 
 
+def _blew_up(trial: Mapping[str, Any], results: Mapping[str, Any]) -> bool:
+    """A trial without an NLL, or with one above 2 ln V."""
+    return trial.get("nll") is None or not trial["nll"] < 2 * results["optimum_nll"]
+
+
 def blown_up(results: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
     """Curves most of whose tuned trials blew up (no NLL, or an NLL above 2 ln V): name -> (blown, trials)."""
     out = {}
     for name, conf in results["configurations"].items():
         trials = conf.get("trials", [])
-        bad = sum(t.get("nll") is None or not t["nll"] < 2 * results["optimum_nll"] for t in trials)
+        bad = sum(_blew_up(t, results) for t in trials)
         if 2 * bad > len(trials):
             out[name] = (bad, len(trials))
     return out
@@ -481,8 +486,7 @@ def lambda_split(results: Mapping[str, Any], curves: Sequence[str]) -> str:
             lam = (t.get("params") or {}).get("lam")
             if lam is None:
                 return ""
-            bad = t.get("nll") is None or not t["nll"] < 2 * results["optimum_nll"]
-            (blown if bad else rest).append(lam)
+            (blown if _blew_up(t, results) else rest).append(lam)
     if not blown or not rest or min(blown) <= max(rest):
         return ""
     return f"every trial that blew up has λ {min(blown):.2g}–{max(blown):.2g}, every other at most {max(rest):.2g}"
