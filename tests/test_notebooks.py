@@ -158,14 +158,16 @@ def test_the_committed_ladder_tables_put_each_curves_numbers_under_its_own_name(
     if not path.exists():
         pytest.skip(f"no committed {stage} results")
     ladder = json.loads(path.read_text())
-    table = pd.read_csv(REPO / "results" / f"{stage}.csv", dtype=str).set_index([key, "steps"])
+    # keyed by claim too: a figure may have more than one ladder reading
+    table = pd.read_csv(REPO / "results" / f"{stage}.csv", dtype=str).set_index([key, "claim", "steps"])
     checked = swapped_order = 0
     for name in ladder["settings"]["figures"]:
         lad = ladder["ladders"][name]
         for rung in lad["rungs"]:
             swapped_order += list(rung["curves"]) != lad["curves"]
             for label, curve in zip(lad["labels"], lad["curves"]):
-                assert table.loc[(name, str(rung["steps"])), column.format(label)] == cell(rung["curves"][curve])
+                assert table.loc[(name, lad["claim"], str(rung["steps"])), column.format(label)] == cell(
+                    rung["curves"][curve])
                 checked += 1
     assert checked and swapped_order, "some rung lists its curves in another order than its ladder's labels"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from paperlib.reference import dynamic_evaluation as reference_dyneval
+from paperlib.reference.setups import KRAUSE_WORD_MODELS
 from paperlib.experiments.common.grid_ends import not_bracketed
 from paperlib.experiments.dynamic_evaluation.claims import (
     claim as judge, further_distinct, momentum_best, momentum_steps, statistics_share,
@@ -152,9 +153,13 @@ def _dyn_model(results: Results, corpus: str) -> str:
 
 
 _CORPUS = {"ptb": "PTB", "wikitext2": "WikiText-2"}
-_THESIS_PARAMETERS = {"ptb": "24M", "wikitext2": "33M"}  # the AWD-LSTM's, Tables 4.1 and 4.2
 _TABLE = {"ptb": "Table 4.1", "wikitext2": "Table 4.2"}
 _RMS_NORM = "RMS_norm averaged over parameter tensors as in the author's code (eq. 4.6)"
+
+
+def _millions(count: int) -> str:
+    """24000000 as "24M"."""
+    return f"{count / 1e6:.0f}M"
 
 
 def _per_corpus(values: dict[str, str]) -> str:
@@ -177,9 +182,9 @@ def _dyn_scale(results: Results) -> str:
              + (f" ({', '.join(passes)})" if all(passes) else ""))
     sizes = {k: v["parameters"] for k, v in corpora.items() if "parameters" in v}
     if sizes:
+        theirs = {k: _millions(KRAUSE_WORD_MODELS[k]["parameters"]) for k in sizes if k in KRAUSE_WORD_MODELS}
         model += (f"; {_per_corpus({k: f'{n / 1e6:.2f}M' for k, n in sizes.items()})} parameters (the embedding and "
-                  f"output layers sized by each vocabulary; thesis AWD-LSTM "
-                  f"{_per_corpus({k: _THESIS_PARAMETERS[k] for k in sizes if k in _THESIS_PARAMETERS})})")
+                  f"output layers sized by each vocabulary; thesis AWD-LSTM {_per_corpus(theirs)})")
     static = _per_corpus({k: _f(_static_test(results, k), 1) for k in corpora})
     thesis = ", ".join(_f(reference_dyneval.DYNEVAL_TABLES[k]["static"][1], 1) for k in corpora)
     valid = {k: v["valid_tokens"] for k, v in corpora.items()}
