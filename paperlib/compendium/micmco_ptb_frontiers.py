@@ -229,7 +229,7 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
         fig.legend(*zip(*keys), loc="outside lower center", ncols=2, handlelength=3.2, columnspacing=2.5)
         fig.suptitle(f"{title}\nPareto frontiers: vocabulary {data['vocab_size']:,}, hidden {settings['hidden_size']} "
                      f"(thesis {min(MICMCO_PTB_TABLE_5_1)}), {settings['steps']} steps of {settings['batch_size']} "
-                     f"sentences, {settings['trials']} trials per curve", fontsize=12)
+                     f"sentences, {settings['trials']} trials per curve", fontsize=13, fontweight="bold")
         save_figure(fig, f"{stem}_{group}", root)
         written.append(f"figures/{stem}_{group}.png")
         print(f"figures/{stem}_{group}.png: Figs. {', '.join(ids)}")
