@@ -213,3 +213,37 @@ def test_the_robustness_and_power_rows_say_their_split_is_ours(results):
             "its larger batch ×2 ours too") in batch
     assert "ours: the training fit" in ri.ROWS["M-F5.28"].render(results)["scale"]
     assert "does not say which split" not in ri.ROWS["M-F5.8"].render(results)["scale"]
+
+
+def test_curves_with_few_trials_past_word_frequencies_are_counted():
+    """Only curves with some, but fewer than half, of their trials below the unigram level by more than the tie are
+    named: those with none are named as no better than word frequencies elsewhere, those with half or more stand on
+    enough trials; a diverged trial (no NLL) counts as not past."""
+    from paperlib.compendium.results_index.micmco_ptb_setup import trials_past
+
+    def curve(label, nlls):
+        return {"label": label, "trials": [{"nll": v} for v in nlls]}
+
+    curves = {"few": curve("VIMCO 16 KL", [3.80, 3.95, 4.10, None, 5.0, 3.90]),
+              "none": curve("VIMCO 1 K/R", [3.93, 3.95, 4.0]), "half": curve("DReG 16", [3.5, 3.6, 4.0, 4.1])}
+    text = trials_past(curves, list(curves), level=3.92, tie=0.03)
+    assert text.endswith(": VIMCO 16 KL 1 of 6")  # 3.90 is below 3.92 but not by more than the tie
+    assert trials_past(curves, ["none", "half"], level=3.92, tie=0.03) == ""
+
+
+def test_the_on_par_reading_on_a_narrower_kl_box_says_how_much_that_box_magnifies_a_gap(results):
+    """Fig. 5.12's "on par up to KL 0.5" is read on a box cut at the KL both curves reach; its hypervolumes are
+    normalised over that range, so each reading gives the factor and the gap the same area makes on the common box."""
+    import re
+
+    from paperlib.experiments.micmco.ptb.claims import ON_PAR, figure_claim
+
+    claim = figure_claim(results["micmco_ptb"], results["micmco_ptb_ladder"], "5.12")
+    evidence = next(p.evidence for p in claim.parts if p.label == ON_PAR)
+    whole = results["micmco_ptb"]["settings"]["kl_cap"]
+    found = re.findall(r"on KL 0 to ([0-9.]+) .*?ahead by ([0-9.]+), .*?normalised over this KL range, so the gap is "
+                       r"(\d+)× what the same area gives on the common box to KL [0-9.]+: ([0-9.]+) there", evidence)
+    assert found
+    for cap, gap, factor, there in found:
+        assert int(factor) == round(whole / float(cap))
+        assert float(there) == pytest.approx(float(gap) * float(cap) / whole, abs=2e-4)  # both printed rounded

@@ -844,3 +844,15 @@ def test_the_dyneval_table_scale_says_how_the_final_rule_and_the_cache_were_tune
     lengths = sorted({t["cache_length"] for t in cache["trials"]})
     at_top = cache["settings"]["cache_length"] == lengths[-1]
     assert (f"cache length {lengths[-1]:g} (the largest of" in scale) == at_top
+
+
+def test_the_circling_back_rows_cite_the_thesis_sections_as_the_thesis():
+    """C-T1/C-T2 repeat Melis Tables 4.1/4.2 under the Circling Back paper, whose own sections are numbered otherwise:
+    every section their scale cites is the thesis' and says so."""
+    import re
+
+    results = ri.load_results(REPO)
+    for item, thesis in (("C-T1", "M-T4.1"), ("C-T2", "M-T4.2")):
+        scale, own = ri.ROWS[item].render(results)["scale"], ri.ROWS[thesis].render(results)["scale"]
+        assert "§4.6" in own and scale == own.replace("§", "Melis §")
+        assert not re.search(r"(?<!Melis )§", scale)

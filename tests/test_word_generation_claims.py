@@ -249,6 +249,21 @@ def test_table_1_names_what_it_does_not_judge_and_judges_diminishing_returns_whe
     assert not any("diminishing" in n for n in table1_claim(rows(0.05), None).not_run)
 
 
+def test_the_best_dssm_against_the_best_gru_also_reads_the_abstracts_on_par():
+    """Table 1's rows put the DSSM ahead; the abstract only says "on par", which fails only where the GRU is better
+    beyond the margin (here 2 sqrt(2 · 0.05² / 3) = 0.082 nats)."""
+    def claim(gru_h):
+        rows = [{"model": m, "H_test": h, "H_test_std": 0.05, "seeds": 3, "unstable": 0}
+                for m, h in ((DSSM, 12.0), (GRU, gru_h))]
+        return {p.label: p for p in table1_claim({"table1": rows}, None).parts}["best DSSM beats the best GRU"]
+
+    ahead, level, behind = claim(12.5), claim(11.95), claim(11.5)
+    assert ahead.verdict == "reproduced" and "the abstract's 'on par' holds" in ahead.evidence
+    assert level.verdict == "not reproduced" and "the abstract's 'on par' holds" in level.evidence
+    assert behind.verdict == "not reproduced" and "'on par' fails too" in behind.evidence
+    assert "the abstract says the weaker 'on par'" in ahead.claim
+
+
 def test_the_t1_row_shows_every_paper_number_it_compares():
     row, rendered = _rendered("S-T1")
     assert "d=16 2xTRIL K=10 11.43" in row.paper

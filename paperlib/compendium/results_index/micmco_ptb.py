@@ -31,7 +31,7 @@ from paperlib.experiments.micmco.synthetic.claims import hv_tie
 from paperlib.compendium.results_index.text import (MissingResult, NotAttempted, REASON_CHARS, Results, _clip, _f,
                                                  index_text)
 from paperlib.compendium.results_index.micmco_synthetic import _counts_short
-from paperlib.compendium.results_index.micmco_ptb_setup import split_choice, training_fit_search
+from paperlib.compendium.results_index.micmco_ptb_setup import split_choice, training_fit_search, trials_past
 
 
 # -- MICMCO on PTB (Melis §5.7.2) ------------------------------------------------------------------
@@ -449,6 +449,7 @@ def _unigram_level(results: Results, names: Sequence[str]) -> str:
         if level_with:
             text += (f"; {', '.join(level_with)} below it by no more than the {tie:.4f}-nat tie: no better than word "
                      "frequencies alone")
+        text += trials_past(r["curves"], [n for n in names if r["curves"][n].get("split") == split], unigram, tie)
         points = [p["nll"] for n in names if r["curves"][n].get("split") == split
                   for p in r["curves"][n].get("frontier", ())]
         if over := sum(v > unigram for v in points):

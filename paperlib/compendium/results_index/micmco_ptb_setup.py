@@ -4,6 +4,9 @@ read from the curves the results record (the choices themselves: :mod:`paperlib.
 
 from __future__ import annotations
 
+import math
+from typing import Any, Mapping, Sequence
+
 from paperlib.compendium.results_index.micmco_synthetic import search_dimensions
 from paperlib.compendium.results_index.text import Results
 
@@ -34,3 +37,20 @@ def split_choice(r: Results, fig: str) -> str:
     factors = sorted({c.get("batch_factor", 1) for c in curves} - {1})
     batch = f", and its larger batch ×{'/'.join(map(str, factors))} ours too" if factors else ""
     return f"the thesis does not say which split Fig. {fig} shows; ours: {' and '.join(shown)}{batch}"
+
+
+def trials_past(curves: Mapping[str, Mapping[str, Any]], names: Sequence[str], level: float, tie: float) -> str:
+    """"; fewer than half of some curves' trials lie below it ...: VIMCO 16 KL 1 of 6" where some of the curves
+    ``names`` have fewer than half their trials below a model without context (NLL ``level``) by more than the
+    ``tie``: what such a curve's hypervolume credits beyond word frequencies stands on that handful of trials. Curves
+    with none are named elsewhere (no better than word frequencies alone); empty where every curve has at least half
+    its trials past the level."""
+    counts = []
+    for name in names:
+        trials = curves[name].get("trials", ())
+        past = sum(isinstance(t.get("nll"), (int, float)) and math.isfinite(t["nll"]) and t["nll"] <= level - tie
+                   for t in trials)
+        if 0 < past < len(trials) / 2:
+            counts.append(f"{curves[name]['label']} {past} of {len(trials)}")
+    return ("; fewer than half of some curves' trials lie below it by more than the tie (the rest of their frontier "
+            "is no better a fit than word frequencies): " + ", ".join(counts)) if counts else ""

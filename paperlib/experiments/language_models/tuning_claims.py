@@ -112,7 +112,9 @@ def neighbourhood_claim(results: Mapping[str, Any], item: str) -> Claim:
     count = len(found["excess"])
     evidence = (f"best hyperparameters' valid ppl {found['reference']:.1f} (the best trial and its reruns {reruns}"
                 + (f", s.d. {spread:.2f}" if spread is not None else "") + f"); {count} "
-                f"neighbour{'s' if count > 1 else ''} {shown} ppl off it (largest {worst:+.1f}, allowed {allowed:.1f})"
+                f"neighbour{'s' if count > 1 else ''} {shown} ppl off it (largest {worst:+.1f}, allowed {allowed:.1f}: "
+                f"the thesis' {paper_gap} of {paper_best} at our {found['reference']:.1f}; "
+                + (f"margin {margin:.1f}, 2 s.d." if margin is not None else "no margin (no rerun)") + ")"
                 + learning_rate_moves(record, allowed))
     rule = (f"largest neighbour excess < {paper_gap} ppl scaled by our best / the thesis' {paper_best} "
             f"({paper_gap / paper_best:.1%}); the best: mean of the best trial and its reruns; margin 2 s.d. of "

@@ -457,11 +457,13 @@ def _on_par(results: Results, key: str) -> Measured:  # key: the objective
     if cap <= 0:
         return f"{_BASES[key]}: no KL range both curves reach", None, {"holds": 0.0, "reach": reach}
     hv = _hv(results, [discrete, continuous], cap)
-    x, y, tie = hv[discrete], hv[continuous], hv_tie()
+    x, y, tie, whole = hv[discrete], hv[continuous], hv_tie(), results["settings"]["kl_cap"]
     ahead = "VIMCO 16" if x > y else "DReG 16"
+    zoom = (f" (normalised over this KL range, so the gap is {whole / cap:.0f}× what the same area gives on the "
+            f"common box to KL {whole}: {abs(x - y) * cap / whole:.4f} there)" if cap < whole else "")
     return (f"{_BASES[key]}: on KL 0 to {cap:.3f} (as far as both curves' trials reach), HV VIMCO 16 {x:.3f} vs "
             f"DReG 16 {y:.3f}, {ahead} ahead by {abs(x - y):.3f}, {'within' if abs(x - y) <= tie else 'beyond'} the "
-            f"{tie} tie",
+            f"{tie} tie{zoom}",
             None, {"holds": float(abs(x - y) <= tie), "reach": reach, "larger HV": max(x, y),
                    **_compared(results, [discrete, continuous])})
 
