@@ -50,8 +50,9 @@ def test_paired_bootstrap_weights_songs_by_frames_and_is_seeded():
 def test_clear_gains_hold_every_part_and_the_corpora_outside_the_mirror_leave_the_row_partly():
     claim = claims(_results())[ITEM]
     assert {p.verdict for p in claim.parts} == {"reproduced"}
-    assert claim.not_run == ("dynamic evaluation on Piano-midi.de and MuseData (not in the data mirror)",)
-    assert claim.verdict == "partly"
+    assert claim.not_run[0] == "dynamic evaluation on Piano-midi.de and MuseData (not in the data mirror)"
+    assert claim.not_run[1].startswith("Nottingham against Johnson's BA-LSTM and TP-LSTM-NADE")  # other data
+    assert len(claim.not_run) == 2 and claim.verdict == "partly"
     assert set(_parts(claim)) == {
         ("dynamic evaluation improves the LSTM-NADE", "JSB Chorales"),
         ("dynamic evaluation improves the LSTM-NADE", "Nottingham"),

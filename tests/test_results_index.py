@@ -786,7 +786,9 @@ def test_disclosures_a_skeptical_reader_needs_are_computed_from_the_results():
                                             "than 25% above its lowest); at the settings not picked, 1 Mogrifier run "
                                             "blew up")
     assert _reverse_copy_picked(grid) == ("; picked per model and length by the seeds' mean validation cross-entropy "
-                                          "(lengths 30): Mogrifier learning rate 0.006, LSTM learning rate 0.012")
+                                          "(lengths 30): Mogrifier learning rate 0.006 (every pick at an end of its "
+                                          "grid: no optimum bracketed), LSTM learning rate 0.012 (every pick at an "
+                                          "end of its grid: no optimum bracketed)")
     assert _reverse_copy_picked({"runs": runs, "best": best, "lengths": [30]}) == ""
 
     averaging = {"averaging_ptb": {"settings": {"ta_starts": [0.25, 0.5, 0.75], "ema_decays": [0.99, 0.998]},

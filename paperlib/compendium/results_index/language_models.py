@@ -408,8 +408,11 @@ def _byte_lm_ours(results: Results) -> str:
     parts = [f"{label.get(m, m)} test ppl {_f(s['test_word_ppl'], 0)} ({_f(s['test_bpb'], 3)} bits/byte)"
              for m, s in r["summary"].items()]
     check = r["conversion_check"]
-    return "; ".join(parts) + (f"; eq. 3.15 on our test file maps the thesis' {check['bits_per_byte']:.4f} bits/byte "
-                               f"to {_f(check['perplexity'], 1)}" + _profile_note(results, "lm_wt2_bytes"))
+    scored = (f" (on the {r['eval_bytes']['test']:,} test bytes scored, {r['eval_words']['test']:,} words: "
+              f"{r['eval_bytes']['test'] / r['eval_words']['test']:.2f} bytes a word)" if "eval_words" in r else "")
+    return "; ".join(parts) + scored + (
+        f"; eq. 3.15 on the whole test file ({check['bytes'] / check['words']:.2f} bytes a word) maps the thesis' "
+        f"{check['bits_per_byte']:.4f} bits/byte to {_f(check['perplexity'], 1)}" + _profile_note(results, "lm_wt2_bytes"))
 
 
 def _byte_lm_scale(results: Results) -> str:

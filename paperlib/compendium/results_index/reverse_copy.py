@@ -7,6 +7,7 @@ import math
 from typing import Any, Mapping
 
 from paperlib.experiments.common.claims import Claim
+from paperlib.experiments.common.grid_ends import grid_end
 from paperlib.experiments.reverse_copy.claims import claim as reverse_copy_claim, thesis_lengths
 from paperlib.reference.reverse_copy import REVERSE_COPY
 
@@ -61,7 +62,9 @@ def _reverse_copy_scale(results: Results) -> str:
     tuned = ("one setting per model, none tuned" if points == 1 else f"a grid of {points} settings per model") \
         + f": {shown}{full}"
     return (f"vocabulary {st.get('vocab_size', 100)}, lengths {r['lengths'][0]}–{r['lengths'][-1]}, "
-            f"{st['parameter_budget']:,} params, {st['steps']:,} steps; {_reverse_copy_seeds(st)}; {tuned} (thesis: "
+            f"{st['parameter_budget']:,} params, {st['steps']:,} steps"
+            + (f" over {st['train_examples']:,} training examples (thesis {REVERSE_COPY['train_examples']:,})"
+               if "train_examples" in st else "") + f"; {_reverse_copy_seeds(st)}; {tuned} (thesis: "
             f"learning rate, L2 and embedding size tuned, and r and k for the Mogrifier, at "
             f"{REVERSE_COPY['parameters'] / 1e6:.0f}M params, vocabulary {REVERSE_COPY['vocab_size']:,})"
             + _reverse_copy_picked(r) + _reverse_copy_unstable(r) + _reverse_copy_halves(r))
@@ -102,8 +105,13 @@ def _reverse_copy_picked(r: Results) -> str:
     for model, by_length in r["best"].items():
         varied = [k for k in _COPY_GRID if len({run.get(k) for run in r["runs"] if run["model"] == model}) > 1]
         for key in varied:
-            values = " / ".join(f"{by_length[str(n)][key]:g}" for n in r["lengths"])
-            shown.append(f"{_COPY_MODELS.get(model, model)} {_COPY_GRID[key]} {values}")
+            picks = [by_length[str(n)][key] for n in r["lengths"]]
+            tried = {run.get(key) for run in r["runs"] if run["model"] == model}
+            ends = sum(grid_end(v, tried) is not None for v in picks)
+            edge = (" (every pick at an end of its grid: no optimum bracketed)" if ends == len(picks) else
+                    f" ({ends} of {len(picks)} at an end of its grid)" if ends else "")
+            shown.append(f"{_COPY_MODELS.get(model, model)} {_COPY_GRID[key]} "
+                         + " / ".join(f"{v:g}" for v in picks) + edge)
     if not shown:
         return ""
     return (f"; picked per model and length by the seeds' mean validation cross-entropy (lengths "

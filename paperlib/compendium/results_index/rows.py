@@ -21,6 +21,7 @@ from paperlib.compendium.results_index.reverse_copy import (
 from paperlib.compendium.results_index.averaging import (
     _avg_claim, _avg_lengths_fig34_ours, _avg_lengths_fig34_verdict, _avg_lengths_ours, _avg_main_ours,
     _avg_main_paper, _avg_overfit_ours, _avg_overfit_scale, _avg_scale, _basin_ours, _basin_scale, _basin_verdict,
+    _schematic_verdict,
 )
 from paperlib.compendium.results_index.dynamic_evaluation import (
     _adaptive_paper, _dyn_claim, _dyn_paper, _dyn_table_ours, _dyn_table_scale, _epsilon_paper, _momentum_paper,
@@ -112,7 +113,7 @@ ROWS: dict[str, Row] = {
                   needs=("tuning_ptb",)),
     "M-F3.1": Row(file=_AVG_NB + " (panel 'length of the averages')", paper="schematic of S and L over time",
                   ours=_avg_lengths_ours, scale=_avg_scale,
-                  verdict=_avg_claim("M-F3.1"), needs=("averaging_ptb",)),
+                  verdict=_schematic_verdict, needs=("averaging_ptb",)),
     "M-F3.2": _diagram("`paperlib/averaging.py` (`TwoTailedAverage`, `TwoTailedAveragedModel`)"),
     "M-F3.3": Row(file=_AVG_NB, paper=_avg_main_paper(), ours=_avg_main_ours, scale=_avg_scale,
                   verdict=_avg_claim("M-F3.3"),
