@@ -22,3 +22,6 @@ KRAUSE_FIG_3_2_PARAMETERS = (3_000_000, 20_000_000)
 # Melis thesis §3.6, Fig. 3.3: a recurrent language model on Penn Treebank trained with Rectified Adam, evaluated
 # every 1000 optimisation steps (the evaluation period E).
 MELIS_AVERAGING = {"corpus": "ptb", "optimizer": "RAdam", "period": 1000}
+# Melis thesis Tables 2.1, 2.2, 4.1 and 4.2 (and Circling Back's Tables 1 and 2): every PTB language model, words and
+# characters, at 24M parameters.
+MELIS_LM_PARAMETERS = 24_000_000
