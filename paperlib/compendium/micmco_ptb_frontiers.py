@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from paperlib.compendium import figure_style
 from paperlib.reference.micmco import MICMCO_PTB_TABLE_5_1
+from paperlib.reference.setups import MELIS_PTB_MICMCO
 
 GROUPS = figure_style.MICMCO_PTB_GROUPS  # the results index links each figure to the same files
 OBJECTIVE_STYLE = {
@@ -227,9 +228,11 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
         keys = colour_keys + [blank] * (length - len(colour_keys)) + line_keys + [blank] * (length - len(line_keys))
         keys = [(h, "\n".join(textwrap.wrap(label, 21 * ncols))) for h, label in keys]
         fig.legend(*zip(*keys), loc="outside lower center", ncols=2, handlelength=3.2, columnspacing=2.5)
-        fig.suptitle(f"{title}\nPareto frontiers: vocabulary {data['vocab_size']:,}, hidden {settings['hidden_size']} "
-                     f"(thesis {min(MICMCO_PTB_TABLE_5_1)}), {settings['steps']} steps of {settings['batch_size']} "
-                     f"sentences, {settings['trials']} trials per curve", fontsize=13, fontweight="bold")
+        fig.suptitle(f"{title}\nPareto frontiers: vocabulary {data['vocab_size']:,} (thesis "
+                     f"{MELIS_PTB_MICMCO['vocab_size']:,}), hidden {settings['hidden_size']} (thesis "
+                     f"{min(MICMCO_PTB_TABLE_5_1)}),\n{settings['steps']} steps (thesis {MELIS_PTB_MICMCO['steps']:,}) "
+                     f"of {settings['batch_size']} sentences, {settings['trials']} trials per curve", fontsize=13,
+                     fontweight="bold")
         save_figure(fig, f"{stem}_{group}", root)
         written.append(f"figures/{stem}_{group}.png")
         print(f"figures/{stem}_{group}.png: Figs. {', '.join(ids)}")

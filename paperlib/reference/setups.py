@@ -25,3 +25,6 @@ MELIS_AVERAGING = {"corpus": "ptb", "optimizer": "RAdam", "period": 1000}
 # Melis thesis Tables 2.1, 2.2, 4.1 and 4.2 (and Circling Back's Tables 1 and 2): every PTB language model, words and
 # characters, at 24M parameters.
 MELIS_LM_PARAMETERS = 24_000_000
+# Melis thesis §5.7.2: the PTB MICMCO models' vocabulary (Mikolov's PTB) and optimisation steps (80,000 in the
+# longer runs of Figs. 5.17-5.21).
+MELIS_PTB_MICMCO = {"vocab_size": 10_000, "steps": 40_000}

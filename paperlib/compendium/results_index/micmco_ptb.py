@@ -15,6 +15,7 @@ import re
 from typing import Any, Callable, Mapping, Sequence
 
 from paperlib.reference.micmco import MICMCO_PTB_TABLE_5_1
+from paperlib.reference.setups import MELIS_PTB_MICMCO
 from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.micmco.ptb.claims import (
     ALIKE, BEST_FIT, BOTH_TERMS, DEGRADES, DISCRETE, DISCRETE_GAIN, DISCRETE_TRAILS, DROPOUT, FRONTIER, GENERALISE,
@@ -85,8 +86,8 @@ _THESIS_TABLE_5_1 = {hs: {column: _ThesisCell(v) for column, v in row.items()}
                      for hs, row in MICMCO_PTB_TABLE_5_1.items()}
 # The thesis' optimisation length (Figs. 5.17-5.21: "40 or 80 thousand optimization steps") and vocabulary (the PTB
 # of Mikolov et al.'s preprocessing), beside ours in the scale.
-_THESIS_STEPS = 40_000
-_THESIS_VOCABULARY = 10_000
+_THESIS_STEPS = MELIS_PTB_MICMCO["steps"]
+_THESIS_VOCABULARY = MELIS_PTB_MICMCO["vocab_size"]
 # Sentences in the PTB's validation and test files: the results record how many of them a profile scores on, and the
 # training set's full size, but not these.
 _PTB_SENTENCES = {"valid": 3_370, "test": 3_761}
