@@ -2,10 +2,12 @@
 (:data:`~paperlib.compendium.figure_style.MICMCO_PTB_GROUPS`), one panel per figure, from a ``micmco_ptb`` results
 file of any profile (``results/micmco_ptb.json``, or ``results/gpu/micmco_ptb.json`` from a GPU machine).
 
-Within an image the NLL axis is shared and the KL axis within a row (one estimator family). Line and marker say the
-objective; KL rings are larger than Rényi dots, so points where the two coincide stay visible as a dot inside a ring.
-Colour says the family (its standard run) or how a run departs from the standard one. Frontier points above the NLL
-axis are drawn in a grey band at its top.
+Within an image the NLL axis is shared, and the KL axis by the panels of one estimator family within a row. Line and
+marker say the objective; KL rings are larger than Rényi dots, so points where the two coincide stay visible as a dot
+inside a ring. Colour says the family (its standard run) or how a run departs from the standard one, the same
+departure in the same colour in every image. Frontier points above the NLL axis are drawn in a grey band at its top;
+the KL axis ends where the points below that top stop being an isolated tail (:func:`kl_limits`), and points beyond
+it are drawn as ▶ at the right edge with their KL written beside.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import os
 import textwrap
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from paperlib.compendium import figure_style
 from paperlib.reference.micmco import MICMCO_PTB_TABLE_5_1
@@ -30,11 +32,14 @@ OBJECTIVE_KEY = {"K/R": "K/R: 1 sample in the divergence term, where the KL and 
                  "kl": "KL objective, 16 samples in the divergence term",
                  "renyi": "Rényi objective, 16 samples in the divergence term",
                  "power": "power objective, 16 samples"}
+# One colour per kind of departure across all images: more steps, a larger batch, a larger model, and the two
+# asymmetric sample counts, none of them a family's colour (figure_style.COLOURS: DReG blue, VIMCO orange)
 DEPARTURE_COLOUR = {"T×16": figure_style.PALETTE[2], "bs×16": figure_style.PALETTE[4],
                     "T×2": figure_style.PALETTE[2], "bs×2": figure_style.PALETTE[4],
                     "hs×2": "black", "hs×2 T×2": figure_style.PALETTE[5],
-                    "16/1": figure_style.PALETTE[4], "1/16": figure_style.PALETTE[2]}
+                    "16/1": "#a50f15", "1/16": "#6a3d9a"}
 FAMILY_KEY = {"dreg": "DReG (Gaussian latents)", "vimco": "VIMCO (categorical latents)"}
+FAMILY_NAME = {"dreg": "DReG", "vimco": "VIMCO"}  # as the thesis names its curves: "DReG 16/1", "VIMCO 1"
 
 
 # The level of a model without context (paperlib.experiments.micmco.ptb.unigram): wide, light and behind the frontiers,
@@ -49,15 +54,19 @@ def scored_on(fig_id: str) -> str:
     return "train" if FIGURES[fig_id].configurations[0].split(".")[1] == "train" else "valid"
 
 
-def departure_key(hidden_size: int) -> dict[str, str]:
+def departure_key(hidden_size: int, families: Iterable[str] = ()) -> dict[str, str]:
+    """The key of each departure's colour; the asymmetric ones carry the thesis' curve names for ``families``."""
+    def named(tag: str) -> str:
+        return " and ".join(f"{FAMILY_NAME[f]} {tag}" for f in sorted(families)) or tag
+
     return {"T×16": "T×16: base run with 16× the optimisation steps",
             "bs×16": "bs×16: base run with 16× the batch size",
             "T×2": "T×2: base run with twice the optimisation steps",
             "bs×2": "bs×2: base run with twice the batch size",
             "hs×2": f"hs×2: base run with twice the hidden size ({2 * hidden_size})",
             "hs×2 T×2": "hs×2 T×2: base run with twice the hidden size and the steps",
-            "16/1": "16/1: 16 samples in the likelihood term, 1 in the divergence term",
-            "1/16": "1/16: 1 sample in the likelihood term, 16 in the divergence term"}
+            "16/1": f"{named('16/1')}: 16 samples in the likelihood term, 1 in the divergence term",
+            "1/16": f"{named('1/16')}: 1 sample in the likelihood term, 16 in the divergence term"}
 
 
 def objective_of(c: Mapping[str, Any]) -> str:
@@ -106,16 +115,46 @@ def nll_limits(results: Mapping[str, Any], fig_ids: list[str]) -> tuple[float, f
     return lowest - 0.06 * (top - lowest), top
 
 
+def kl_reach(kls: Iterable[float]) -> float:
+    """The largest KL worth an axis: the largest of ``kls`` unless the upper half of them ends in an isolated tail,
+    a point more than twice the KL of the one before it; the axis then stops before the tail (one run far out to
+    the right would otherwise squeeze every other curve into a sliver of the panel)."""
+    ks = sorted(kls)
+    if not ks:
+        raise ValueError("no KL values to reach")
+    for i in range(max(len(ks) // 2, 1), len(ks)):
+        if ks[i - 1] > 0 and ks[i] > 2 * ks[i - 1]:
+            return ks[i - 1]
+    return ks[-1]
+
+
 def kl_limits(results: Mapping[str, Any], fig_ids: list[str], top: float) -> tuple[float, float]:
-    """A row's KL axis: up to the largest KL among the points below the top of the NLL axis."""
+    """The KL axis shared by panels ``fig_ids``: up to :func:`kl_reach` of their frontier points below the top of the
+    NLL axis."""
     shown = [k for k, n in _frontier_points(results, fig_ids) if n <= top]
-    return (min([0.0, *shown]), 1.08 * max(shown) + 1e-3 if shown else 1.0)
+    return (min([0.0, *shown]), 1.08 * kl_reach(shown) + 1e-3 if shown else 1.0)
+
+
+def family_of(results: Mapping[str, Any], fig_id: str) -> str:
+    """The estimator families of a thesis figure's curves: ``dreg``, ``vimco``, or ``dreg+vimco`` where they mix."""
+    from paperlib.experiments.micmco.ptb.design import FIGURES
+
+    bases = {results["curves"][n]["estimator"]["base"] for n in FIGURES[fig_id].configurations
+             if n in results["curves"]}
+    return "+".join(sorted(bases))
+
+
+def panel_title(fig_id: str) -> str:
+    """A panel's title: the thesis figure and what it varies (the design's ASCII "x2" set as "×2")."""
+    from paperlib.experiments.micmco.ptb.design import FIGURES
+
+    return f"Fig. {fig_id}\n" + "\n".join(textwrap.wrap(FIGURES[fig_id].title.replace(" x2", " ×2"), 42))
 
 
 def draw_frontier(ax, c: Mapping[str, Any], settings: Mapping[str, Any], top: float, right: float,
                   band_y: float) -> None:
     """The frontier as far as the panel's NLL axis goes; points above it as ▲ in the band (▶ at the right edge if
-    their KL is off the axis too)."""
+    their KL is off the axis too); points below it but beyond the KL axis as ▶ at the right edge, their KL beside."""
     style = _line_style(c, settings)
     kl = [p["kl"] for p in c["frontier"]]
     nll = [p["nll"] for p in c["frontier"]]
@@ -128,6 +167,12 @@ def draw_frontier(ax, c: Mapping[str, Any], settings: Mapping[str, Any], top: fl
     ax.plot(xs, ys, ls=style["ls"], color=style["color"], marker="none")
     ax.plot([k for k, n in zip(kl, nll) if n <= top], [n for n in nll if n <= top], ls="none",
             **{k: v for k, v in style.items() if k != "ls"})
+    for k, n in zip(kl, nll):
+        if n <= top and k > right:
+            ax.plot([right], [n], ls="none", marker=">", color=style["color"], ms=7, clip_on=False)
+            ax.annotate(f"KL {k:.2f}", (right, n), xytext=(-9, 0), textcoords="offset points", ha="right",
+                        va="center", fontsize=9, color=style["color"],
+                        bbox=dict(fc="white", ec="none", alpha=0.85, pad=1))
     above = [k for k, n in zip(kl, nll) if n > top]
     for xs, marker in (([k for k in above if k <= right], "^"), ([right] * sum(k > right for k in above), ">")):
         if xs:  # (an empty line drawn unclipped would break the layout)
@@ -152,7 +197,6 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
     if sorted(grouped) != sorted(FIGURES) or len(grouped) != len(set(grouped)):
         raise ValueError("every thesis figure must be in exactly one group of MICMCO_PTB_GROUPS")
     (Path(root) / "figures" / stem).parent.mkdir(parents=True, exist_ok=True)
-    keys_of_departures = departure_key(settings["hidden_size"])
     written = []
     for group, (title, rows) in GROUPS.items():
         ids = [f for row in rows for f in row]
@@ -163,19 +207,21 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
                   frozenset({"valid"}): "validation NLL per token (nats)"}.get(frozenset(splits), "NLL per token (nats)")
         ncols = max(len(row) for row in rows)
         # NLL shared by the whole group; KL by each row (one estimator family), whose KL ranges can differ several-fold
-        fig, axes = plt.subplots(len(rows), ncols, figsize=(4.4 * ncols + 0.8, 3.8 * len(rows) + 2.4), sharex="row",
+        fig, axes = plt.subplots(len(rows), ncols, figsize=(4.4 * ncols + 0.8, 3.8 * len(rows) + 2.4),
                                  sharey=True, squeeze=False, layout="constrained")
         families, departures, objectives, level_drawn = set(), set(), set(), False
         for r, row in enumerate(rows):
-            left, right = kl_limits(results, row, top)
-            axes[r, 0].set_xlim(left, right)
+            # KL shared by the panels of the same families in the row
+            sharing = {f: [g for g in row if family_of(results, g) == family_of(results, f)] for f in row}
             for col in range(ncols):
                 ax = axes[r, col]
                 if col >= len(row):
                     ax.axis("off")
                     continue
                 fig_id = row[col]
-                ax.set_title(f"Fig. {fig_id}\n" + "\n".join(textwrap.wrap(FIGURES[fig_id].title, 42)))
+                left, right = kl_limits(results, sharing[fig_id], top)
+                ax.set_xlim(left, right)
+                ax.set_title(panel_title(fig_id))
                 ax.axhspan(top, top + band, color="0.9", lw=0, zorder=0)
                 ax.set_xlabel("KL per token (nats)")
                 if fig_id not in results["figures"]:
@@ -214,6 +260,7 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
                 ", as many samples in both terms" if departures else "")
         colour_keys = [(Line2D([], [], color=figure_style.colour(f), lw=3), FAMILY_KEY[f] + base)
                        for f in ("dreg", "vimco") if f in families]
+        keys_of_departures = departure_key(settings["hidden_size"], families)
         colour_keys += [(Line2D([], [], color=DEPARTURE_COLOUR[d], lw=3), keys_of_departures[d])
                         for d in keys_of_departures if d in departures]
         line_keys = [(Line2D([], [], color="0.25", **OBJECTIVE_STYLE[o]), OBJECTIVE_KEY[o])
@@ -222,7 +269,8 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
             line_keys.append((Line2D([], [], **{k: v for k, v in UNIGRAM_LINE.items() if k != "zorder"}),
                               "a unigram model of the same sentences (no context)"))
         line_keys.append((Line2D([], [], color="0.25", ls="none", marker="^", ms=6),
-                          "in the grey band: frontier points above the NLL axis (▶: also beyond the KL axis)"))
+                          "▲ in the grey band: frontier points above the NLL axis (▶ there: also beyond the KL "
+                          "axis); ▶ at a right edge: beyond the KL axis, its KL beside"))
         blank = (Line2D([], [], alpha=0), "")
         length = max(len(colour_keys), len(line_keys))
         keys = colour_keys + [blank] * (length - len(colour_keys)) + line_keys + [blank] * (length - len(line_keys))
@@ -243,6 +291,6 @@ def draw_groups(results: Mapping[str, Any], root: str | os.PathLike, stem: str =
     return written
 
 
-__all__ = ["DEPARTURE_COLOUR", "FAMILY_KEY", "GROUPS", "OBJECTIVE_KEY", "OBJECTIVE_STYLE", "UNIGRAM_LINE",
-           "departure_key", "departure_of", "draw_frontier", "draw_groups", "kl_limits", "nll_limits", "objective_of",
-           "scored_on"]
+__all__ = ["DEPARTURE_COLOUR", "FAMILY_KEY", "FAMILY_NAME", "GROUPS", "OBJECTIVE_KEY", "OBJECTIVE_STYLE",
+           "UNIGRAM_LINE", "departure_key", "departure_of", "draw_frontier", "draw_groups", "family_of", "kl_limits",
+           "kl_reach", "nll_limits", "objective_of", "panel_title", "scored_on"]
