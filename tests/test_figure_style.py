@@ -68,3 +68,10 @@ def test_a_ladder_title_leads_with_the_verdict_the_index_gives_and_keeps_the_rea
         "not reproduced (trend against the claim)"
     assert figure_style.ladder_title("reproduced", "reproduced") == "reproduced"  # said once
     assert figure_style.ladder_title("no trend") == "no trend" and figure_style.ladder_title(None) == "not judged"
+    # with no trend the verdict is the top rung's direction alone; its place against its margin is said beside it
+    assert figure_style.ladder_title("no trend", "not reproduced", (-0.01, 0.12)) == \
+        "not reproduced (no trend; top rung the other way, inside its margin)"
+    assert figure_style.ladder_title("no trend", "within noise", (0.05, 0.02)) == \
+        "within noise (no trend; top rung the paper's way, beyond its margin)"
+    assert figure_style.ladder_title("trend against", "not reproduced", (-0.01, 0.12)) == \
+        "not reproduced (trend against the claim)"  # a trend is read from all rungs: no top-rung note

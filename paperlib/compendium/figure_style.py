@@ -71,14 +71,22 @@ def name(key: str) -> str:
     return NAMES.get(key, NAMES.get(str(key).lower(), str(key)))
 
 
-def ladder_title(reading: str | None, verdict: str | None = None) -> str:
+def ladder_title(reading: str | None, verdict: str | None = None,
+                 top: tuple[float, float] | None = None) -> str:
     """A scale ladder's reading (``paperlib.experiments.common.claims.LADDER_WORDS``) as a panel title says it:
     "trend against" spelled out as "trend against the claim", beside "trend toward the claim"; "not judged" for
     none. With ``verdict``, the part verdict the results index gives the ladder
-    (``paperlib.experiments.common.claims.ladder_part``) leads, the reading beside it: "not reproduced (no trend)"."""
+    (``paperlib.experiments.common.claims.ladder_part``) leads, the reading beside it: "not reproduced (no trend)".
+    With no trend the verdict is the top rung's direction alone; ``top``, that rung's (gap, margin) with the gap
+    signed positive the paper's way, then says where it lies: "not reproduced (no trend; top rung the other way,
+    inside its margin)"."""
     if not reading:
         return "not judged"
     said = "trend against the claim" if reading == "trend against" else reading
+    if reading == "no trend" and top is not None and top[0] is not None and top[1] is not None:
+        gap, margin = top
+        way = "the paper's way" if gap > 0 else "the other way"
+        said += f"; top rung {way}, {'inside' if abs(gap) <= margin else 'beyond'} its margin"
     return said if verdict is None or verdict == reading else f"{verdict} ({said})"
 
 
