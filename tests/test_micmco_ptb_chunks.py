@@ -6,7 +6,7 @@ import time
 import pytest
 
 from paperlib.experiments.common.runs import TimeLimitReached
-from paperlib.experiments.micmco.ptb import studies
+from paperlib.experiments.micmco.ptb import stacked_trials, studies
 from paperlib.experiments.micmco.ptb.analysis import table_5_1
 from paperlib.experiments.micmco.ptb.data import prepare_sentences
 from paperlib.experiments.micmco.ptb.design import MicmcoPtbParams
@@ -16,17 +16,33 @@ from tests.test_micmco_ptb import EOS, SMOKE, UNK, V, toy_sentences
 SETTINGS = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 4, "stack_size": 2})
 
 
+class Clock:
+    """``time`` as the study and its stacks read it, its wall clock moved on by hand (``offset`` seconds), so that
+    a test of the time limit does not depend on how fast this machine trains."""
+
+    perf_counter = staticmethod(time.perf_counter)  # durations: real ones
+
+    def __init__(self):
+        self.offset = 0.0
+
+    def time(self):
+        return time.time() + self.offset
+
+
 @pytest.fixture
 def slow_batches(monkeypatch):
-    """Every stack's training takes 2 s longer than it does."""
-    real_run = studies.StackedTrials.run
+    """Every stack's training takes 20 s longer than it does, on the clock the study reads."""
+    clock, real_run = Clock(), studies.StackedTrials.run
 
     def slow_run(self, until=None, deadline=None):
         done = real_run(self, until=until, deadline=deadline)
-        time.sleep(2.0)
+        clock.offset += 20.0
         return done
 
     monkeypatch.setattr(studies.StackedTrials, "run", slow_run)
+    monkeypatch.setattr(studies, "time", clock)
+    monkeypatch.setattr(stacked_trials, "time", clock)
+    return clock
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +52,12 @@ def data():
 
 
 def test_no_batch_starts_that_the_time_left_would_not_finish(tmp_path, slow_batches, data, monkeypatch):
-    """Each batch here takes over 2 s (its training made slow); with 3 s to go, the first batch trains and the
-    second does not start (it would be cut off part-way, its checkpoint of use only on this machine)."""
-    monkeypatch.setenv("PAPERLIB_DEVICE", "cpu")  # no CUDA start-up inside the 3 s on a GPU machine
+    """Each batch here takes over 20 s (on the study's clock); with 30 s to go, the first batch trains and the
+    second does not start (it would be cut off part-way, its checkpoint of use only on this machine). The first
+    batch's own training must end within the 30 s of wall time, whatever else the machine is doing."""
+    monkeypatch.setenv("PAPERLIB_DEVICE", "cpu")  # no CUDA start-up inside the 30 s on a GPU machine
     with pytest.raises(TimeLimitReached, match="with 2 of 4 trials of .* done; the same command continues"):
-        run_curve_study("dreg16_kl.shared", SETTINGS, data, tmp_path, "smoke", deadline=time.time() + 3.0)
+        run_curve_study("dreg16_kl.shared", SETTINGS, data, tmp_path, "smoke", deadline=slow_batches.time() + 30.0)
     assert not list(tmp_path.glob("*.stack.*"))  # the second batch never began
 
 
@@ -100,9 +117,10 @@ def test_the_pace_carries_from_one_curve_to_the_next(tmp_path, slow_batches, dat
     by the last batch's time too, so it does not start with less time left than that."""
     one_batch = MicmcoPtbParams(figures=["5.12"], **{**SMOKE, "trials": 2, "stack_size": 2})
     pace = {"last": 0.0}
-    run_curve_study("dreg16_kl.shared", one_batch, data, tmp_path, "smoke", deadline=time.time() + 60, pace=pace)
-    assert pace["last"] >= 2.0
+    run_curve_study("dreg16_kl.shared", one_batch, data, tmp_path, "smoke", deadline=slow_batches.time() + 60,
+                    pace=pace)
+    assert pace["last"] >= 20.0
     with pytest.raises(TimeLimitReached, match="with 0 of 2 trials of .* done"):
-        run_curve_study("dreg16_renyi.shared", one_batch, data, tmp_path, "smoke", deadline=time.time() + 1.5,
+        run_curve_study("dreg16_renyi.shared", one_batch, data, tmp_path, "smoke", deadline=slow_batches.time() + 15,
                         pace=pace)
     assert not list(tmp_path.glob("dreg16_renyi*.stack.*"))
