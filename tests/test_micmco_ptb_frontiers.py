@@ -3,6 +3,7 @@
 import json
 
 import matplotlib
+import pytest
 
 from paperlib.compendium import figure_style
 from paperlib.compendium.micmco_ptb_frontiers import GROUPS, draw_groups
@@ -38,12 +39,8 @@ def test_the_kl_axis_stops_before_an_isolated_tail_and_never_inside_the_bulk():
     assert kl_reach([0.001, 0.01, 0.02, 0.03]) == 0.03  # the 10× jump lies in the lower half
     assert kl_reach([0.1, 0.19, 0.3]) == 0.3  # no step beyond twice
     assert kl_reach([0.2]) == 0.2
-    try:
+    with pytest.raises(ValueError, match="no KL values"):
         kl_reach([])
-    except ValueError:
-        pass
-    else:
-        raise AssertionError("an empty set of KLs must be refused")
 
 
 def test_committed_fig_5_22_keeps_its_dreg_curves_readable_and_shares_kl_only_within_a_family():

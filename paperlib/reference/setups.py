@@ -28,6 +28,8 @@ MELIS_LM_PARAMETERS = 24_000_000
 # Melis thesis §2.3.1, the PTB ablation (Fig. 2.3, Table 2.3): 24M-parameter models tuned and trained on a shortened
 # schedule of 145 epochs (instead of 964) with a BPTT window of 35; the best Mogrifier settings had r in {5, 6}.
 MELIS_ABLATION = {"parameters": 24_000_000, "epochs": 145, "bptt": 35, "best_rounds": (5, 6)}
+# Melis thesis §2.3.3, Fig. 2.4b: the reverse-copy task with a larger model and vocabulary, which no profile runs.
+MELIS_FIG_2_4B = "Fig. 2.4b (a larger model and vocabulary)"
 # Melis thesis §5.7.2: the PTB MICMCO models' vocabulary (Mikolov's PTB) and optimisation steps (80,000 in the
 # longer runs of Figs. 5.17-5.21).
 MELIS_PTB_MICMCO = {"vocab_size": 10_000, "steps": 40_000}

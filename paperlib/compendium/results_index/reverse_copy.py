@@ -10,6 +10,7 @@ from paperlib.experiments.common.claims import Claim
 from paperlib.experiments.common.grid_ends import grid_end
 from paperlib.experiments.reverse_copy.claims import claim as reverse_copy_claim, thesis_lengths
 from paperlib.reference.reverse_copy import REVERSE_COPY
+from paperlib.reference.setups import MELIS_FIG_2_4B
 
 from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note
 
@@ -39,8 +40,6 @@ def _reverse_copy_seeds(settings: Results) -> str:
     return f"{len(seeds)} seeds ({', '.join(map(str, seeds))}) per model and length, the tie margin their spread"
 
 
-# Fig. 2.4b: the reverse-copy task with a larger model and vocabulary (§2.3.3), which no profile runs.
-_FIG_2_4B = "Fig. 2.4b (a larger model and vocabulary)"
 _COPY_MODELS = {"lstm": "LSTM", "mogrifier": "Mogrifier"}  # the reverse-copy stage's model keys
 
 
@@ -177,4 +176,4 @@ def _reverse_copy_verdict(results: Results) -> tuple[str, str]:
     """M-F2.4's claim (:func:`paperlib.experiments.reverse_copy.claims.claim`), with Fig. 2.4b (no stage runs it)
     named as not run."""
     judged = reverse_copy_claim(results["reverse_copy"])
-    return _claim_verdict(Claim(judged.item, judged.parts, judged.not_run + (_FIG_2_4B,)))
+    return _claim_verdict(Claim(judged.item, judged.parts, judged.not_run + (MELIS_FIG_2_4B,)))
