@@ -8,6 +8,7 @@ at the end need a GPU: they train a tiny lm_ptb-style model at tf32 and bf16 and
 
 import json
 import math
+from collections import Counter
 
 import pytest
 import torch
@@ -26,11 +27,17 @@ from tests.conftest import REPO
 from tests.test_train import markov_stream, tiny_model
 
 
+def _checked(size: int | None) -> int | None:
+    """A paper stack size as a quick check builds it (dryrun.check_stacks)."""
+    return None if size is None else min(size, dryrun.CHECK_STACK)
+
+
 def check_dry_run(result: dict, printed: str, stages) -> None:
     """What a dry run of ``stages`` at ``--max-length 2`` must give: every stage's workloads measured, counts that
     add up, and a printed table per stage (tests/test_pipeline.py applies it to the smoke pipeline's
     results/dryrun.json, which covers every stage)."""
     assert set(result["stages"]) == set(stages) and result["assumptions"]["max_length"] == 2
+    assert result["assumptions"]["largest_stack"] == dryrun.CHECK_STACK
     for stage in stages:
         assert f"\n{stage}: " in printed, f"the CLI did not print {stage}"
         entry = result["stages"][stage]
@@ -64,7 +71,7 @@ def check_dry_run(result: dict, printed: str, stages) -> None:
     if "micmco_ptb_ladder" in stages:  # every curve, one run per seed and trial to the top rung, or stacks of them
         settings = experiment_params("micmco_ptb_ladder", "paper")
         ladder = result["stages"]["micmco_ptb_ladder"]["workloads"]
-        runs, size = len(settings.seeds) * settings.trials, settings.stack_size
+        runs, size = len(settings.seeds) * settings.trials, _checked(settings.stack_size)
         if size is None:
             assert set(ladder) == set(settings.curves)
             assert {(w["steps_per_run"], w["runs"], w["models_per_step"]) for w in ladder.values()} == {
@@ -78,9 +85,11 @@ def check_dry_run(result: dict, printed: str, stages) -> None:
 
         settings = experiment_params("word_generation", "paper")
         words = result["stages"]["word_generation"]["workloads"]
-        # (the paper profile's stacks divide its 5 and 10 seeds: no smaller last stack counted as a full one)
-        assert sum(w["runs"] * w["models_per_step"] for w in words.values()) == len(plan_runs(settings))
-        for name, w in words.items():
+        counts = Counter(", ".join(run.labels) for run in plan_runs(settings))
+        assert {name.split(" (stacks of ")[0] for name in words} == set(counts)
+        for name, w in words.items():  # a last, smaller stack counted as a full one
+            assert w["runs"] == -(-counts[name.split(" (stacks of ")[0]] // w["models_per_step"]), name
+            assert w["models_per_step"] <= (_checked(settings.stack_size) or 1), name
             assert name.endswith(f"(stacks of {w['models_per_step']})") == (settings.stack_size is not None
                                                                            and "REAL-NVP" not in name), name
     if "word_generation_ladder" in stages:  # each row's seeds, alone or as one stack of the stage's stack_size
@@ -92,10 +101,27 @@ def check_dry_run(result: dict, printed: str, stages) -> None:
     if "reverse_copy" in stages:  # every run of the grid once: alone, or in stacks of the model's stack_size
         settings = experiment_params("reverse_copy", "paper")
         copies = result["stages"]["reverse_copy"]["workloads"]
-        assert sum(w["runs"] * w["models_per_step"] for w in copies.values()) == len(grid_points(settings))
+        stacked = [w["runs"] * w["models_per_step"] for w in copies.values()]  # a last stack counted in full
+        spare = sum(w["models_per_step"] - 1 for w in copies.values())
+        assert sum(stacked) - spare <= len(grid_points(settings)) <= sum(stacked)
         for name, w in copies.items():
-            size = settings.models[name.split()[0]].get("stack_size")
+            size = _checked(settings.models[name.split()[0]].get("stack_size"))
             assert w["models_per_step"] == (size or 1) and name.endswith(f"(stacks of {size})") == bool(size)
+
+
+def test_a_quick_check_stacks_at_most_two_models_of_the_profile_it_counts_and_leaves_the_params_alone():
+    params = {"experiments": {
+        "a": {"paper": {"stack_size": 10, "models": {"m": {"stack_size": 9}, "n": {"rounds": [5]}}},
+              "gpu": {"stack_size": 5}},
+        "b": {"paper": {"stack_size": None, "trials": 20}}, "c": {"paper": {"stack_size": 1}}}}
+    before = json.dumps(params)
+    checked = dryrun.check_stacks(params, "paper")["experiments"]
+    assert json.dumps(params) == before  # a copy
+    assert checked["a"]["paper"]["stack_size"] == checked["a"]["paper"]["models"]["m"]["stack_size"] == 2
+    assert checked["a"]["paper"]["models"]["n"] == {"rounds": [5]} and checked["a"]["gpu"] == {"stack_size": 5}
+    assert checked["b"]["paper"] == {"stack_size": None, "trials": 20} and checked["c"]["paper"]["stack_size"] == 1
+    # the full-length run counts the stacks the profile trains
+    assert "largest_stack" not in dryrun.assumptions("tf32") and dryrun.assumptions("tf32", 2)["largest_stack"] == 2
 
 
 def test_the_cli_measures_and_prints_the_stages_it_is_given(tmp_path, capsys):

@@ -1,6 +1,8 @@
 """The results index accounts for every table and figure of the seeds, and never goes stale."""
 
+import copy
 import csv
+import functools
 import json
 import re
 
@@ -18,8 +20,18 @@ def _items():
     return ri.read_seed_items(REPO / ri.SEED_ITEMS)
 
 
+@functools.lru_cache(maxsize=1)
+def _committed_rows() -> tuple:
+    return tuple(ri.build_index(_items(), ri.load_results(REPO)))
+
+
+def _committed_index() -> list[dict]:
+    """The index of the committed results, built once for the module; each test gets its own copy."""
+    return copy.deepcopy(list(_committed_rows()))
+
+
 def test_every_seed_item_has_exactly_one_row_in_the_seed_order():
-    table = ri.build_index(_items(), ri.load_results(REPO))
+    table = _committed_index()
     assert [row["id"] for row in table] == [item["id"] for item in _items()]
     assert len({row["id"] for row in table}) == len(table)
     assert set(ri.ROWS) == {item["id"] for item in _items()}, "ROWS has entries for ids that are not seed items"
@@ -101,7 +113,7 @@ def test_results_from_another_profile_are_labelled():
 
 
 def test_every_verdict_uses_the_vocabulary():
-    for row in ri.build_index(_items(), ri.load_results(REPO)):
+    for row in _committed_index():
         assert row["status"] in ri.VERDICTS
         assert row["verdict"].startswith(row["status"])
     assert ri.text._status("not reproduced: x") == "not reproduced" and ri.text._status("within noise: x") == "within noise"
@@ -134,7 +146,7 @@ def _table_lines(text):
 def test_the_table_reads_at_a_glance_and_links_every_row_to_its_details():
     """One word per verdict, a one-line plain reason, short cells; every row's details exist under the anchor the
     table links to, with the full evidence."""
-    table = ri.build_index(_items(), ri.load_results(REPO))
+    table = _committed_index()
     text = ri.render_markdown(table)
     rows = _table_lines(text)
     assert len(rows) == len(table)
@@ -157,7 +169,7 @@ def test_the_table_reads_at_a_glance_and_links_every_row_to_its_details():
 def test_the_header_defines_the_words_the_margins_and_the_normalised_hypervolume():
     from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE
 
-    text = ri.render_markdown(ri.build_index(_items(), ri.load_results(REPO)))
+    text = ri.render_markdown(_committed_index())
     header = text.split(_TABLE_HEAD)[0]
     for word in ri.VERDICTS:
         assert f"| **{word}** |" in header
@@ -171,7 +183,7 @@ _INTERNAL_KEY = re.compile(r"\b(?:[a-z]+\d*(?:-\d+)?_[a-z0-9_]+(?:\.[a-z0-9.]+)?
 
 
 def test_the_index_uses_plain_names_not_internal_keys():
-    table = ri.build_index(_items(), ri.load_results(REPO))
+    table = _committed_index()
     for row in table:
         for key in ("paper", "paper_short", "ours", "ours_short", "scale", "verdict", "reason"):
             prose = re.sub(r"`[^`]*`", "", row[key])
@@ -679,7 +691,7 @@ def test_one_comparison_reads_its_direction_against_its_margin():
 
 
 def test_readme_summary_uses_the_index_words_and_links_to_the_details():
-    table = ri.build_index(_items(), ri.load_results(REPO))
+    table = _committed_index()
     summary = ri.render_summary(table)
     lines = summary.splitlines()
     assert lines[0] == "| item | paper | ours | verdict | reason |"

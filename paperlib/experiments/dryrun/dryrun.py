@@ -36,6 +36,9 @@ Assumptions and departures (also in the JSON):
   runs to the end (tuning_ptb's pruning would shorten it). A reverse-copy model runs at four lengths: it is
   measured at the two shortest and extrapolated linearly (exact for FLOPs and kernels, one recurrent step per
   position; memory too once activations dominate, checked in the tests).
+- A quick check (``max_length`` set, the smoke profile's) also stacks at most :data:`CHECK_STACK` models where a
+  stage trains stacks (``stack_size``): the same code builds and steps as with ten, in a fraction of the time, and
+  the counts, like the capped lengths', are not the paper's.
 
 Modules: :mod:`.measure` (a workload and its counted step), :mod:`.workloads` (one adapter per stage),
 :mod:`.evaluation` (an evaluation pass and its counted units), :mod:`.evaluation_plans` (the passes of each stage,
@@ -46,6 +49,7 @@ its ``evaluation_hours`` (the evaluations).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -64,6 +68,24 @@ from paperlib.experiments.dryrun.workloads import ADAPTERS, STAGES, Cap
 # ---------------------------------------------------------------------------------------------------
 # the dry run, its table and the CLI's entry point
 
+CHECK_STACK = 2  # a quick check's largest stack: more than one model, so the stacked code runs
+
+
+def check_stacks(params: dict[str, Any], profile: str) -> dict[str, Any]:
+    """A copy of ``params`` in which every experiment's ``profile`` settings, and each of their models', stack at most
+    :data:`CHECK_STACK` models (``stack_size``), for a quick check."""
+    params = copy.deepcopy(params)
+    for profiles in (params.get("experiments") or {}).values():
+        settings = profiles.get(profile) if isinstance(profiles, dict) else None
+        if not isinstance(settings, dict):
+            continue
+        models = settings.get("models")
+        for entry in [settings, *(models.values() if isinstance(models, dict) else ())]:
+            if isinstance(entry, dict) and entry.get("stack_size") is not None:
+                entry["stack_size"] = min(entry["stack_size"], CHECK_STACK)
+    return params
+
+
 def check_stages(stages: Sequence[str] | None) -> list[str]:
     """The stages asked for (all of them for None or empty), or a ValueError naming the valid ones."""
     unknown = [s for s in stages or () if s not in ADAPTERS]
@@ -79,7 +101,8 @@ def assumptions(precision: str, max_length: int | None = None, constants: Consta
     extra = {} if constants is DATASHEET else {"constants": constants.source}
     return {"profile": profile, "gpu": constants.gpu, "precision": precision, "peak_tflops": constants.peak_flops[precision] / 1e12,
             "mfu": constants.mfu, "kernel_latency_us": constants.kernel_latency_s * 1e6, "fake_device": FAKE_DEVICE,
-            "torch": torch.__version__, "max_length": max_length, **extra,
+            "torch": torch.__version__, "max_length": max_length,
+            **({} if max_length is None else {"largest_stack": CHECK_STACK}), **extra,
             "counts": "training steps, and the evaluation passes of the language-model, dynamic-evaluation and PTB "
                       "MICMCO stages (not those of the synthetic MICMCO, word-generation, reverse-copy and music "
                       "stages, not weight averaging); every sequence at full length; tuned shape hyperparameters at "
@@ -92,13 +115,16 @@ def dry_run(stages: Sequence[str] | None = None, params: dict[str, Any] | None =
     """Measure every workload of ``stages`` (default: all) in ``profile`` and estimate its GPU time with
     ``constants`` (the datasheet's, or fitted to a GPU measurement).
 
-    ``max_length`` caps every sequence length (a quick check that the configs build and step; the numbers are then
-    not the paper's). Returns ``{"assumptions": ..., "stages": {stage: {"gpu_hours", "training_hours",
+    ``max_length`` caps every sequence length and makes the run a quick check that the configs build and step, with
+    stacks of at most :data:`CHECK_STACK` models (:func:`check_stacks`); the numbers are then not the paper's.
+    Returns ``{"assumptions": ..., "stages": {stage: {"gpu_hours", "training_hours",
     "evaluation_hours", "peak_memory_bytes", "workloads": {name: {...}}, "evaluations": {name: {...}}}}}``, keys in a
     fixed order. A stage's peak memory is the largest of its training steps' and evaluation passes'.
     """
     chosen = check_stages(stages)
     params = params if params is not None else load_params()
+    if max_length is not None:
+        params = check_stacks(params, profile)
     precision = section_params("compute", params).precision[profile]
     cap: Cap = (lambda length: length) if max_length is None else (lambda length: min(length, max_length))
     out: dict[str, Any] = {"assumptions": assumptions(precision, max_length, constants, profile), "stages": {}}
@@ -144,5 +170,5 @@ def dry_run(stages: Sequence[str] | None = None, params: dict[str, Any] | None =
     return out
 
 
-__all__ = ["ADAPTERS", "Cap", "FAKE_DEVICE", "NO_KERNEL", "STAGES", "Workload", "assumptions", "check_stages", "dry_run",
-           "materialise", "measure", "measure_step", "num_parameters"]
+__all__ = ["ADAPTERS", "CHECK_STACK", "Cap", "FAKE_DEVICE", "NO_KERNEL", "STAGES", "Workload", "assumptions",
+           "check_stacks", "check_stages", "dry_run", "materialise", "measure", "measure_step", "num_parameters"]
