@@ -95,9 +95,9 @@ def data_root(mirror, tmp_path_factory) -> Path:
     return root
 
 
-# The end-to-end tests (tests/test_pipeline.py) need the smoke pipeline built in a scratch copy, ~8 minutes on one
-# core. It starts in the background as soon as those tests are selected, and they run last, so the build and the
-# unit tests (one thread each) share the two cores.
+# The end-to-end tests (tests/test_pipeline.py) need the smoke pipeline built in a scratch copy and its notebooks
+# re-run by nbval (tests/smoke_chain.py), the longest part of the suite. It starts in the background as soon as those
+# tests are selected, and they run last, so the build and the unit tests (one thread each) share the two cores.
 SMOKE_BUILD = pytest.StashKey[object]()
 
 

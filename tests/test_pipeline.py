@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, SMOKE_BUILD
+from tests.smoke_chain import BUILD_FAILED, chain_files, figure_hashes, nbval_command
 
 pytestmark = pytest.mark.slow
 
@@ -52,35 +53,33 @@ def _make_scratch(root: Path, mirror: Path) -> dict[str, str]:
 
 @dataclass
 class SmokeBuild:
-    """The smoke profile's first `dvc repro` in a scratch copy, running in the background (its own process group,
-    its output to a file)."""
+    """The smoke profile's first `dvc repro` in a scratch copy, then nbval over what it wrote (tests/smoke_chain.py),
+    running in the background (its own process group, its output to files)."""
     root: Path
     env: dict[str, str]
     proc: subprocess.Popen
-    log: Path
 
-    def output(self, timeout: int = 1500) -> str:
-        """Wait for the build; its output, or a failed assertion with the output's end."""
+    def output(self, timeout: int = 1800) -> str:
+        """Wait for the build and the nbval run after it; the build's output, or a failed assertion with its end."""
         try:
             self.proc.wait(timeout=timeout)
         finally:
             _stop(self.proc)
-        out = self.log.read_text()
-        assert self.proc.returncode == 0, f"dvc repro failed:\n{out[-8000:]}"
+        out = chain_files(self.root)["repro"].read_text()
+        assert self.proc.returncode != BUILD_FAILED, f"dvc repro failed:\n{out[-8000:]}"
+        assert self.proc.returncode == 0, f"the smoke chain failed ({self.proc.returncode}) after the build"
         return out
 
 
 def start_smoke_build(tmp_path_factory, mirror: Path) -> SmokeBuild:
-    """Start the smoke build. tests/conftest.py calls this when the session's tests are collected, so the pipeline
-    (one process at a time) builds on one core while the unit tests run on the other; this module's tests run last
-    and wait for it."""
+    """Start the smoke build and the nbval run after it. tests/conftest.py calls this when the session's tests are
+    collected, so the pipeline (one process at a time) builds, and nbval re-runs its notebooks, on one core while
+    the unit tests run on the other; this module's tests run last and wait for it."""
     root = tmp_path_factory.mktemp("compendium")
     env = _make_scratch(root, mirror)
-    log = root.parent / f"{root.name}-repro.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "dvc", "repro"], cwd=root, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    return SmokeBuild(root, env, proc, log)
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "smoke_chain.py"), str(root)], cwd=root, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return SmokeBuild(root, env, proc)
 
 
 @pytest.fixture(scope="module")
@@ -136,17 +135,12 @@ def test_the_dry_run_stage_builds_and_steps_every_stage_of_the_paper_profile(scr
 
 
 def _start_nbval(root: Path, env: dict, notebooks: list[Path], part: str = "") -> tuple[subprocess.Popen, Path]:
-    """Strict nbval over executed notebooks under `root`, started in the background (its own process group, its
-    output to a file); stored outputs show paths relative to the clone
-    (paperlib.compendium.notebooks.strip_volatile_metadata), so the clone's own path is sanitised away."""
-    sanitize = root.parent / f"{root.name}-nbval-sanitize.cfg"
-    sanitize.write_text(f"[clone]\nregex: {re.escape(str(root.resolve()) + os.sep)}\nreplace: \n")
+    """Strict nbval over executed notebooks under `root` (smoke_chain.nbval_command), started in the background (its
+    own process group, its output to a file)."""
     log = root.parent / f"{root.name}-nbval{part}.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
-                                 "--nbval-current-env", "--nbval-sanitize-with", str(sanitize),
-                                 *map(str, notebooks)], cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
+        proc = subprocess.Popen(nbval_command(root, notebooks, part), cwd=root, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
     return proc, log
 
 
@@ -169,16 +163,6 @@ def _nbval_passed(started: tuple[subprocess.Popen, Path], timeout: int = 1200) -
     return out
 
 
-def _nbval_strict(root: Path, env: dict, notebooks: list[Path]) -> str:
-    """nbval over ``notebooks`` in two processes (one per core), alternating so both get large and small ones."""
-    started = [_start_nbval(root, env, notebooks[i::2], part=f"-{i}") for i in range(2) if notebooks[i::2]]
-    try:
-        return "".join(_nbval_passed(s) for s in started)
-    finally:
-        for proc, _ in started:
-            _stop(proc)
-
-
 def _figures(folder: Path) -> dict[str, bytes]:
     """Every figure file under ``folder`` (subfolders too, e.g. figures/gpu/) by its path relative to it."""
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -189,16 +173,19 @@ def _unchanged(before: dict[str, bytes], folder: Path) -> list[str]:
 
 
 def test_nbval_reruns_every_executed_notebook_to_the_same_outputs_and_figures(scratch):
-    """nbval in its strict mode over the executed copies the pipeline wrote: every cell runs again without error
-    and every text output (tables, printed numbers, claims) comes out exactly as stored, and the figures the
-    notebooks save again are byte-identical to the pipeline's. Inline images are compared through the saved
-    figures, which hold the same plots."""
-    root, env = scratch.root, scratch.env
+    """nbval in its strict mode over the executed copies the pipeline wrote (run by tests/smoke_chain.py right after
+    the build): every cell runs again without error and every text output (tables, printed numbers, claims) comes
+    out exactly as stored, and the figures the notebooks save again are byte-identical to the pipeline's. Inline
+    images are compared through the saved figures, which hold the same plots."""
+    root = scratch.root
     executed = sorted((root / "results" / "notebooks").glob("*.ipynb"))
     assert {p.stem for p in executed} == {p.stem for p in (root / "notebooks").glob("*.ipynb")}
-    figures = _figures(root / "figures")
-    _nbval_strict(root, dict(env, PAPERLIB_PROFILE="smoke"), executed)
-    assert not _unchanged(figures, root / "figures"), "figures not byte-deterministic"
+    files = chain_files(root)
+    out = files["nbval"].read_text()
+    assert files["nbval_status"].read_text() == "0", f"nbval failed:\n{out[-6000:]}"
+    assert re.search(r"\b\d+ passed\b", out) and "failed" not in out, out[-6000:]
+    built = json.loads(files["figures"].read_text())
+    assert built and figure_hashes(root / "figures") == built, "figures not byte-deterministic"
 
 
 @pytest.fixture(scope="module")
