@@ -33,10 +33,10 @@ def figure_hashes(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def nbval_command(root: Path, notebooks: list[Path], part: str = "") -> list[str]:
+def nbval_command(root: Path, notebooks: list[Path]) -> list[str]:
     """Strict nbval over executed notebooks under ``root``; stored outputs show paths relative to the clone
     (paperlib.compendium.notebooks.strip_volatile_metadata), so the clone's own path is sanitised away."""
-    sanitize = root.parent / f"{root.name}-nbval-sanitize{part}.cfg"
+    sanitize = root.parent / f"{root.name}-nbval-sanitize.cfg"
     sanitize.write_text(f"[clone]\nregex: {re.escape(str(root.resolve()) + os.sep)}\nreplace: \n")
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
             "--nbval-sanitize-with", str(sanitize), *map(str, notebooks)]

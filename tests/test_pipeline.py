@@ -134,12 +134,12 @@ def test_the_dry_run_stage_builds_and_steps_every_stage_of_the_paper_profile(scr
     check_dry_run(result, render_tables(result), STAGES)
 
 
-def _start_nbval(root: Path, env: dict, notebooks: list[Path], part: str = "") -> tuple[subprocess.Popen, Path]:
+def _start_nbval(root: Path, env: dict, notebooks: list[Path]) -> tuple[subprocess.Popen, Path]:
     """Strict nbval over executed notebooks under `root` (smoke_chain.nbval_command), started in the background (its
     own process group, its output to a file)."""
-    log = root.parent / f"{root.name}-nbval{part}.log"
+    log = root.parent / f"{root.name}-nbval.log"
     with log.open("w") as out:
-        proc = subprocess.Popen(nbval_command(root, notebooks, part), cwd=root, env=env, stdout=out,
+        proc = subprocess.Popen(nbval_command(root, notebooks), cwd=root, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
     return proc, log
 
@@ -161,15 +161,6 @@ def _nbval_passed(started: tuple[subprocess.Popen, Path], timeout: int = 1200) -
     assert proc.returncode == 0, f"nbval failed:\n{out[-6000:]}"
     assert re.search(r"\b\d+ passed\b", out) and "failed" not in out
     return out
-
-
-def _figures(folder: Path) -> dict[str, bytes]:
-    """Every figure file under ``folder`` (subfolders too, e.g. figures/gpu/) by its path relative to it."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def _unchanged(before: dict[str, bytes], folder: Path) -> list[str]:
-    return sorted(name for name, data in before.items() if (folder / name).read_bytes() != data)
 
 
 def test_nbval_reruns_every_executed_notebook_to_the_same_outputs_and_figures(scratch):
@@ -197,7 +188,7 @@ def committed_nbval(tmp_path_factory):
         if rel.startswith(("results/", "figures/", "notebooks/", "params.yaml", "dvc.yaml")):
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, root / rel)
-    figures = _figures(root / "figures")
+    figures = figure_hashes(root / "figures")
     env = {k: v for k, v in os.environ.items() if k not in ("PAPERLIB_PROFILE", "PAPERLIB_ROOT")}
     started = _start_nbval(root, env, sorted((root / "results" / "notebooks").glob("*.ipynb")))
     yield root, figures, started
@@ -209,4 +200,6 @@ def test_the_committed_executed_notebooks_are_what_the_committed_results_give(co
     committed results to exactly its stored text outputs, and re-draws the committed figures byte for byte."""
     root, figures, started = committed_nbval
     _nbval_passed(started)
-    assert not _unchanged(figures, root / "figures"), "committed figures differ from what the notebooks draw"
+    drawn = figure_hashes(root / "figures")
+    changed = sorted(name for name in figures if drawn.get(name) != figures[name])
+    assert not changed, f"committed figures differ from what the notebooks draw: {changed}"
