@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 BUILD_FAILED = 3
@@ -42,17 +43,25 @@ def nbval_command(root: Path, notebooks: list[Path]) -> list[str]:
             "--nbval-sanitize-with", str(sanitize), *map(str, notebooks)]
 
 
+def _timed(log: Path, cmd: list[str], root: Path, env: dict[str, str]) -> int:
+    """Run ``cmd`` in ``root``, its output (stderr too) to ``log``, each line after the seconds since it started
+    (where the suite's time goes, e.g. per stage of the build); its exit status."""
+    start = time.monotonic()
+    with log.open("w") as out, subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE,
+                                                stderr=subprocess.STDOUT, text=True) as proc:
+        for line in proc.stdout:
+            out.write(f"[{time.monotonic() - start:7.1f}s] {line}")
+            out.flush()
+    return proc.returncode
+
+
 def main(root: Path) -> int:
     files = chain_files(root)
-    with files["repro"].open("w") as out:
-        if subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=root, stdout=out, stderr=subprocess.STDOUT,
-                          text=True).returncode:
-            return BUILD_FAILED
+    if _timed(files["repro"], [sys.executable, "-m", "dvc", "repro"], root, dict(os.environ)):
+        return BUILD_FAILED
     files["figures"].write_text(json.dumps(figure_hashes(root / "figures"), indent=1))
     notebooks = sorted((root / "results" / "notebooks").glob("*.ipynb"))
-    with files["nbval"].open("w") as out:
-        status = subprocess.run(nbval_command(root, notebooks), cwd=root, env={**os.environ, "PAPERLIB_PROFILE": "smoke"},
-                                stdout=out, stderr=subprocess.STDOUT, text=True).returncode
+    status = _timed(files["nbval"], nbval_command(root, notebooks), root, {**os.environ, "PAPERLIB_PROFILE": "smoke"})
     files["nbval_status"].write_text(str(status))
     return 0
 

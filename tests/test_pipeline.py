@@ -104,8 +104,8 @@ def _json(cmd, root, env):
     return json.loads(proc.stdout)
 
 
-def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(scratch, committed_nbval):
-    root, env = scratch.root, scratch.env  # committed_nbval: started now, to run beside the pipeline's end
+def test_dvc_repro_builds_everything_and_a_second_run_does_nothing(committed_nbval, scratch):
+    root, env = scratch.root, scratch.env  # committed_nbval: started first, to run beside the build's end
     first = scratch.output()
     assert "Running stage 'notebook_dataset_summary'" in first
     assert (root / "figures" / "dataset_summary.png").stat().st_size > 10_000
