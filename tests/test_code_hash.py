@@ -78,7 +78,7 @@ TRAIN_TWICE = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_a_run_cached_by_old_code_is_trained_again_after_a_model_edit(tmp_path):
-    """The issue's test: edit a model file in a scratch copy, re-run, and the cached run is not reused."""
+    """Edit a model file in a scratch copy, re-run, and the cached run is not reused."""
     package = scratch_package(tmp_path)
     script = tmp_path / "train.py"
     script.write_text(TRAIN_TWICE)

@@ -400,6 +400,16 @@ def test_the_character_rows_paper_and_ours_texts_carry_the_numbers_they_compare(
     assert "text8 and the 1948 book" in table["K-T5.8"]["reason"]
 
 
+def test_the_character_rows_name_the_stand_in_corpus_first_in_ours():
+    """The thesis' rows are on enwik8 (titled so); the index table's ours cell says first that ours ran on PTB
+    characters, so a reader of the table alone does not take a stand-in for enwik8."""
+    items = ("K-F3.2", "K-F3.3", "K-T4.4", "K-F5.2", "K-T6.1")
+    table, _ = _index(*items)
+    for item in items:
+        assert table[item]["ours"].startswith("PTB characters: "), (item, table[item]["ours"])
+        assert table[item]["ours_short"].startswith("PTB characters: "), item
+
+
 def test_the_character_scale_names_the_optimiser_its_schedule_and_the_models_with_their_own_learning_rate():
     """The scale text reads the stage's recorded settings: a model's own lr (a per-model ``train`` override) is named
     beside the shared one, a decaying schedule says where it ends, and nothing is said when no settings were kept."""

@@ -616,6 +616,21 @@ def test_on_the_committed_results_table_5_1_optima_are_judged_in_the_two_cells_w
     assert cells.count(" hs ") == 10 and claim.verdict == "partly"
 
 
+def test_the_committed_table_5_1_says_the_steps_each_cells_trial_trained_for():
+    """The notebook's Table 5.1 states each cell's scale from its trial's record: a T×2 curve's trial trains twice
+    the profile's steps, and the table says so rather than the profile's number."""
+    import csv
+
+    results = _committed()
+    with open(REPO / "results" / "micmco_ptb_table_5_1.csv", newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["from"] != "not run at this profile"]
+    assert rows
+    for row in rows:
+        curve, trial = row["from"].rsplit(" trial ", 1)
+        (record,) = [t for t in results["curves"][curve]["trials"] if t["number"] == int(trial)]
+        assert row["scale"].endswith(f", {record['steps']:,} steps"), (row["from"], row["scale"])
+
+
 def test_the_low_latent_ladder_is_judged_only_where_a_trial_of_its_curves_lies_above_the_line():
     """As Table 5.1's cells: the ladder's 'the best models use the latents little' cannot fail when every validation
     trial of its curves, at every rung and seed, lies below the 0.2 line; it is then named as not run."""

@@ -333,6 +333,14 @@ def test_recorded_work_counts_trials_over_workers_or_per_run_times():
     # an LM comparison keeps its settings in the provenance's params: two workers halve the per-run sum
     assert ri.recorded_work({"train_seconds": {"a": 5.0, "b": 7.0}, "params": {"workers": 2}}, {"summary": {}}) == 6.0
     assert ri.recorded_work({"seconds": {"a": 3.0}}, None) is None
+    # per-part times: the wall time plus training the wall clock did not contain (models read back from runs/)
+    read_back = {"wall_time_s": 100.0, "seconds": {"training": 0.5, "train_a": 30.0, "train_b": 20.0, "x": 99.5}}
+    assert ri.recorded_work(read_back, None) == pytest.approx(149.5)
+    trained_now = {"wall_time_s": 150.0, "seconds": {"training": 50.0, "train_a": 30.0, "train_b": 20.0, "x": 100.0}}
+    assert ri.recorded_work(trained_now, None) is None  # nothing beyond the wall time: the fifth column takes it
+    per_corpus = {"wall_time_s": 60.0, "seconds": {"ptb": 12.0, "ptb_table": 10.0, "ptb_train": 40.0, "wt2": 48.0,
+                                                   "wt2_table": 8.0, "wt2_train": 40.0}}
+    assert ri.recorded_work(per_corpus, None) == pytest.approx(60.0 + 38.0)  # ptb read back; wt2 trained now
 
 
 def test_the_index_quotes_the_ptb_micmco_figures_as_the_experiment_module_does():

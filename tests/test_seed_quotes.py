@@ -82,11 +82,11 @@ def test_quotes_are_keyed_by_seed_items_and_lead_with_the_items_own_seed():
             assert ELLIPSIS.strip() not in text.replace(ELLIPSIS, ""), (item, "an ellipsis outside ' … '")
 
 
-def test_each_rows_details_show_its_quotes_with_seed_file_and_section():
+def test_each_rows_details_show_its_quotes_with_seed_name_and_section():
     table = ri.build_index(ri.read_seed_items(REPO / ri.SEED_ITEMS), ri.load_results(REPO))
     for row in table:
         details = "\n".join(ri.render_details(row))
         for seed, section, text in QUOTES.get(row["id"], []):
-            assert f"“{text}”" in details and SEEDS[seed][1] in details and section in details, row["id"]
+            assert f"“{text}” — {SEEDS[seed][0]}, {section}" in details, row["id"]
         summary = ri.render_markdown([row]).split("## Details")[0]
         assert not any(text in summary for _, _, text in QUOTES.get(row["id"], [])), row["id"]

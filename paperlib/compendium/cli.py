@@ -1,4 +1,4 @@
-"""The `paperlib` command line: data, parameters and notebooks (later: training, tuning, evaluation)."""
+"""The `paperlib` command line: data, parameters, training, tuning, evaluation, stages, notebooks, results index."""
 
 from __future__ import annotations
 

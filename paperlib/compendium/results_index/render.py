@@ -20,7 +20,7 @@ from paperlib.compendium.results_index.rows import ROWS
 
 
 def read_seed_items(path: str | os.PathLike) -> list[dict[str, str]]:
-    """The rows of ``seed_items.csv`` (id, seed, kind, title, scope, issue, note)."""
+    """The rows of ``seed_items.csv`` (id, seed, kind, title, scope: what the compendium does with the item)."""
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
     if not rows or "id" not in rows[0]:
@@ -52,7 +52,8 @@ def recorded_work(record: Mapping[str, Any], result: Mapping[str, Any] | None) -
 
     Optuna studies (MICMCO): the sum of every trial's training and evaluation seconds; LM comparisons and other
     per-run stages: the sum of the provenance's per-run seconds; either over the parallel ``workers`` of the
-    results' settings, else of the provenance's params (1 when absent). It leaves
+    results' settings, else of the provenance's params (1 when absent); stages that time their parts: the last
+    run's wall time plus the training of the models it read back (:func:`unclocked_training`). It leaves
     out what the records do not time (e.g. final evaluations), so it is a lower bound on a run from scratch;
     None when the records hold no per-unit times.
     """
@@ -75,7 +76,31 @@ def recorded_work(record: Mapping[str, Any], result: Mapping[str, Any] | None) -
     for key in ("train_seconds", "run_seconds"):
         if isinstance(record.get(key), Mapping) and record[key]:
             return total(record[key]) / workers
+    parts = record.get("seconds")
+    if isinstance(parts, Mapping) and record.get("wall_time_s") is not None and unclocked_training(parts):
+        return float(record["wall_time_s"]) + unclocked_training(parts)
     return None
+
+
+def unclocked_training(parts: Mapping[str, Any]) -> float:
+    """Seconds of training a stage's per-part times record but its wall clock did not contain: models read back
+    from ``runs/`` keep their recorded training time. Two shapes record it: a ``training`` part beside the models'
+    ``train_<model>`` times (what ``training`` took is what ran now), or, per corpus, ``<corpus>_train`` inside the
+    ``<corpus>`` part beside its ``<corpus>_table`` (the corpus part minus its table is the most training that ran
+    now). 0 for any other shape."""
+    def number(key: str) -> float:
+        value = parts.get(key)
+        return float(value) if isinstance(value, (int, float)) else 0.0
+
+    models = [k for k in parts if k.startswith("train_")]
+    if models and "training" in parts:
+        return max(0.0, sum(number(k) for k in models) - number("training"))
+    missing = 0.0
+    for key in parts:
+        corpus = key.removesuffix("_train")
+        if key.endswith("_train") and corpus in parts and f"{corpus}_table" in parts:
+            missing += max(0.0, number(key) - (number(corpus) - number(f"{corpus}_table")))
+    return missing
 
 
 def load_wall_times(root: str | os.PathLike) -> dict[str, tuple[str, float | None, float | None]]:
@@ -130,7 +155,8 @@ def render_compute(wall_times: Mapping[str, tuple], dryrun: Mapping[str, Any] | 
              "Per experiment stage (2-core CPU machine): the wall time of its last run, from its `*.provenance.json`",
              "(a stage that resumed from its checkpoints in `runs/` records only the remainder), and the work its",
              "records account for including reused parts (per-trial or per-run times summed, over the stage's",
-             "parallel workers; a lower bound on a run from scratch, as final evaluations are left out: untimed,",
+             "parallel workers, or the last run's wall time plus the recorded training of the models it read back",
+             "from `runs/`; a lower bound on a run from scratch, as final evaluations are left out: untimed,",
              "or timed apart). The fifth column, the larger of the two, estimates a run from scratch.", ""]
     if paper or gpu:
         made = made if paper else made_gpu
@@ -424,9 +450,10 @@ def _evidence_lines(clause: str, indent: str = "  ") -> list[str]:
 
 
 def render_quote(seed: str, section: str, text: str) -> str:
-    """One seed quote as a line of the details: the verbatim text, then the seed, its file and the section."""
-    name, file = SEEDS[seed]
-    return f"“{text}” — {name} (`{file}`), {section}"
+    """One seed quote as a line of the details: the verbatim text, then the seed's name and the section (the text
+    itself finds the place in the seed: it is verbatim)."""
+    name, _ = SEEDS[seed]
+    return f"“{text}” — {name}, {section}"
 
 
 def render_details(row: Mapping[str, Any]) -> list[str]:
@@ -494,7 +521,7 @@ def render_summary(table: list[dict[str, str]]) -> str:
 
 BUDGET_START = "<!-- compute-budget:start (written by `paperlib index --readme`; do not edit) -->"
 BUDGET_END = "<!-- compute-budget:end -->"
-AIM_MINUTES = 90  # the compendium issue's aim for a `cpu` rebuild on 2 cores
+AIM_MINUTES = 90  # our aim for a `cpu` rebuild on 2 cores
 
 
 def render_budget(wall_times: Mapping[str, tuple], largest: int = 3) -> str:
