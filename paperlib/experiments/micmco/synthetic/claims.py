@@ -128,6 +128,25 @@ FIGURE_BOUNDS: Rules = {
     "5.7": (("but not with KL", (("vimco1-16_kl", "reinforce1_kl"),)),),
 }
 
+# A bound that is one half of a contrast ("only with Rényi"): read only where the other half, the (better, worse)
+# pair given here, holds beyond the tie; otherwise a curve below its reference with both objectives shows no
+# difference between them, and the bound is named as not run.
+FIGURE_CONTRASTS: dict[str, dict[str, tuple[str, str]]] = {
+    "5.7": {"but not with KL": ("vimco1-16_renyi", "reinforce1_renyi")},
+}
+
+
+def contrast_missing(figure: str, text: str, hv: Mapping[str, float], labels: Mapping[str, str]) -> str | None:
+    """Why bound ``text`` of ``figure`` is not read (:data:`FIGURE_CONTRASTS`): its contrasting pair does not hold
+    beyond the tie; None when it holds, or the bound is no contrast's half, or a curve of the pair did not run."""
+    better, worse = FIGURE_CONTRASTS.get(figure, {}).get(text, (None, None))
+    if better is None or hv.get(better) is None or hv.get(worse) is None or hv[better] > hv[worse] + hv_tie():
+        return None
+    return (f"{text} (the other half of the contrast fails: {labels.get(better, better)} {hv[better]:.3f} does not "
+            f"beat {labels.get(worse, worse)} {hv[worse]:.3f} beyond the {hv_tie()} tie, so the curve lies below its "
+            "reference with both objectives and shows no difference between them)")
+
+
 # What a figure's sentences say that the objectives cannot test: named as not run.
 FIGURE_UNTESTABLE: dict[str, tuple[str, ...]] = {
     "5.7": ("VIMCO 16/1 improving on REINFORCE 1 \"only with the Rényi objective\" (with one sample in the divergence "
@@ -438,6 +457,9 @@ def figure_claim(figure: str, item: str, results: Mapping[str, Any],
                      if any(n in fig["configurations"] for n in elsewhere)]
             notes = blown_text(curves, blown, labels) + (
                 [f"{', '.join(labels[n] for n in elsewhere)} as drawn in {', '.join(drawn)}"] if drawn else [])
+            if bound and (why := contrast_missing(figure, text, every, labels)) is not None:
+                not_run.append(why)
+                continue
             if (part := rule_part(text, pairs, every, labels, same, spreads, notes, bound)) is not None:
                 parts.append(part)
     not_run += list(FIGURE_UNTESTABLE.get(figure, ()))
