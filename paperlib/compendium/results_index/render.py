@@ -77,8 +77,9 @@ def recorded_work(record: Mapping[str, Any], result: Mapping[str, Any] | None) -
         if isinstance(record.get(key), Mapping) and record[key]:
             return total(record[key]) / workers
     parts = record.get("seconds")
-    if isinstance(parts, Mapping) and record.get("wall_time_s") is not None and unclocked_training(parts):
-        return float(record["wall_time_s"]) + unclocked_training(parts)
+    unclocked = unclocked_training(parts) if isinstance(parts, Mapping) else 0.0
+    if unclocked and record.get("wall_time_s") is not None:
+        return float(record["wall_time_s"]) + unclocked
     return None
 
 
