@@ -878,3 +878,22 @@ def test_the_circling_back_rows_cite_the_thesis_sections_as_the_thesis():
         scale, own = ri.ROWS[item].render(results)["scale"], ri.ROWS[thesis].render(results)["scale"]
         assert "§4.6" in own and scale == own.replace("§", "Melis §")
         assert not re.search(r"(?<!Melis )§", scale)
+
+
+def test_the_averaging_scale_says_when_the_raw_loss_was_still_falling_at_the_end():
+    """The methods' final losses are compared on one run: where its raw validation loss is lowest at the last
+    evaluation, the Scale line says the run had not converged, with the fall over the last quarter; where the loss
+    turned up earlier, it says nothing of the kind."""
+    import copy
+
+    from paperlib.compendium.results_index.averaging import _avg_scale
+
+    results = {"averaging_ptb": json.loads((REPO / "results" / "averaging_ptb.json").read_text())}
+    raw = results["averaging_ptb"]["main"]["curves"]["raw"]["valid_nll"]
+    falling = copy.deepcopy(results)
+    falling["averaging_ptb"]["main"]["curves"]["raw"]["valid_nll"] = [6.0, 5.5, 5.2, 5.1, 5.05, 5.0, 4.9, 4.8]
+    assert (f"not converged: the raw weights' validation loss is lowest at the last of its 8 evaluations (5.000 → "
+            "4.800 nats over the last quarter)") in _avg_scale(falling)
+    falling["averaging_ptb"]["main"]["curves"]["raw"]["valid_nll"] = [6.0, 5.5, 5.2, 5.1, 5.05, 5.0, 4.9, 4.95]
+    assert "not converged" not in _avg_scale(falling)
+    assert ("not converged" in _avg_scale(results)) == (min(raw) == raw[-1])
