@@ -13,8 +13,8 @@ from paperlib.compendium.results_index.rows import ROWS
 from paperlib.compendium.results_index.text import _claim_verdict
 from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.dynamic_evaluation.char_claims import (
-    CLAIMS, LARGE, STATE_OF_THE_ART, claims, out_of_domain_claim, recovery_claim, scaling_claim, sparse_table_claim,
-    timescale_claim, transformer_table_claim,
+    CLAIMS, LARGE, NOTICEABLE, STATE_OF_THE_ART, claims, out_of_domain_claim, recovery_claim, scaling_claim,
+    sparse_table_claim, timescale_claim, transformer_table_claim,
 )
 from tests.conftest import REPO
 
@@ -68,8 +68,9 @@ def test_every_claim_holds_where_the_numbers_have_the_seeds_shape():
         held = "within noise" if item == "K-F3.2" else "reproduced"  # one training seed per size: no seed margin
         assert claim.item == item and all(p.verdict == held for p in claim.parts), claim.text()
         # what the sentences say beyond the parts (sizes, records, a kind of text) is named as not run
-        assert claim.not_run == {"K-F5.2": (PEAK,), "K-T6.4": (MARKUP,), "K-T4.4": (LARGE, STATE_OF_THE_ART),
-                                 "K-T6.1": (STATE_OF_THE_ART,)}.get(item, ()), claim.text()
+        assert claim.not_run == {"K-F5.2": (NOTICEABLE, PEAK), "K-T6.4": (MARKUP,),
+                                 "K-T4.4": (LARGE, STATE_OF_THE_ART), "K-T6.1": (STATE_OF_THE_ART,)}.get(item, ()), \
+            claim.text()
         assert claim.verdict == ("within noise" if item == "K-F3.2" else "partly" if claim.not_run else "reproduced")
         assert all(p.claim and p.evidence and p.rule for p in claim.parts)
     assert set(_parts(judged["K-T4.4"])) == {IMPROVES_MLSTM, SPARSE}
@@ -199,7 +200,7 @@ def test_timescale_parts_flip_with_the_curves_and_a_missing_domain_is_not_run():
                                           "advantage grows (out of domain)": "not reproduced"}
     del r["timescale"]["curves"]["out_of_domain"]
     claim = timescale_claim(r)
-    assert claim.not_run == ("advantage grows (out of domain)", PEAK) and claim.verdict == "partly"
+    assert claim.not_run == ("advantage grows (out of domain)", NOTICEABLE, PEAK) and claim.verdict == "partly"
 
 
 @pytest.mark.parametrize("gap, verdict", [(0.1, "reproduced"), (0.03, "within noise"), (-0.01, "not reproduced")])
@@ -343,10 +344,11 @@ def test_fig_5_2s_peak_after_2_to_3k_characters_is_named_as_not_run_on_the_commi
     show, so it is named as not run and the row is partly (it read reproduced while the sentence went unjudged)."""
     r = _committed()
     claim = timescale_claim(r)
-    assert claim.not_run == (f"in-domain peak at 2–3k (sequences end at {r['timescale']['length'] / 1000:g}k)",)
+    assert claim.not_run == (NOTICEABLE,
+                             f"in-domain peak at 2–3k (sequences end at {r['timescale']['length'] / 1000:g}k)")
     assert claim.verdict == "partly"
     r["timescale"]["length"] = 10_000  # long enough to show a peak, but no rule judges one
-    assert timescale_claim(r).not_run == ("in-domain peak at 2–3k (no rule for a peak yet)",)
+    assert timescale_claim(r).not_run == (NOTICEABLE, "in-domain peak at 2–3k (no rule for a peak yet)")
 
 
 def _index(*items):

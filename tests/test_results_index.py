@@ -897,3 +897,29 @@ def test_the_averaging_scale_says_when_the_raw_loss_was_still_falling_at_the_end
     falling["averaging_ptb"]["main"]["curves"]["raw"]["valid_nll"] = [6.0, 5.5, 5.2, 5.1, 5.05, 5.0, 4.9, 4.95]
     assert "not converged" not in _avg_scale(falling)
     assert ("not converged" in _avg_scale(results)) == (min(raw) == raw[-1])
+
+
+def test_scale_lines_say_what_budget_the_models_trained_to():
+    """A fixed step budget is said as such (the word-level dynamic-evaluation models), the reverse-copy runs whose
+    training loss still fell over the last quarter are counted among the picked settings' runs, and the word
+    generation models' steps come with the words they drew."""
+    from paperlib.compendium.results_index.dynamic_evaluation import _budget
+    from paperlib.compendium.results_index.reverse_copy import _reverse_copy_falling
+    from paperlib.compendium.results_index.word_generation import _wg_scale
+
+    assert _budget({"train_steps": 2224}) == " in 2,224 steps (the step budget, not to convergence)"
+    assert _budget({}) == ""
+    best = {"lstm": {"10": {"model": "lstm", "length": 10, "lr": 0.01, "seeds": [1, 2]}}}
+    runs = [{"model": "lstm", "length": 10, "lr": 0.01, "seed": 1,
+             "train_curve": [{"loss": x} for x in (2.0, 1.0, 0.8, 0.8, 0.6, 0.5, 0.5, 0.4)]},  # 0.5 -> 0.4: 20%
+            {"model": "lstm", "length": 10, "lr": 0.01, "seed": 2,
+             "train_curve": [{"loss": x} for x in (2.0, 1.0, 0.8, 0.8, 0.6, 0.5, 0.5, 0.5)]},  # flat at the end
+            {"model": "lstm", "length": 10, "lr": 0.02, "seed": 1,  # not the picked setting
+             "train_curve": [{"loss": x} for x in (2.0, 1.0, 0.8, 0.8, 0.6, 0.5, 0.5, 0.1)]}]
+    assert _reverse_copy_falling({"best": best, "runs": runs}) == \
+        "; not converged: the training loss still fell over the last quarter of the steps in 1 of the 2 picked runs " \
+        "(by 20%–20%)"
+    assert _reverse_copy_falling({"best": best, "runs": runs[1:2]}) == ""
+    scale = {"top_n": 100, "steps": 50, "batch_size": 8, "seeds": [0]}
+    assert "50 steps of 8 words per model (400 words drawn), 1 seed(s)" in _wg_scale(
+        {"word_generation": {"scale": scale, "table1": [], "runs": []}})

@@ -146,3 +146,15 @@ def test_a_value_at_a_range_end_up_to_float_rounding_is_at_that_end():
         evidence = neighbourhood_claim(results, "M-F2.5").parts[0].evidence
         assert ("input embedding ratio 2 (the largest of 0–2 allowed: optimum not bracketed)" in evidence) == named
         assert "1.999" not in evidence.split("at an end of its range")[-1]
+
+
+def test_a_best_trial_at_full_rank_is_named_as_full_rank_not_as_the_lowest_k():
+    """Every Mogrifier rank k <= 0 is one setting, full rank: a best trial there sits at the highest rank the range
+    allows, which the evidence says in those words; other ends keep the generic note."""
+    from paperlib.experiments.language_models.tuning_claims import _corner
+
+    space = [{"name": "mogrifier_rank", "low": -20, "high": 100}, {"name": "lr", "low": 0.001, "high": 0.004}]
+    note = _corner({"best": {"params": {"mogrifier_rank": -20, "lr": 0.004}}, "hyperparameters": space})
+    assert "Mogrifier rank -20, full rank (every k <= 0 of -20 to 100 is; the highest rank the range allows" in note
+    assert "the smallest of -20 to 100" not in note and "lr 0.004 (the largest of 0.001" in note
+    assert "rank" not in _corner({"best": {"params": {"mogrifier_rank": 40, "lr": 0.002}}, "hyperparameters": space})

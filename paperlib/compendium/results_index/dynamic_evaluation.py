@@ -3,10 +3,10 @@ word-level Transformer (Table 6.3's analogue). The character-level rows live in 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from paperlib.reference import dynamic_evaluation as reference_dyneval
-from paperlib.reference.setups import KRAUSE_WORD_MODELS
+from paperlib.reference.setups import KRAUSE_FIG_5_1, KRAUSE_WORD_MODELS
 from paperlib.experiments.common.grid_ends import not_bracketed
 from paperlib.experiments.dynamic_evaluation.claims import (
     claim as judge, further_distinct, momentum_best, momentum_steps, statistics_share,
@@ -147,9 +147,16 @@ def _dyn_model(results: Results, corpus: str) -> str:
     c = results["dyneval"]["corpora"][corpus]
     passes = _passes(results, corpus, c["train_tokens"])
     return (f"{m['num_layers']}-layer {m['cell'].upper()} H={m['hidden_size']} trained on {c['train_tokens']:,} "
-            f"{_CORPUS.get(corpus, corpus)} tokens" + (f" ({passes})" if passes else "") + ", one training seed; "
+            f"{_CORPUS.get(corpus, corpus)} tokens" + (f" ({passes})" if passes else "") + _budget(c)
+            + ", one training seed; "
             f"static test ppl {_f(_static_test(results, corpus), 1)} on {_TABLE.get(corpus, 'its table')}'s test "
             f"prefix (thesis {_f(reference_dyneval.DYNEVAL_TABLES[corpus]['static'][1], 1)})")
+
+
+def _budget(trained: Mapping[str, Any]) -> str:
+    """" in 2,224 steps (the step budget, not to convergence)" for a model trained to a fixed number of steps."""
+    steps = trained.get("train_steps")
+    return f" in {steps:,} steps (the step budget, not to convergence)" if steps else ""
 
 
 _CORPUS = {"ptb": "PTB", "wikitext2": "WikiText-2"}
@@ -179,7 +186,8 @@ def _dyn_scale(results: Results) -> str:
     model = (f"{m['num_layers']}-layer {m['cell'].upper()} H={m['hidden_size']}, one training seed, trained on "
              + (f"{c['train_tokens']:,} tokens of each corpus" if len(set(trained.values())) == 1 else
                 ", ".join(f"{n:,} {_CORPUS.get(k, k)} tokens" for k, n in trained.items()))
-             + (f" ({', '.join(passes)})" if all(passes) else ""))
+             + (f" ({', '.join(passes)})" if all(passes) else "")
+             + (_budget(c) if len({v.get("train_steps") for v in corpora.values()}) == 1 else ""))
     sizes = {k: v["parameters"] for k, v in corpora.items() if "parameters" in v}
     if sizes:
         theirs = {k: _millions(KRAUSE_WORD_MODELS[k]["parameters"]) for k in sizes if k in KRAUSE_WORD_MODELS}
@@ -251,13 +259,16 @@ def _gradient_stats(gs: dict[str, Any], per: str = "") -> str:
 
 def _timescale_scale(results: Results) -> str:
     """K-F5.1 / K-T5.1: the independent test sequences of Fig. 5.1 and Table 5.1."""
-    t = results["dyneval"]["timescale"]
+    t, theirs = results["dyneval"]["timescale"], KRAUSE_FIG_5_1
     name = _CORPUS.get(t["corpus"], t["corpus"])
     return (f"{_dyn_model(results, t['corpus'])}; the first {t['sequences'] * t['length']:,} {name} test tokens cut "
             f"into {t['sequences']} independent sequences of {t['length']} words, each evaluated from the trained "
             f"weights and a zero state, curves in bins of {t['bin']} words; seen / unseen words counted over each "
             f"sequence's second half; the bootstrap margin rests on the {t['sequences']} sequences; global RMS + RMS "
-            f"decay and the neural cache with the settings tuned for {_TABLE.get(t['corpus'], 'their table')}")
+            f"decay and the neural cache with the settings tuned for {_TABLE.get(t['corpus'], 'their table')}; "
+            f"thesis: the {_CORPUS.get(theirs['corpus'], theirs['corpus'])} test set as {theirs['sequences']} "
+            f"sequences of {theirs['length']:,} words, seen / unseen words counted over the second "
+            f"{theirs['length'] // 2:,} of each")
 
 
 def _related_scale(results: Results) -> str:
@@ -460,7 +471,8 @@ def _word_transformer_scale(results: Results) -> str:
     static = {row["key"]: row["test_ppl"] for row in r["rows"]}["static"]
     return (f"{m['num_layers']}-layer Transformer-XL-style word model, d = {m['hidden_size']}, memory "
             f"{opts.get('memory_length', 0)}, {m['parameters'] / 1e6:.1f}M parameters, trained {m['train_steps']:,} "
-            f"steps ({m['train_tokens'] / 1e6:.1f}M tokens" + (f", {passes}" if passes else "") + ") on WikiText-2 "
+            f"steps ({m['train_tokens'] / 1e6:.1f}M tokens" + (f", {passes}" if passes else "") + "; the step budget, "
+            "not to convergence) on WikiText-2 "
             "(the seed item's analogue of WikiText-103), one training seed; static test ppl "
             f"{_f(static, 1)} (thesis {_f(reference_dyneval.DYNEVAL_TRANSFORMER_TABLE_6_3['static']['test'], 1)} on "
             f"WikiText-103); rules tuned on {r['valid_tokens']:,} validation tokens, scored on "

@@ -182,15 +182,17 @@ def _baseline_behind(r: Results, item: str | None) -> str:
 
 def _chrono(r: Results, item: str | None) -> str:
     """"; Chrono initialisation (T_max 70) in every model, a ch. 4 setting: Table 2.1's models have none" for a
-    chapter-2 table whose models were trained with Chrono's forget-gate initialisation (§4.2), else ""."""
-    if item not in ("M-T2.1", "M-T2.2"):
+    chapter-2 table or figure (the ablation's too) whose models were trained with Chrono's forget-gate
+    initialisation (§4.2), else ""."""
+    names = {"M-T2.1": "Table 2.1", "M-T2.2": "Table 2.2", "M-T2.3": "Table 2.3", "M-F2.3": "Fig. 2.3"}
+    if item not in names:
         return ""
     maxima = {spec.get("options", {}).get("chrono_t_max") for spec in r["models"].values()}
     if maxima == {None}:
         return ""
     which = "every model" if None not in maxima else "some models"
     shown = "/".join(f"{m:g}" for m in sorted(m for m in maxima if m is not None))
-    return f"; Chrono initialisation (T_max {shown}) in {which}, a ch. 4 setting: Table {item[3:]}'s models have none"
+    return f"; Chrono initialisation (T_max {shown}) in {which}, a ch. 4 setting: {names[item]}'s models have none"
 
 
 def _learning_rates(r: Results) -> str:

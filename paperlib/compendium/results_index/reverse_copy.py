@@ -66,7 +66,29 @@ def _reverse_copy_scale(results: Results) -> str:
                if "train_examples" in st else "") + f"; {_reverse_copy_seeds(st)}; {tuned} (thesis: "
             f"learning rate, L2 and embedding size tuned, and r and k for the Mogrifier, at "
             f"{REVERSE_COPY['parameters'] / 1e6:.0f}M params, vocabulary {REVERSE_COPY['vocab_size']:,})"
-            + _reverse_copy_picked(r) + _reverse_copy_unstable(r) + _reverse_copy_halves(r))
+            + _reverse_copy_picked(r) + _reverse_copy_unstable(r) + _reverse_copy_halves(r) + _reverse_copy_falling(r))
+
+
+def _reverse_copy_falling(r: Results) -> str:
+    """"; not converged: ...": the runs of the settings picked per model and length (each seed's) whose training loss
+    still fell over the last quarter of their logged curve, and by how much (the comparisons rest on them)."""
+    picked, falls = 0, []
+    for model, lengths in (r.get("best") or {}).items():
+        for length, best in lengths.items():
+            same = ("model", "length", "lr", "l2", "embedding_size", "mogrifier_rank", "mogrifier_rounds")
+            for run in r.get("runs", ()):
+                curve = [point["loss"] for point in run.get("train_curve") or ()]
+                if any(run.get(k) != best.get(k) for k in same) or run.get("seed") not in best.get("seeds", ()) \
+                        or len(curve) < 4:
+                    continue
+                picked += 1
+                start = curve[len(curve) - len(curve) // 4 - 1]
+                if curve[-1] < start:
+                    falls.append(1 - curve[-1] / start)
+    if not falls:
+        return ""
+    return (f"; not converged: the training loss still fell over the last quarter of the steps in {len(falls)} of the "
+            f"{picked} picked runs (by {min(falls):.0%}–{max(falls):.0%})")
 
 
 def _reverse_copy_halves(r: Results) -> str:

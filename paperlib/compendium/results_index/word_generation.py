@@ -86,9 +86,11 @@ def _wg_mi_paper_short() -> str:
 
 def _wg_scale(results: Results) -> str:
     s = _wg(results)["scale"]
-    return (f"wordfreq list ({s['top_n']:,} words; stand-in for BooksCorpus), {s['steps']:,} steps per model, "
-            f"{len(s['seeds'])} seed(s)" + _wg_training_note(results) + _wg_uniform_note(results)
-            + _wg_char_level_note(results) + _wg_forced_end_note(results))
+    steps = (f"{s['steps']:,} steps of {s['batch_size']} words per model ({s['steps'] * s['batch_size']:,} words "
+             "drawn)" if s.get("batch_size") else f"{s['steps']:,} steps per model")
+    return (f"wordfreq list ({s['top_n']:,} words; stand-in for BooksCorpus), {steps}, {len(s['seeds'])} seed(s)"
+            + _wg_training_note(results) + _wg_uniform_note(results) + _wg_char_level_note(results)
+            + _wg_forced_end_note(results))
 
 
 def _wg_forced_end_note(results: Results) -> str:

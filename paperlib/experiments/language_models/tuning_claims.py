@@ -142,6 +142,9 @@ def _corner(record: Mapping[str, Any]) -> str:
         value = best.get(h["name"])
         note = not_bracketed(_at_end(value, h["low"], h["high"]), (h["low"], h["high"]), "allowed") if (
             value is not None and "low" in h and "high" in h) else ""
+        if h["name"] == "mogrifier_rank" and value is not None and value <= 0:  # every k <= 0 is one setting
+            note = (f"{value:g}, full rank (every k <= 0 of {h['low']:g} to {h['high']:g} is; the highest rank the "
+                    "range allows: optimum not bracketed)")
         if note:
             name = (h.get("label") or h["name"]).replace("_", " ").replace("l2", "L2").replace("mogrifier", "Mogrifier")
             ends.append(f"{name} {note}")
