@@ -11,7 +11,7 @@ from paperlib.experiments.common.grid_ends import not_bracketed
 from paperlib.reference.averaging import AVERAGING_BEST_LOSS
 
 from paperlib.compendium.results_index.text import (NotAttempted, Results, _claim_verdict, _f, _profile_note,
-                                                    grouped_reason, index_text)
+                                                    grouped_reason, index_text, three_quarters)
 
 
 # -- averaging (Melis ch. 3) -------------------------------------------------------------------
@@ -39,9 +39,8 @@ def _raw_still_falling(results: Results) -> str:
     raw = (results["averaging_ptb"]["main"]["curves"].get("raw") or {}).get("valid_nll") or []
     if len(raw) < 4 or min(raw) < raw[-1]:  # a run without the raw weights' losses says nothing
         return ""
-    start = raw[len(raw) - len(raw) // 4 - 1]
     return (f"; not converged: the raw weights' validation loss is lowest at the last of its {len(raw)} evaluations "
-            f"({start:.3f} → {raw[-1]:.3f} nats over the last quarter)")
+            f"({three_quarters(raw):.3f} → {raw[-1]:.3f} nats over the last quarter)")
 
 
 def _tuned_grids(results: Results) -> str:

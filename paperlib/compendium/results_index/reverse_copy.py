@@ -12,7 +12,7 @@ from paperlib.experiments.reverse_copy.claims import claim as reverse_copy_claim
 from paperlib.reference.reverse_copy import REVERSE_COPY
 from paperlib.reference.setups import MELIS_FIG_2_4B
 
-from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note
+from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note, three_quarters
 
 
 # -- reverse copy ------------------------------------------------------------------------------
@@ -70,25 +70,16 @@ def _reverse_copy_scale(results: Results) -> str:
 
 
 def _reverse_copy_falling(r: Results) -> str:
-    """"; not converged: ...": the runs of the settings picked per model and length (each seed's) whose training loss
-    still fell over the last quarter of their logged curve, and by how much (the comparisons rest on them)."""
-    picked, falls = 0, []
-    for model, lengths in (r.get("best") or {}).items():
-        for length, best in lengths.items():
-            same = ("model", "length", "lr", "l2", "embedding_size", "mogrifier_rank", "mogrifier_rounds")
-            for run in r.get("runs", ()):
-                curve = [point["loss"] for point in run.get("train_curve") or ()]
-                if any(run.get(k) != best.get(k) for k in same) or run.get("seed") not in best.get("seeds", ()) \
-                        or len(curve) < 4:
-                    continue
-                picked += 1
-                start = curve[len(curve) - len(curve) // 4 - 1]
-                if curve[-1] < start:
-                    falls.append(1 - curve[-1] / start)
+    """"; not converged: ...": the runs of the grid points picked per model and length (:func:`_picked`) whose
+    training loss still fell over the last quarter of their logged curve, and by how much (the comparisons rest on
+    them)."""
+    curves = [[point["loss"] for point in run.get("train_curve") or ()] for run in r.get("runs", ()) if _picked(r, run)]
+    curves = [c for c in curves if len(c) >= 4]
+    falls = [1 - c[-1] / three_quarters(c) for c in curves if c[-1] < three_quarters(c)]
     if not falls:
         return ""
     return (f"; not converged: the training loss still fell over the last quarter of the steps in {len(falls)} of the "
-            f"{picked} picked runs (by {min(falls):.0%}–{max(falls):.0%})")
+            f"{len(curves)} picked runs (by {min(falls):.0%}–{max(falls):.0%})")
 
 
 def _reverse_copy_halves(r: Results) -> str:

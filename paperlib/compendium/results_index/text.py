@@ -249,6 +249,12 @@ def _f(value: float | None, digits: int = 2) -> str:
     return f"{value:,.{digits}f}"
 
 
+def three_quarters(values: Sequence[float]) -> float:
+    """The value a logged curve had three quarters of the way in (the last quarter's start: the entry before its last
+    ``len // 4``), for "still falling over the last quarter"."""
+    return values[len(values) - len(values) // 4 - 1]
+
+
 def _profile_note(results: Results, name: str) -> str:
     profile = results[name].get("profile", "?")
     return "" if profile == "cpu" else f" [profile {profile}]"
