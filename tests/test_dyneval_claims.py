@@ -802,3 +802,26 @@ def test_an_allowance_the_margin_alone_fills_is_named_in_the_evidence():
     assert within_allowance(0.008, 0.004, 0.01) == ("within noise", "")
     word, note = within_allowance(0.0, 0.0177, 0.01)
     assert word == "within noise" and "the margin alone (0.0177) is not below the 0.0100-nat allowance" in note
+
+
+def test_the_amount_part_sets_the_spread_against_the_blocks_bootstrap_margin():
+    """With per-block losses the spread's extremes are compared by the paired bootstrap over blocks: a worst amount
+    a constant 0.05 nats per token above the best (blocks ±0.02 around it) is beyond the margin; one 0.001 above is
+    inside it; without blocks nothing is said."""
+    results = constructed()
+    amount = results["statistics_amount"]
+    assert "bootstrap margin" not in claims(results)["K-T5.6"].parts[0].evidence
+    amount["valid_block_tokens"] = [100] * 40
+    wiggle = [0.02 if i % 2 else -0.02 for i in range(40)]
+    best = min(amount["global_rms"], key=lambda r: r["valid_ppl"])
+    worst = max(amount["global_rms"], key=lambda r: r["valid_ppl"])
+
+    def said(gap: float) -> str:
+        for row in amount["global_rms"]:
+            row["valid_blocks"] = [4.0] * 40
+        worst["valid_blocks"] = [4.0 + gap + w for w in wiggle]
+        return claims(results)["K-T5.6"].parts[0].evidence
+
+    label = f"worst ({100 * worst['fraction']:g}%) against best ({100 * best['fraction']:g}%)"
+    assert f"{label} +0.0500 nats per token, beyond the bootstrap margin" in said(0.05)
+    assert f"{label} +0.0010 nats per token, inside the bootstrap margin" in said(0.001)

@@ -444,8 +444,25 @@ def test_on_the_committed_results_each_recomputed_comparison_agrees_with_the_sta
                 elif judged.name in records:
                     assert not c.held or records[judged.name].get(c.key, False), (fig, judged.name, c.key)
                 assert not any(w in c.shown for w in ("dreg1", "vimco1", "_kl", "_renyi")), c.shown
-    assert [r.name for r in readings(results, "Table 5.1")] == [
-        "latents barely change the best perplexity", "Table 5.1's optima are at low latent usage"]
+    # the perplexity claim is conditioned on strong regularisation, which cells short of one pass cannot test
+    assert [r.name for r in readings(results, "Table 5.1")] == ["Table 5.1's optima are at low latent usage"]
+
+
+def test_table_5_1s_small_perplexity_change_is_read_only_where_a_cell_completed_a_pass():
+    """'The best test perplexity improves only slightly with more samples for this combination of a small model and
+    strong regularization': before one pass over the training sentences no cell can overfit, so regularisation has
+    nothing to act on and the sentence is named as not run; from one pass on it is judged."""
+    from paperlib.experiments.micmco.ptb.claims import PERPLEXITY, Comparison, table_claim
+    from paperlib.experiments.micmco.ptb.untestable import _unregularised
+
+    results = _committed()
+    claim = table_claim(results, None)
+    assert any(entry.startswith(f"{PERPLEXITY} (cannot be tested at this scale: the longest-trained run compared "
+                                "saw 11% of one pass") for entry in claim.not_run)
+    assert PERPLEXITY not in [p.label for p in claim.parts]
+    assert _unregularised(Comparison("DReG hs 32", "", False, None, {"most passes": 0.99})) is not None
+    assert _unregularised(Comparison("DReG hs 32", "", False, None, {"most passes": 1.0})) is None
+    assert _unregularised(Comparison("DReG hs 32", "", False, None, {})) is None  # the split not recorded: judged
 
 
 def test_a_gap_whose_seed_spread_the_ladder_measured_is_judged_against_it_only_where_the_ladder_repeated_the_run():
@@ -682,9 +699,10 @@ def test_fig_5_12_on_par_is_judged_on_the_kl_range_both_curves_reach_and_names_t
                              "(KL from 0.300)")
     apart = figure_claim(_results({"dreg16_kl.shared": 1.0, "vimco16_kl.shared": 0.6}), None, "5.12")
     assert _parts(apart)[ON_PAR].verdict == "not reproduced" and len(apart.not_run) == 3  # both reach past 0.5
-    committed = figure_claim(_committed(), None, "5.12")
-    assert _parts(committed)[ON_PAR].verdict == "not reproduced"
-    assert "VIMCO 16 ahead by 0.078, beyond the 0.02 tie" in _parts(committed)[ON_PAR].evidence
+    committed = figure_claim(_committed(), None, "5.12")  # zoomed to KL 0.112 of 2.0, a 0.078 gap is 0.0044
+    assert _parts(committed)[ON_PAR].verdict == "reproduced"
+    assert "VIMCO 16 ahead by 0.0044 over the whole width, within the 0.02 tie" in _parts(committed)[ON_PAR].evidence
+    assert f"{ON_PAR} for Rényi (cannot be tested at this scale: every hypervolume below the tie)" in committed.not_run
     assert "(KL from 0.112, Rényi from 0.155)" in committed.note
 
 

@@ -10,7 +10,7 @@ from paperlib.compendium.results_index.text import index_text
 from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.micmco.synthetic.micmco_synthetic import HV_TIE
 from paperlib.experiments.micmco.synthetic.claims import (
-    FIGURE_RULES, contrast_missing, figure_claim, lambda_split, rule_part,
+    FIGURE_RULES, FIGURE_UNTESTABLE, contrast_missing, figure_claim, lambda_split, rule_part,
 )
 
 
@@ -39,7 +39,10 @@ def test_a_figure_claim_judges_its_rules_names_unrun_curves_and_takes_the_ladder
     claim = figure_claim("5.3", "M-F5.3", _results(hv))
     labels = [p.label for p in claim.parts]
     assert labels == ["Rényi slightly better than KL", *(text for text, _ in FIGURE_RULES["5.3"])]
-    assert claim.verdict == "reproduced" and not claim.not_run
+    # every comparison holds; the sentence's last clause (the estimators degenerating near ln V) is named as not run
+    degenerating = FIGURE_UNTESTABLE["5.3"]
+    assert all(p.verdict == "reproduced" for p in claim.parts) and claim.not_run == degenerating
+    assert claim.verdict == "partly"
     # one rule fails alone: DReG 1 Rényi no longer beats the ELBO
     claim = figure_claim("5.3", "M-F5.3", _results({**hv, "dreg1_renyi": 0.05, "dreg1_kl": 0.05}))
     assert {p.label: p.verdict for p in claim.parts}["DReG 1 beats the ELBO"] == "not reproduced"
@@ -48,7 +51,7 @@ def test_a_figure_claim_judges_its_rules_names_unrun_curves_and_takes_the_ladder
     fewer = _results(hv)
     del fewer["configurations"]["dreg16_renyi"]
     claim = figure_claim("5.3", "M-F5.3", fewer)
-    assert claim.not_run == ("dreg16_renyi",) and claim.verdict == "partly"
+    assert claim.not_run == ("dreg16_renyi", *degenerating) and claim.verdict == "partly"
     # the ladder is one more part; a ladder that judged fewer than two rungs is named as not run
     rungs = [{"steps": s, "gap": g, "se": 0.01, "margin": 0.02, "converged": True} for s, g in ((4, 0.0), (16, 0.1))]
     ladder = {"profile": "cpu", "ladders": {"5.3": {"claim": "DReG 16 improves on DReG 1", "kind": "better",
@@ -56,7 +59,8 @@ def test_a_figure_claim_judges_its_rules_names_unrun_curves_and_takes_the_ladder
     claim = figure_claim("5.3", "M-F5.3", _results(hv), ladder)
     assert claim.parts[-1].label == "ladder: DReG 16 improves on DReG 1"
     # a ladder without the curves of the figure's other ladder reading names that reading as not run
-    assert claim.not_run == ("ladder: DReG 1 beats the ELBO (the budget ladder did not train both curves)",)
+    assert claim.not_run == (*degenerating,
+                             "ladder: DReG 1 beats the ELBO (the budget ladder did not train both curves)")
     assert "profile smoke" in figure_claim("5.3", "M-F5.3", _results(hv), {**ladder, "profile": "smoke"}).note
     ladder["ladders"]["5.3"]["reading"] = None
     assert "the budget ladder" in figure_claim("5.3", "M-F5.3", _results(hv), ladder).note

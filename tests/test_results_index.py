@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from paperlib.compendium import results_index as ri
-from paperlib.compendium.results_index.language_models import TABLE_2_6_WORD
+from paperlib.compendium.results_index.language_models import TABLE_2_6_CHAR, TABLE_2_6_WORD
 from tests.conftest import REPO
 
 SHARED_ITEMS = REPO.parent / "shared" / "seed_items.csv"
@@ -688,6 +688,11 @@ def test_the_small_rows_say_what_was_run_and_what_was_not():
     above = [f"{v:g}" for v in eps if v > TABLE_2_6_WORD["eps"][1]]  # Table 2.6: ε up to 1e-2
     assert above and f"RMSprop epsilon {min(eps):g}–{max(eps):g} ({', '.join(above)} outside)" in grids
     assert "small grids inside them" not in grids
+    assert "`paperlib dyneval tune --search optuna`" in grids and "no command searches the character-level" in grids
+    sgd = results["dyneval_char.params"]["grids"]["sgd"]["lr"]
+    outside = all(v > TABLE_2_6_CHAR["lr"][1] for v in sgd)  # Table 2.6: learning rate up to 1e-3
+    assert "the character-level stage's: " in grids and \
+        f"SGD: learning rate {min(sgd):g}–{max(sgd):g}{' (all outside)' if outside else ''}" in grids
 
 
 def test_one_comparison_reads_its_direction_against_its_margin():
@@ -923,3 +928,4 @@ def test_scale_lines_say_what_budget_the_models_trained_to():
     scale = {"top_n": 100, "steps": 50, "batch_size": 8, "seeds": [0]}
     assert "50 steps of 8 words per model (400 words drawn), 1 seed(s)" in _wg_scale(
         {"word_generation": {"scale": scale, "table1": [], "runs": []}})
+

@@ -18,7 +18,7 @@ KRAUSE_FIG_5_1 = {"corpus": "wikitext2", "sequences": 122, "length": 2000}
 KRAUSE_FIG_5_2_DATA = {"in_domain": "enwik8", "out_of_domain": "Spanish European Parliament text"}
 # Krause §3.5.2, Figs. 3.2 and 3.3: mLSTM against a 2-layer stacked LSTM on enwik8, sizes of about 3-20 million
 # parameters, trained with RMSprop for 4 epochs on the first 95 million characters.
-KRAUSE_FIG_3_2_PARAMETERS = (3_000_000, 20_000_000)
+KRAUSE_FIG_3_2 = {"corpus": "enwik8", "parameters": (3_000_000, 20_000_000), "characters": 95_000_000, "epochs": 4}
 # Melis thesis §3.6, Fig. 3.3: a recurrent language model on Penn Treebank trained with Rectified Adam, evaluated
 # every 1000 optimisation steps (the evaluation period E).
 MELIS_AVERAGING = {"corpus": "ptb", "optimizer": "RAdam", "period": 1000}

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from paperlib.compendium.figure_style import NAMES
 from paperlib.reference import dynamic_evaluation as reference_dyneval
+from paperlib.reference.setups import KRAUSE_FIG_3_2
 from paperlib.experiments.dynamic_evaluation.char_claims import CLAIMS as CHAR_CLAIMS
 
 from paperlib.compendium.results_index.text import Results, _claim_verdict, _f, _profile_note, model_name
@@ -128,9 +129,13 @@ def _scaling_scale(results: Results) -> str:
                       for cell, points in r["scaling"].items())
     valid = results.get("dyneval_char.params", {}).get("scaling", {}).get("valid_chars")
     seeds = _sweep_seeds(r["scaling"])
+    paper = KRAUSE_FIG_3_2
+    low, high = (p / 1e6 for p in paper["parameters"])
     return (f"{_char_training(results)}; the sweep's sizes {sizes}, trained alike"
             + (f" from {seeds} training seeds each (the main models are the first)" if seeds > 1 else "")
-            + (f", validation bpc on {valid:,} characters" if valid else ""))
+            + (f", validation bpc on {valid:,} characters" if valid else "")
+            + f" (thesis: about {low:g}–{high:g}M parameters, {paper['epochs']} epochs over the first "
+            f"{paper['characters'] / 1e6:g}M characters of {paper['corpus']}, which no profile runs)")
 
 
 def _sweep_seeds(scaling: dict[str, Any]) -> int:

@@ -426,7 +426,8 @@ def _byte_lm_scale(results: Results) -> str:
     size = low if low == high else f"{low}–{high}"
     return (f"1 layer, {size}M params each, {seen / 1e6:.1f}M training bytes ({seen / r['train_bytes']:.2f} passes "
             f"over the {r['train_bytes'] / 1e6:.1f}M of the training split; {train['max_steps']:,} steps), "
-            f"{r['eval_bytes']['test']:,} test bytes, {max(s['seeds'] for s in r['summary'].values())} seed(s)")
+            f"{r['eval_bytes']['test']:,} test bytes, {max(s['seeds'] for s in r['summary'].values())} seed(s)"
+            + (f"; a {train['schedule']} learning rate" if train.get("schedule") else "") + _still_falling(r))
 
 
 def _byte_lm_verdict(results: Results) -> tuple[str, str]:
@@ -456,32 +457,44 @@ def _byte_lm_verdict(results: Results) -> tuple[str, str]:
 # dynamic_evaluate's: lr, decay, eps).
 _GRID_NAMES = {"sgd": "SGD", "sgd_decay": "SGD with decay", "global_rms": "global RMS", "sparse": "sparse"}
 _SETTING_NAMES = {"lr": "learning rate", "decay": "decay rate", "eps": "epsilon", "segment_len": "window"}
-# Table 2.6's ranges (word level), under the stage's keys; `paperlib.search_spaces` encodes the same (a test checks).
+# Table 2.6's ranges, under the stage's keys; `paperlib.search_spaces` encodes the same (a test checks).
 TABLE_2_6_WORD = {"segment_len": (1, 20), "lr": (1e-6, 1e-3), "decay": (1e-6, 1e-2), "eps": (1e-8, 1e-2)}
+TABLE_2_6_CHAR = {**TABLE_2_6_WORD, "segment_len": (1, 50)}
+
+
+def _grid_values(key: str, grid: list[float], table: Mapping[str, tuple[float, float]]) -> str:
+    """One setting's grid as its range, with the values outside Table 2.6's range of the same name named."""
+    low, high = min(grid), max(grid)
+    shown = f"{_SETTING_NAMES[key]} {low:g}" + ("" if low == high else f"–{high:g}")
+    out = [v for v in grid if not table[key][0] <= v <= table[key][1]]
+    return shown + ("" if not out else " (all outside)" if len(out) == len(grid) else
+                    f" ({', '.join(f'{v:g}' for v in out)} outside)")
+
+
+def _stage_grids(grids: Mapping[str, Mapping[str, list[float]]], table: Mapping[str, tuple[float, float]]) -> list[str]:
+    return [f"{_GRID_NAMES.get(name, name)}: " + ", ".join(_grid_values(k, v, table) for k, v in grid.items()
+                                                          if k in table)
+            for name, grid in grids.items()]
 
 
 def _dyneval_grids_ours(results: Results) -> str:
-    """M-T2.6: the ranges are available to the tuner; the word-level dynamic-evaluation stage (``dyneval``) searches
-    grids of its own, each
-    setting's values shown against Table 2.6's range of the same name (the optimizer study's RMSprop epsilons too),
-    with the values outside it named."""
-    base = "available to `paperlib tune`"
-    params = results.get("dyneval.params", {})
-    grids = params.get("grids")
-    if not grids:
-        return base
-    def values(key: str, grid: list[float]) -> str:
-        low, high = min(grid), max(grid)
-        shown = f"{_SETTING_NAMES[key]} {low:g}" + ("" if low == high else f"–{high:g}")
-        out = [v for v in grid if not TABLE_2_6_WORD[key][0] <= v <= TABLE_2_6_WORD[key][1]]
-        return shown + ("" if not out else " (all outside)" if len(out) == len(grid) else
-                        f" ({', '.join(f'{v:g}' for v in out)} outside)")
-
-    described = [f"{_GRID_NAMES.get(name, name)}: " + ", ".join(values(k, v) for k, v in grid.items()
-                                                                 if k in TABLE_2_6_WORD)
-                 for name, grid in grids.items()]
-    eps = params.get("optimizers", {}).get("rmsprop_eps")
-    if eps:
-        described.append("the optimizer study's RMSprop " + values("eps", eps))
-    return (f"{base}; the word-level dynamic-evaluation stage searches grids of its own, partly outside them: "
-            + "; ".join(described))
+    """M-T2.6: what uses the encoded ranges (the word-level space is the default Optuna range of ``paperlib dyneval
+    tune`` for global-RMS rows; no command searches the character-level one), and the grids the dynamic-evaluation
+    stages search instead (``dyneval``, with the optimizer study's RMSprop epsilons, against the word-level ranges;
+    ``dyneval_char`` against the character-level ones), each setting shown against Table 2.6's range of the same
+    name, with the values outside it named."""
+    base = ("the word-level ranges are the default Optuna ranges of `paperlib dyneval tune --search optuna` for "
+            "global-RMS rows; no command searches the character-level ones")
+    said = []
+    word = results.get("dyneval.params", {})
+    if word.get("grids"):
+        described = _stage_grids(word["grids"], TABLE_2_6_WORD)
+        eps = word.get("optimizers", {}).get("rmsprop_eps")
+        if eps:
+            described.append("the optimizer study's RMSprop " + _grid_values("eps", eps, TABLE_2_6_WORD))
+        said.append("the word-level dynamic-evaluation stage searches grids of its own, partly outside them: "
+                    + "; ".join(described))
+    char = results.get("dyneval_char.params", {})
+    if char.get("grids"):
+        said.append("the character-level stage's: " + "; ".join(_stage_grids(char["grids"], TABLE_2_6_CHAR)))
+    return "; ".join([base, *said])

@@ -57,8 +57,8 @@ from paperlib.experiments.micmco.ptb.unigram import matching_levels
 from paperlib.experiments.micmco.seed_spread import perplexity_spread, tie_floored
 from paperlib.experiments.micmco.ptb.untestable import (  # noqa: F401 (ladder_cannot_fail: exported for the index)
     _cannot_overfit, _every_hv_below_tie, _high_kl_unreached, _line_cannot_fail, _no_training_gain,
-    _overfitting_unseen, _too_short, _undertrained, _validation_as_training, at_unigram_level, ladder_cannot_fail,
-    UNJUDGED_CLAUSES)
+    _overfitting_unseen, _too_short, _undertrained, _unregularised, _validation_as_training, at_unigram_level,
+    ladder_cannot_fail, UNJUDGED_CLAUSES)
 
 MASKS = "shared dropout masks restore the validation frontiers"
 SAMPLES = "multiple samples improve latent usage"
@@ -262,7 +262,7 @@ UNTESTABLE: dict[str, Callable[[Comparison], str | None]] = {
     **dict.fromkeys(TIE_THRESHOLDS, _every_hv_below_tie), SMALLER_GAIN: _no_training_gain,
     LOW_LATENTS: _line_cannot_fail, TRADEOFF: _too_short, RENYI_HIGH: _high_kl_unreached,
     DROPOUT: _cannot_overfit, ALIKE: _undertrained, GENERALISE: _overfitting_unseen, DEGRADES: _validation_as_training,
-}
+    PERPLEXITY: _unregularised}
 
 
 # The comparisons of the claims judged here alone (not in the stage's record), and of the stage's claims judged here
@@ -317,8 +317,8 @@ RULES: dict[str, Callable[[Results], str]] = {
                          "validation cannot part from the training fit)"),
     ON_PAR: lambda r: (f"|HV(VIMCO 16) - HV(DReG 16)| <= {_tie_text()} per objective with shared masks (Fig. 5.12), "
                        f"KL capped at the thesis' {ON_PAR_KL} or at the largest KL both curves' trials reach, "
-                       "whichever is smaller; an objective whose hypervolumes both lie at or below the tie cannot fail "
-                       "and is named as not run"),
+                       "whichever is smaller, as shares of the box's whole KL width (as the tie is); an objective "
+                       "whose hypervolumes both lie at or below the tie there cannot fail and is named as not run"),
     BEST_FIT: lambda r: ("per single-sample run with 16x compute (T×16, bs×16): its lowest training NLL below the "
                          f"16-sample estimators' lowest by more than {_frontier_tie_text()} (a fixed margin: each is "
                          "the lowest NLL over one seed's tuned trials; Figs. 5.13, 5.24)"),

@@ -108,6 +108,16 @@ def _cannot_overfit(c: Comparison) -> str | None:
                               "so none could overfit and regularisation had nothing yet to improve on")
 
 
+def _unregularised(c: Comparison) -> str | None:
+    """Table 5.1's best perplexity barely changed by more samples "for this combination of a small model and strong
+    regularization", read where no compared cell completed one pass over the training data: none can overfit, so
+    the regularisation the sentence credits had nothing yet to act on, and the cells differ by how fast their
+    estimators learn."""
+    return _short_of_one_pass(c.numbers.get("most passes"), "longest-trained",
+                              "so none could overfit and the strong regularisation the sentence conditions on had "
+                              "nothing yet to act on")
+
+
 def _overfitting_unseen(c: Comparison) -> str | None:
     """16 samples validating better than the runs with 16x compute (Figs. 5.14, 5.25: "VIMCO 16 performs better than
     either", "DREG 16 generalizes better than either"), which the thesis reads as "the steeper training curves
@@ -158,7 +168,9 @@ def _high_kl_unreached(c: Comparison) -> str | None:
             f"beyond the DReG 16 training-fit trials, which reach at most KL {reach}")
 
 
-REGULARISATION_LADDERS = frozenset({"5.11-dropout"})  # ladders reading a sentence about regularisation
+# ladders reading a sentence about regularisation, or conditioned on it (Table 5.1's "small model and strong
+# regularization")
+REGULARISATION_LADDERS = frozenset({"5.11-dropout", "T5.1-perplexity"})
 
 
 def ladder_cannot_fail(ladder: Results, key: str) -> str | None:
