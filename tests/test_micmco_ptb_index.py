@@ -233,8 +233,8 @@ def test_curves_with_few_trials_past_word_frequencies_are_counted():
 
 def test_the_on_par_reading_on_a_narrower_kl_box_is_judged_on_the_whole_box_width(results):
     """Fig. 5.12's "on par up to KL 0.5" is read on a box cut at the KL both curves reach; its hypervolumes are
-    normalised over that range for display, and judged as shares of the box's whole KL width, which the tie is a
-    share of: each reading gives both, the gap on the whole width, and the verdict that gap gives against the tie."""
+    normalised over that range for display, and judged as shares of the box of the whole KL width, which the tie is a
+    share of: each reading gives both, the gap as that share, and the verdict that gap gives against the tie."""
     import re
 
     from paperlib.experiments.micmco.ptb.claims import ON_PAR, figure_claim
@@ -244,8 +244,8 @@ def test_the_on_par_reading_on_a_narrower_kl_box_is_judged_on_the_whole_box_widt
     whole = results["micmco_ptb"]["settings"]["kl_cap"]
     evidence = next((p.evidence for p in claim.parts if p.label == ON_PAR), "")
     found = re.findall(r"on KL 0 to ([0-9.]+) .*?HV VIMCO 16 ([0-9.]+) vs DReG 16 ([0-9.]+) \(normalised over "
-                       r"this KL range, (\d+)% of the box's KL width to [0-9.]+; over the whole width: VIMCO 16 "
-                       r"([0-9.]+) vs DReG 16 ([0-9.]+)\), \S+ 16 ahead by ([0-9.]+) over the whole width, "
+                       r"this KL range, (\d+)% of the box's KL width to [0-9.]+; as shares of the whole box: VIMCO 16 "
+                       r"([0-9.]+) vs DReG 16 ([0-9.]+): .*?\), \S+ 16 ahead by ([0-9.]+) as a share of the whole box, "
                        r"(within|beyond)", evidence)
     assert found
     for cap, x, y, share, x_whole, y_whole, gap, side in found:

@@ -483,8 +483,8 @@ def _dyneval_grids_ours(results: Results) -> str:
     stages search instead (``dyneval``, with the optimizer study's RMSprop epsilons, against the word-level ranges;
     ``dyneval_char`` against the character-level ones), each setting shown against Table 2.6's range of the same
     name, with the values outside it named."""
-    base = ("the word-level ranges are the default Optuna ranges of `paperlib dyneval tune --search optuna` for "
-            "global-RMS rows; no command searches the character-level ones")
+    base = ("the word-level ranges of the settings a row searches are the default Optuna ranges of `paperlib dyneval "
+            "tune --search optuna` for global-RMS rows; no command searches the character-level ones")
     said = []
     word = results.get("dyneval.params", {})
     if word.get("grids"):

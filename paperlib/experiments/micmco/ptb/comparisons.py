@@ -452,11 +452,13 @@ def _degrades(results: Results, key: str) -> Measured:  # key: the objective
 
 def _on_par(results: Results, key: str) -> Measured:  # key: the objective
     """Fig. 5.12's "on par up to an average KL of about 0.5": the two frontiers' hypervolumes over KL 0 to the smaller
-    of 0.5 and the largest KL both curves' trials reach, shown normalised over that range, judged on the areas as a
-    share of the box's whole KL width (0 to the stage's KL cap, as every other hypervolume here): the tie is a share
-    of that box, the size of gap at which the budget ladder measured one seed's noise, and a range a few hundredths
-    of the box wide would otherwise read gaps many times finer than that noise. ``larger HV`` is on the whole width
-    too, for the gate that names a comparison whose hypervolumes all lie below the tie as not run."""
+    of 0.5 and the largest KL both curves' trials reach, shown normalised over that range, judged on the areas as
+    shares of the box of the whole KL width (0 to the stage's KL cap, the box of the figures' hypervolumes, on the two
+    curves' reference NLL): the tie is a share of that box, the size of gap at which the budget ladder measured one
+    seed's noise, and a range a few hundredths of the box wide would otherwise read gaps many times finer than that
+    noise. The evidence says how little a narrow range can hold (the zoomed gap the tie then allows). ``larger HV``
+    is on the whole width too, for the gate that names a comparison whose hypervolumes all lie below the tie as not
+    run."""
     discrete, continuous = f"vimco16_{key}.shared", f"dreg16_{key}.shared"
     reach = min(_max_kl(results["curves"][n]) for n in (discrete, continuous))
     cap = min(ON_PAR_KL, reach)
@@ -467,10 +469,11 @@ def _on_par(results: Results, key: str) -> Measured:  # key: the objective
     share = min(cap / whole, 1.0)  # the range's share of the box's KL width
     gap = abs(x - y) * share
     ahead = "VIMCO 16" if x > y else "DReG 16"
-    zoom = (f" (normalised over this KL range, {share:.0%} of the box's KL width to {whole}; over the whole width: "
-            f"VIMCO 16 {x * share:.4f} vs DReG 16 {y * share:.4f})" if share < 1.0 else "")
+    zoom = (f" (normalised over this KL range, {share:.0%} of the box's KL width to {whole}; as shares of the whole "
+            f"box: VIMCO 16 {x * share:.4f} vs DReG 16 {y * share:.4f}: a range this narrow holds at most {share:.3f}, "
+            f"so the tie allows a zoomed gap up to {min(tie / share, 1.0):.2f})" if share < 1.0 else "")
     return (f"{_BASES[key]}: on KL 0 to {cap:.3f} (as far as both curves' trials reach), HV VIMCO 16 {x:.3f} vs "
-            f"DReG 16 {y:.3f}{zoom}, {ahead} ahead by {gap:.4f} over the whole width, "
+            f"DReG 16 {y:.3f}{zoom}, {ahead} ahead by {gap:.4f} as a share of the whole box, "
             f"{'within' if gap <= tie else 'beyond'} the {tie} tie",
             None, {"holds": float(gap <= tie), "reach": reach, "larger HV": max(x, y) * share,
                    **_compared(results, [discrete, continuous])})

@@ -285,15 +285,15 @@ def rule_part(text: str, pairs: Sequence[tuple[str, str]], hv: Mapping[str, floa
     extra = []
     if merged:
         extra.append(f"one comparison for {', '.join(merged)}: with one sample in the divergence term KL and Rényi "
-                     "are one objective (both estimate ln q(z|x)/p(z), Prop. 12), so its two runs count once and must "
-                     "both pass")
+                     "are one objective (both estimate ln(q(z|x)/p(z)), Props. 11-12), so its two runs count once and "
+                     "must both pass")
     single = [n for n in dict.fromkeys(n for p in run for n in p)
               if _stem(n) in same and n.endswith(OBJECTIVE_SUFFIXES)
               and not any(_stem(m) == _stem(n) and m != n for p in run for m in p)]
     if single:
         stems = [labels.get(n, n).removesuffix(" KL").removesuffix(" Rényi") for n in single]
         extra.append("with one sample in the divergence term KL and Rényi are one objective (both estimate "
-                     "ln q(z|x)/p(z), Prop. 12) for "
+                     "ln(q(z|x)/p(z)), Props. 11-12) for "
                      + " and ".join(stems) + (": its" if len(stems) == 1 else ": the") + " KL and Rényi curves"
                      + ("" if len(stems) == 1 else " of each") + " differ by tuning alone")
     rule = (f"HV(first) <= HV(second) + {tie} per pair" if bound else
