@@ -13,8 +13,9 @@ from paperlib.dyneval import tune_dynamic_evaluation
 from paperlib.experiments.common.config import experiment_params
 from paperlib.experiments.dryrun.evaluation import (Evaluation, count_pass, dynamic_segments, forward_windows,
                                                     gradient_batches, mc_dropout_windows, measure_evaluation, windows)
-from paperlib.experiments.dryrun.evaluation_plans import (EVALUATIONS, coordinate_trials, search_trials,
-                                                          validation)
+from paperlib.experiments.averaging.tail_lengths import TailLengths
+from paperlib.experiments.dryrun.evaluation_plans import (EVALUATIONS, coordinate_trials, optimal_tail_passes,
+                                                          search_trials, validation)
 from paperlib.models import build_lm
 from paperlib.train import Trainer, TrainConfig
 from tests.test_train import VOCAB, markov_stream, tiny_model
@@ -56,6 +57,25 @@ def test_the_trainer_validates_as_often_and_as_long_as_counted(tmp_path, monkeyp
     counted = validation("tiny", spec, train, VOCAB, valid.numel(), 1, lambda n: n)
     assert set(seen) == {counted.units} == {windows(500, 3, 10)}
     assert (len(seen) == counted.passes) if exact else (3 <= len(seen) <= counted.passes == 3 * 3)
+
+
+def test_the_optimal_tail_scores_as_many_tails_as_counted(tmp_path, monkeypatch):
+    """averaging_ptb's optimal tail scores every tail of whole periods at every evaluation: 1 + 2 + ... + T passes."""
+    train = dict(batch_size=4, bptt=10, lr=1e-2, max_steps=30, eval_every=5, eval_batch_size=3, seed=1)
+    seen = []
+    original = TailLengths._loss_of
+
+    def counting(self, *args, **kwargs):
+        seen.append(self.steps)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(TailLengths, "_loss_of", counting)
+    model = tiny_model()
+    tails = TailLengths(model, train["eval_every"], tmp_path / "tails")
+    Trainer(model, markov_stream(2000, 0), markov_stream(300, 1), TrainConfig(**train), tmp_path,
+            progress=False, monitors={"optimal_tail": tails}).fit()
+    assert len(tails.curves) == 6 and [len(c) for c in tails.curves] == [1, 2, 3, 4, 5, 6]
+    assert len(seen) == 21 == optimal_tail_passes(train) * 6
 
 
 def _tiny(units: int, run) -> Evaluation:

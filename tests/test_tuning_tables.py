@@ -45,13 +45,6 @@ def test_every_row_of_tables_2_4_and_2_6_is_encoded_with_its_range_and_spacing()
         assert get_space(space)["segment_len"].integer
 
 
-def test_the_index_places_the_dyneval_grids_against_table_2_6s_encoded_ranges():
-    from paperlib.compendium.results_index.language_models import TABLE_2_6_CHAR, TABLE_2_6_WORD
-
-    for table, space in ((TABLE_2_6_WORD, "dyneval_word"), (TABLE_2_6_CHAR, "dyneval_char")):
-        assert table == {h.name: (h.low, h.high) for h in get_space(space).hyperparameters}, space
-
-
 def test_no_tuning_profile_runs_the_enwik8_spaces_as_the_index_says():
     """M-T2.5's row says the enwik8 spaces are encoded but no profile of tuning_ptb has a model for them (a profile
     that gains one makes that sentence false)."""

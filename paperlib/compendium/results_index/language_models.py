@@ -15,6 +15,7 @@ from paperlib.reference.language_models import CHAPTER_4_MOGRIFIER
 from paperlib.experiments.common.claims import Unjudged
 from paperlib.experiments.language_models.tuning_claims import neighbourhood_claim, neighbourhood_numbers
 from paperlib.reference.tuning import TUNING
+from paperlib.search_spaces import get_space
 
 from paperlib.compendium.results_index.text import (
     Results, _claim_verdict, _clip, _f, _profile_note, index_text, model_name,
@@ -457,9 +458,14 @@ def _byte_lm_verdict(results: Results) -> tuple[str, str]:
 # dynamic_evaluate's: lr, decay, eps).
 _GRID_NAMES = {"sgd": "SGD", "sgd_decay": "SGD with decay", "global_rms": "global RMS", "sparse": "sparse"}
 _SETTING_NAMES = {"lr": "learning rate", "decay": "decay rate", "eps": "epsilon", "segment_len": "window"}
-# Table 2.6's ranges, under the stage's keys; `paperlib.search_spaces` encodes the same (a test checks).
-TABLE_2_6_WORD = {"segment_len": (1, 20), "lr": (1e-6, 1e-3), "decay": (1e-6, 1e-2), "eps": (1e-8, 1e-2)}
-TABLE_2_6_CHAR = {**TABLE_2_6_WORD, "segment_len": (1, 50)}
+
+
+def _ranges(space: str) -> dict[str, tuple[float, float]]:
+    """A search space's ranges by name (Table 2.6's are named after the stage's keys)."""
+    return {h.name: (h.low, h.high) for h in get_space(space).hyperparameters}
+
+
+TABLE_2_6_WORD, TABLE_2_6_CHAR = _ranges("dyneval_word"), _ranges("dyneval_char")
 
 
 def _grid_values(key: str, grid: list[float], table: Mapping[str, tuple[float, float]]) -> str:

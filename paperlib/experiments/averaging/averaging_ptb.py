@@ -8,7 +8,10 @@ removes run-to-run noise from the comparison and costs one training run instead 
 - monitors: TA with several starts and EMA with several decays (the "tuned" baselines: the best
   of each grid by final loss, as the thesis tuned them to minimise the final loss), and 2TA at
   periods E/4 and 4E (the robustness to E of §3.6);
-- the raw weights' loss at every evaluation.
+- the raw weights' loss at every evaluation;
+- the loss of the average of the last k evaluation periods for every k at every evaluation, and the best of them
+  (:class:`~paperlib.experiments.averaging.tail_lengths.TailLengths`): the optimal tail that Fig. 3.1 says 2TA's long
+  average reaches once in every interval (Proposition 4).
 
 A second, deliberately overfitting run (a small slice of the training data, no dropout) shows
 the reset heuristic of Algorithm 2 (Fig. 3.5).
@@ -24,6 +27,7 @@ import numpy as np
 import torch
 
 from paperlib.averaging import build_averager
+from paperlib.experiments.averaging.tail_lengths import TailLengths
 from paperlib.experiments.common.code_hash import code_hash
 from paperlib.experiments.common.config import register_experiment
 from paperlib.experiments.common.stage import begin_stage, results_path, seed_everything
@@ -33,6 +37,9 @@ from paperlib.models import CELL_OPTIONS, VALID_CELLS, build_lm
 from paperlib.experiments.common.provenance import provenance
 from paperlib.atomic_files import write_json_atomic
 from paperlib.train import Trainer, TrainConfig
+
+OPTIMAL_TAIL = "optimal_tail"  # main run: the best tail of whole evaluation periods at every evaluation, and all
+
 
 @register_experiment("averaging_ptb")
 @dataclass(frozen=True)
@@ -93,15 +100,18 @@ def run_main(settings: AveragingParams, corpus, run_dir: Path, progress: bool,
         monitors[f"ema_{decay:g}"] = build_averager("ema", model, period, decay=decay)
     for factor in settings.period_factors:
         monitors[f"2ta_E{factor:g}"] = build_averager("2ta", model, max(1, round(factor * period)))
+    tails = TailLengths(model, period, run_dir / "tail_periods")  # Fig. 3.1's optimal length at every evaluation
     trainer = Trainer(model, corpus.train, corpus.valid[: settings.valid_tokens], config, run_dir, device=device,
-                      progress=progress, monitors=monitors, eval_raw=True)
+                      progress=progress, monitors={**monitors, OPTIMAL_TAIL: tails}, eval_raw=True)
     trainer.fit(resume=True)
     history = trainer.history
     curves = {"2ta": _series(history), "raw": _series(history, key="raw_valid_nll")}
     curves["raw"]["valid_nll"] = curves["raw"].pop("raw_valid_nll")
     for name in monitors:
         curves[name] = _series(history, monitor=name)
-    return {"period": period, "curves": curves, "train_seconds": trainer.train_seconds}
+    optimal = _series(history, monitor=OPTIMAL_TAIL)
+    return {"period": period, "curves": curves, OPTIMAL_TAIL: {**optimal, "losses": tails.curves},
+            "train_seconds": trainer.train_seconds}
 
 
 def run_overfit(settings: AveragingParams, corpus, run_dir: Path, progress: bool,

@@ -130,14 +130,21 @@ def _lm_comparison(stage: str, settings: Any, precision: str, cap: Cap, profile:
         yield from final_evaluation(name, spec, train, vocab, valid, test, settings.mc_samples, runs, cap)
 
 
+def optimal_tail_passes(train: dict[str, Any]) -> float:
+    """The passes :class:`~paperlib.experiments.averaging.tail_lengths.TailLengths` makes per evaluation of a run of T
+    evaluations, on average: t at the t-th (every tail of whole periods), (T + 1) / 2."""
+    return (math.ceil(train["max_steps"] / train["eval_every"]) + 1) / 2
+
+
 def _averaging(stage: str, settings: Any, precision: str, cap: Cap, profile: str = "paper") -> Iterator[Evaluation]:
     """averaging_ptb: the main run scores 2TA, the raw weights and every monitor (TA from each start and EMA of each
-    decay once per period, 2TA at each other period factor f its passes every f periods); the overfitting run its raw
-    weights and a 2TA monitor."""
+    decay once per period, 2TA at each other period factor f its passes every f periods, and the optimal tail
+    (:class:`~paperlib.experiments.averaging.tail_lengths.TailLengths`) t passes at the t-th evaluation, (T + 1) / 2
+    on average over T); the overfitting run its raw weights and a 2TA monitor."""
     vocab = CORPORA[settings.corpus].vocab_size
     valid = _prefix(settings.corpus, "valid", settings.valid_tokens, scored=False)
     per = VALIDATIONS["2ta"] + 1 + len(settings.ta_starts) + len(settings.ema_decays) + \
-        sum(VALIDATIONS["2ta"] / f for f in settings.period_factors)
+        sum(VALIDATIONS["2ta"] / f for f in settings.period_factors) + optimal_tail_passes(settings.train)
     yield validation("main", settings.model, {**settings.train, "averaging": "2ta"}, vocab, valid, 1, cap, per)
     options = {k: v for k, v in settings.model.get("options", {}).items() if "dropout" not in k}
     yield validation("overfit", {**settings.model, "options": options}, settings.overfit_train, vocab, valid, 1, cap,
@@ -443,5 +450,5 @@ EVALUATIONS: dict[str, Callable[[str, Any, str, Cap, str], Iterator[Evaluation]]
     "micmco_ptb_ladder": _micmco_ptb_ladder,
 }
 
-__all__ = ["EVALUATIONS", "VALIDATIONS", "coordinate_trials", "final_evaluation", "search_trials",
-           "sentence_evaluation", "validation"]
+__all__ = ["EVALUATIONS", "VALIDATIONS", "coordinate_trials", "final_evaluation", "optimal_tail_passes",
+           "search_trials", "sentence_evaluation", "validation"]
